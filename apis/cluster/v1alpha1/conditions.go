@@ -1,0 +1,25 @@
+package v1alpha1
+
+// ConditionReady is the condition every cluster.router.io object carries: True once the object has
+// been validated and its values are in use by the other controllers.
+const ConditionReady = "Ready"
+
+// Phase is the coarse lifecycle state shown in `kubectl get`.
+// +kubebuilder:validation:Enum=Pending;Active;Failed
+type Phase string
+
+const (
+	// PhasePending means the object has not been reconciled yet.
+	PhasePending Phase = "Pending"
+	// PhaseActive means the object is valid and in use.
+	PhaseActive Phase = "Active"
+	// PhaseFailed means the object is invalid; the Ready condition says why.
+	PhaseFailed Phase = "Failed"
+)
+
+// Singleton names. Admission rejects any other name, so every controller can fetch these objects
+// by name instead of listing.
+const (
+	ClusterIdentityName  = "cluster-identity"
+	DNSConfigurationName = "dns-config"
+)

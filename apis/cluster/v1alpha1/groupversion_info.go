@@ -1,0 +1,21 @@
+// Package v1alpha1 contains the cluster.router.io/v1alpha1 API: the cluster-scoped singletons the
+// platform team owns (ClusterIdentity and DNSConfiguration).
+// +kubebuilder:object:generate=true
+// +groupName=cluster.router.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every type in this package.
+	GroupVersion = schema.GroupVersion{Group: "cluster.router.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

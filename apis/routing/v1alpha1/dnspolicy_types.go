@@ -1,0 +1,108 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DNSPolicyMode is how a DNSPolicy picks ExternalDNS controllers.
+// +kubebuilder:validation:Enum=Active;RegionBound
+type DNSPolicyMode string
+
+const (
+	// DNSPolicyModeActive activates the controllers of the cluster's own region and of the regions
+	// it adopts: every cluster serves its own region.
+	DNSPolicyModeActive DNSPolicyMode = "Active"
+	// DNSPolicyModeRegionBound activates every controller, but only in the cluster matching
+	// sourceRegion (and sourceCluster): one cluster serves every region.
+	DNSPolicyModeRegionBound DNSPolicyMode = "RegionBound"
+)
+
+// DNSPolicySpec is the DNS propagation strategy of the namespace's ServiceRoutes.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'RegionBound' || (has(self.sourceRegion) && self.sourceRegion != '')",message="sourceRegion is required in RegionBound mode: without it every cluster would write every regional zone",fieldPath=".sourceRegion"
+type DNSPolicySpec struct {
+	// mode is Active (each cluster serves its own and adopted regions) or RegionBound (the
+	// cluster in sourceRegion serves every region).
+	// +required
+	Mode DNSPolicyMode `json:"mode"`
+
+	// sourceRegion, when set, makes the policy apply only in clusters of this region. Required in
+	// RegionBound mode.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceRegion must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	SourceRegion string `json:"sourceRegion,omitempty"`
+
+	// sourceCluster, when set, makes the policy apply only in the cluster of this name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceCluster must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	SourceCluster string `json:"sourceCluster,omitempty"`
+}
+
+// DNSPolicyStatus says whether the policy applies to this cluster and which ExternalDNS
+// controllers it activates.
+type DNSPolicyStatus struct {
+	// phase is Active when the policy applies here, Inactive when it does not, Pending while the
+	// ClusterIdentity or DNSConfiguration is missing.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// active is true when the policy applies to this cluster.
+	// +optional
+	Active bool `json:"active"`
+
+	// activeControllers are the names of the ExternalDNS controllers ServiceRoutes in this
+	// namespace write DNSEndpoints for.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	ActiveControllers []string `json:"activeControllers,omitempty"`
+
+	// observedGeneration is the metadata.generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the policy's state; Ready is True when activeControllers is current.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DNSPolicy decides, for the ServiceRoutes of its namespace, which regional DNS zones this cluster
+// writes records to.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=dnsp,categories=router
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.sourceRegion`,priority=1
+// +kubebuilder:printcolumn:name="Active",type=boolean,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.status.activeControllers`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DNSPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec DNSPolicySpec `json:"spec"`
+
+	// +optional
+	Status DNSPolicyStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// DNSPolicyList is a list of DNSPolicy.
+type DNSPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DNSPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&DNSPolicy{}, &DNSPolicyList{})
+}

@@ -1,0 +1,250 @@
+// Package testenv starts a real control plane for integration tests: etcd and kube-apiserver
+// through envtest, with the operator's CRDs plus the ExternalDNS DNSEndpoint and Istio CRDs from
+// the pinned modules, and optionally kube-controller-manager so that owner-reference garbage
+// collection and namespace deletion happen as they do in a real cluster.
+//
+// The binaries come from bin/ (built by `make test` from the Go module proxy) or from
+// $KUBEBUILDER_ASSETS.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
+)
+
+// Pinned locations of third-party CRDs inside their Go modules. The module versions come from
+// go.mod, so the CRDs always match the Go types the operator is compiled against.
+const (
+	externalDNSModule  = "sigs.k8s.io/external-dns"
+	externalDNSCRDPath = "config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml"
+	istioAPIModule     = "istio.io/api"
+	istioCRDPath       = "kubernetes/customresourcedefinitions.gen.yaml"
+)
+
+// Options choose what runs besides etcd and kube-apiserver.
+type Options struct {
+	// ControllerManager also starts kube-controller-manager with the garbage collector and the
+	// namespace controller.
+	ControllerManager bool
+}
+
+// Env is a running control plane.
+type Env struct {
+	// Config is an admin (system:masters) REST config.
+	Config *rest.Config
+	// Client is a client for Config with the operator's scheme.
+	Client client.Client
+	// Scheme is the operator's scheme.
+	Scheme *runtime.Scheme
+	// RepoRoot is the repository's top directory.
+	RepoRoot string
+
+	env        *envtest.Environment
+	kcm        *exec.Cmd
+	kcmExited  chan struct{}
+	kcmLog     *bytes.Buffer
+	scratchDir string
+}
+
+// Start boots the control plane. Call Stop when done.
+func Start(opts Options) (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
+			return nil, fmt.Errorf("control-plane binary %s not found in %s: run `make test` (it builds them once into bin/): %w", name, assets, err)
+		}
+	}
+	crdPaths, err := crdPaths(root)
+	if err != nil {
+		return nil, err
+	}
+
+	scheme := operatorscheme.New()
+	e := &Env{Scheme: scheme, RepoRoot: root}
+	e.env = &envtest.Environment{
+		Scheme:                scheme,
+		BinaryAssetsDirectory: assets,
+		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crdPaths},
+		// A loaded 2-core CI machine can take longer than envtest's 20 s default.
+		ControlPlaneStartTimeout: 90 * time.Second,
+	}
+	if e.Config, err = e.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	if opts.ControllerManager {
+		if err := e.startControllerManager(assets); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Stop stops kube-controller-manager (if started) and the control plane.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.kcm != nil && e.kcm.Process != nil {
+		_ = e.kcm.Process.Signal(os.Interrupt)
+		select {
+		case <-e.kcmExited:
+		case <-time.After(10 * time.Second):
+			_ = e.kcm.Process.Kill()
+			<-e.kcmExited
+		}
+	}
+	if e.env != nil {
+		errs = append(errs, e.env.Stop())
+	}
+	if e.scratchDir != "" {
+		errs = append(errs, os.RemoveAll(e.scratchDir))
+	}
+	return errors.Join(errs...)
+}
+
+// AdminKubeconfig writes a kubeconfig for a system:masters user and returns its path. It lives
+// until Stop.
+func (e *Env) AdminKubeconfig() (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding admin user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	if e.scratchDir == "" {
+		if e.scratchDir, err = os.MkdirTemp("", "testenv-"); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(e.scratchDir, "admin.kubeconfig")
+	return path, os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// ControllerManagerLog returns what kube-controller-manager printed so far, for failure messages.
+func (e *Env) ControllerManagerLog() string {
+	if e.kcmLog == nil {
+		return ""
+	}
+	return e.kcmLog.String()
+}
+
+func (e *Env) startControllerManager(assets string) error {
+	path := filepath.Join(assets, "kube-controller-manager")
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("kube-controller-manager not found in %s: run `make test` (it builds it once into bin/): %w", assets, err)
+	}
+	kubeconfig, err := e.AdminKubeconfig()
+	if err != nil {
+		return err
+	}
+	e.kcmLog = &bytes.Buffer{}
+	e.kcm = exec.Command(path,
+		"--kubeconfig="+kubeconfig,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+	)
+	e.kcm.Stdout = e.kcmLog
+	e.kcm.Stderr = e.kcmLog
+	if err := e.kcm.Start(); err != nil {
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	e.kcmExited = make(chan struct{})
+	go func() {
+		_ = e.kcm.Wait()
+		close(e.kcmExited)
+	}()
+	// The garbage collector only acts once it has synced its informers; give it a moment to
+	// come up and fail fast if the process dies on bad flags.
+	select {
+	case <-e.kcmExited:
+		return fmt.Errorf("kube-controller-manager exited at start:\n%s", e.kcmLog.String())
+	case <-time.After(500 * time.Millisecond):
+		return nil
+	}
+}
+
+// RepoRoot finds the repository's top directory (the one holding the operator's go.mod) from
+// the working directory, which `go test` sets to the package directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("module github.com/service-router/service-router-operator\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (go.mod of the operator) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// crdPaths returns the operator's CRD directory and the third-party CRD files from the module cache.
+func crdPaths(root string) ([]string, error) {
+	externalDNS, err := moduleDir(root, externalDNSModule)
+	if err != nil {
+		return nil, err
+	}
+	istioAPI, err := moduleDir(root, istioAPIModule)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(root, "config", "crd", "bases"),
+		filepath.Join(externalDNS, externalDNSCRDPath),
+		filepath.Join(istioAPI, istioCRDPath),
+	}, nil
+}
+
+// moduleDir asks the go command where the version of module that go.mod selects is unpacked.
+func moduleDir(root, module string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	if info.Dir == "" {
+		return "", fmt.Errorf("locating module %s: %s", module, info.Error)
+	}
+	return info.Dir, nil
+}

@@ -1,0 +1,106 @@
+// Command service-router-operator runs the Service Router Operator: it turns ClusterIdentity,
+// DNSConfiguration, Gateway, DNSPolicy and ServiceRoute resources into ExternalDNS DNSEndpoints
+// and Istio Gateways.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
+)
+
+// leaderElectionID names the Lease replicas compete for; it must stay stable across releases so
+// that an old and a new replica never lead at the same time during an upgrade.
+const leaderElectionID = "service-router-operator.router.io"
+
+type options struct {
+	metricsAddr          string
+	metricsSecure        bool
+	probeAddr            string
+	leaderElect          bool
+	leaderElectNamespace string
+	enableHTTP2          bool
+}
+
+func main() {
+	opts := options{}
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the /metrics endpoint binds to, for example :8443 (HTTPS) or :8080 (HTTP). 0 disables it.")
+	flag.BoolVar(&opts.metricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS and require a token allowed to GET /metrics (TokenReview + SubjectAccessReview). "+
+			"Set to false to serve plain HTTP without authentication, for example on a homelab cluster.")
+	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz endpoints bind to.")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", runningInCluster(),
+		"Elect a leader so that only one replica reconciles at a time. Defaults to true inside a cluster, false outside.")
+	flag.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease. Defaults to the operator's own namespace in a cluster.")
+	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false,
+		"Serve the metrics endpoint over HTTP/2 as well. Off by default because of the HTTP/2 rapid-reset CVEs.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLog := ctrl.Log.WithName("setup")
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(opts))
+	if err != nil {
+		setupLog.Error(err, "unable to create manager")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "unable to set up health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		setupLog.Error(err, "unable to set up ready check")
+		os.Exit(1)
+	}
+
+	setupLog.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func managerOptions(opts options) ctrl.Options {
+	var tlsOpts []func(*tls.Config)
+	if !opts.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.metricsAddr,
+		SecureServing: opts.metricsSecure,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Scheme:                        operatorscheme.New(),
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+}
+
+// runningInCluster reports whether the process runs in a Pod with a service account, which is
+// where several replicas may run and leader election must be on.
+func runningInCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}
