@@ -4,6 +4,7 @@ package scheme
 
 import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,5 +22,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(routingv1alpha1.AddToScheme(s))
 	utilruntime.Must(istionetworkingv1.AddToScheme(s))
 	utilruntime.Must(externaldnsv1alpha1.AddToScheme(s))
+	// ExternalDNS registers only its types, not the options kinds (CreateOptions, ListOptions, …)
+	// every API group needs for typed clients to send requests.
+	metav1.AddToGroupVersion(s, externaldnsv1alpha1.GroupVersion)
 	return s
 }

@@ -101,7 +101,3 @@ type ClusterIdentityList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterIdentity `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ClusterIdentity{}, &ClusterIdentityList{})
-}

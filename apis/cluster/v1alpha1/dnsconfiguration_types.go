@@ -84,7 +84,3 @@ type DNSConfigurationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []DNSConfiguration `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&DNSConfiguration{}, &DNSConfigurationList{})
-}

@@ -18,7 +18,7 @@ const (
 )
 
 // DNSPolicySpec is the DNS propagation strategy of the namespace's ServiceRoutes.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'RegionBound' || (has(self.sourceRegion) && self.sourceRegion != '')",message="sourceRegion is required in RegionBound mode: without it every cluster would write every regional zone",fieldPath=".sourceRegion"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'RegionBound' || (has(self.sourceRegion) && size(self.sourceRegion) > 0)",message="sourceRegion is required in RegionBound mode: without it every cluster would write every regional zone",fieldPath=".sourceRegion"
 type DNSPolicySpec struct {
 	// mode is Active (each cluster serves its own and adopted regions) or RegionBound (the
 	// cluster in sourceRegion serves every region).
@@ -29,13 +29,13 @@ type DNSPolicySpec struct {
 	// RegionBound mode.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceRegion must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceRegion must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	SourceRegion string `json:"sourceRegion,omitempty"`
 
 	// sourceCluster, when set, makes the policy apply only in the cluster of this name.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceCluster must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceCluster must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	SourceCluster string `json:"sourceCluster,omitempty"`
 }
 
@@ -101,8 +101,4 @@ type DNSPolicyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []DNSPolicy `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&DNSPolicy{}, &DNSPolicyList{})
 }

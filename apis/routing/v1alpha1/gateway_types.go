@@ -94,7 +94,3 @@ type GatewayList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Gateway `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Gateway{}, &GatewayList{})
-}

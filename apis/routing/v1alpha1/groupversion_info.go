@@ -5,8 +5,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -14,8 +15,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "routing.router.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Gateway{}, &GatewayList{}, &DNSPolicy{}, &DNSPolicyList{}, &ServiceRoute{}, &ServiceRouteList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

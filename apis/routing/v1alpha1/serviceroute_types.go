@@ -6,7 +6,7 @@ import (
 
 // ServiceRouteSpec names a service and the gateway it is published on. The client-facing hostname
 // is {serviceName}-ns-{environmentLetter}-{environment}-{application}.{domain}.
-// +kubebuilder:validation:XValidation:rule="self.serviceName.size() + self.environment.size() + self.application.size() <= 56",message="the generated hostname label {serviceName}-ns-{environmentLetter}-{environment}-{application} must fit in 63 characters: serviceName, environment and application may have at most 56 characters together"
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceName) || !has(self.environment) || !has(self.application) || self.serviceName.size() + self.environment.size() + self.application.size() <= 56",message="the generated hostname label {serviceName}-ns-{environmentLetter}-{environment}-{application} must fit in 63 characters: serviceName, environment and application may have at most 56 characters together"
 type ServiceRouteSpec struct {
 	// serviceName is the first part of the hostname (for example api).
 	// +required
@@ -134,8 +134,4 @@ type ServiceRouteList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ServiceRoute `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ServiceRoute{}, &ServiceRouteList{})
 }

@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+)
+
+// admissionCase is one manifest the API server must reject, and what the error must say: the
+// field path and the reason, so that a user knows what to fix.
+type admissionCase struct {
+	name     string
+	manifest string
+	want     []string
+}
+
+const (
+	validIdentitySpec = `
+  region: weu
+  cluster: aks01
+  domain: example.com
+  environmentLetter: d`
+	validRouteSpec = `
+  serviceName: api
+  gatewayName: default-gateway
+  environment: prod
+  application: myapp`
+)
+
+func clusterIdentity(name, spec string) string {
+	return fmt.Sprintf("apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata:\n  name: %s\nspec:%s\n", name, spec)
+}
+
+func dnsConfiguration(name, spec string) string {
+	return fmt.Sprintf("apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata:\n  name: %s\nspec:%s\n", name, spec)
+}
+
+func namespaced(kind, name, spec string) string {
+	return fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: %s\nmetadata:\n  name: %s\n  namespace: admission\nspec:%s\n", kind, name, spec)
+}
+
+func TestAdmission_RejectsInvalidObjects(t *testing.T) {
+	ensureNamespace(t, "admission")
+	long := strings.Repeat("a", 64)
+	cases := []admissionCase{
+		// ClusterIdentity
+		{"ClusterIdentity is a singleton", clusterIdentity("my-identity", validIdentitySpec),
+			[]string{"metadata.name must be cluster-identity"}},
+		{"ClusterIdentity region required", clusterIdentity("cluster-identity", "\n  cluster: aks01\n  domain: example.com\n  environmentLetter: d"),
+			[]string{"spec.region", "Required value"}},
+		{"ClusterIdentity cluster required", clusterIdentity("cluster-identity", "\n  region: weu\n  domain: example.com\n  environmentLetter: d"),
+			[]string{"spec.cluster", "Required value"}},
+		{"ClusterIdentity environmentLetter required", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example.com"),
+			[]string{"spec.environmentLetter", "Required value"}},
+		{"ClusterIdentity domain required", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  environmentLetter: d"),
+			[]string{"spec.domain", "Required value"}},
+		{"ClusterIdentity region is a DNS label", clusterIdentity("cluster-identity", "\n  region: West_EU\n  cluster: aks01\n  domain: example.com\n  environmentLetter: d"),
+			[]string{"spec.region", "region must be a DNS label"}},
+		{"ClusterIdentity region at most 63 characters", clusterIdentity("cluster-identity", "\n  region: "+long+"\n  cluster: aks01\n  domain: example.com\n  environmentLetter: d"),
+			[]string{"spec.region", "Too long"}},
+		{"ClusterIdentity cluster is a DNS label", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: -aks01\n  domain: example.com\n  environmentLetter: d"),
+			[]string{"spec.cluster", "cluster must be a DNS label"}},
+		{"ClusterIdentity adopted region is a DNS label", clusterIdentity("cluster-identity", validIdentitySpec+"\n  adoptsRegions: [frc, Not.A.Label]"),
+			[]string{"spec.adoptsRegions[1]", "each adopted region must be a DNS label"}},
+		{"ClusterIdentity adopted regions unique", clusterIdentity("cluster-identity", validIdentitySpec+"\n  adoptsRegions: [frc, frc]"),
+			[]string{"spec.adoptsRegions[1]", "Duplicate value"}},
+		{"ClusterIdentity does not adopt its own region", clusterIdentity("cluster-identity", validIdentitySpec+"\n  adoptsRegions: [frc, weu]"),
+			[]string{"spec.adoptsRegions", "adoptsRegions must not contain the cluster's own region"}},
+		{"ClusterIdentity adopts at most 32 regions", clusterIdentity("cluster-identity", validIdentitySpec+"\n  adoptsRegions: ["+regionList(33)+"]"),
+			[]string{"spec.adoptsRegions", "Too many"}},
+		{"ClusterIdentity domain lowercase", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: Example.COM\n  environmentLetter: d"),
+			[]string{"spec.domain", "domain must be a lowercase DNS name"}},
+		{"ClusterIdentity domain labels at most 63 characters", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+long+".example.com\n  environmentLetter: d"),
+			[]string{"spec.domain", "domain must be a lowercase DNS name"}},
+		{"ClusterIdentity domain has no empty label", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example..com\n  environmentLetter: d"),
+			[]string{"spec.domain", "domain must be a lowercase DNS name"}},
+		{"ClusterIdentity domain at most 253 characters", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(260)+"\n  environmentLetter: d"),
+			[]string{"spec.domain", "Too long"}},
+		{"ClusterIdentity environmentLetter is one character", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example.com\n  environmentLetter: dev"),
+			[]string{"spec.environmentLetter", "Too long"}},
+		{"ClusterIdentity environmentLetter lowercase", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example.com\n  environmentLetter: D"),
+			[]string{"spec.environmentLetter", "environmentLetter must be one lowercase letter or digit"}},
+
+		// DNSConfiguration
+		{"DNSConfiguration is a singleton", dnsConfiguration("dns", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"metadata.name must be dns-config"}},
+		{"DNSConfiguration controllers required", dnsConfiguration("dns-config", " {}"),
+			[]string{"spec.externalDNSControllers", "Required value"}},
+		{"DNSConfiguration at least one controller", dnsConfiguration("dns-config", "\n  externalDNSControllers: []"),
+			[]string{"spec.externalDNSControllers", "should have at least 1 items"}},
+		{"DNSConfiguration controller names unique", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}\n    - {name: external-dns-weu, region: neu}"),
+			[]string{"spec.externalDNSControllers[1]", "Duplicate value"}},
+		{"DNSConfiguration controller name is a DNS label", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: External_DNS, region: weu}"),
+			[]string{"spec.externalDNSControllers[0].name", "controller name must be a DNS label"}},
+		{"DNSConfiguration controller region required", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu}"),
+			[]string{"spec.externalDNSControllers[0].region", "Required value"}},
+		{"DNSConfiguration controller region is a DNS label", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: WEU}"),
+			[]string{"spec.externalDNSControllers[0].region", "controller region must be a DNS label"}},
+
+		// Gateway
+		{"Gateway controller required", namespaced("Gateway", "gw", "\n  targetPostfix: internal"),
+			[]string{"spec.controller", "Required value"}},
+		{"Gateway controller is a DNS label", namespaced("Gateway", "gw", "\n  controller: Istio_Ingress\n  targetPostfix: internal"),
+			[]string{"spec.controller", "controller must be a DNS label"}},
+		{"Gateway targetPostfix required", namespaced("Gateway", "gw", "\n  controller: ingress"),
+			[]string{"spec.targetPostfix", "Required value"}},
+		{"Gateway targetPostfix is a DNS label", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal.lan"),
+			[]string{"spec.targetPostfix", "targetPostfix must be a DNS label"}},
+		{"Gateway credentialName is a Secret name", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: Cert/Ingress"),
+			[]string{"spec.credentialName", "credentialName must be a valid Secret name"}},
+
+		// DNSPolicy
+		{"DNSPolicy mode required", namespaced("DNSPolicy", "p", "\n  sourceRegion: weu"),
+			[]string{"spec.mode", "Required value"}},
+		{"DNSPolicy mode Active or RegionBound", namespaced("DNSPolicy", "p", "\n  mode: Passive"),
+			[]string{"spec.mode", `Unsupported value: "Passive"`, `"Active", "RegionBound"`}},
+		{"DNSPolicy RegionBound requires sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound"),
+			[]string{"spec.sourceRegion", "sourceRegion is required in RegionBound mode"}},
+		{"DNSPolicy RegionBound requires non-empty sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: \"\""),
+			[]string{"spec.sourceRegion", "sourceRegion is required in RegionBound mode"}},
+		{"DNSPolicy sourceRegion is a DNS label", namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: West EU"),
+			[]string{"spec.sourceRegion", "sourceRegion must be a DNS label"}},
+		{"DNSPolicy sourceCluster is a DNS label", namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  sourceCluster: AKS01"),
+			[]string{"spec.sourceCluster", "sourceCluster must be a DNS label"}},
+
+		// ServiceRoute
+		{"ServiceRoute serviceName required", namespaced("ServiceRoute", "r", "\n  gatewayName: gw\n  environment: prod\n  application: myapp"),
+			[]string{"spec.serviceName", "Required value"}},
+		{"ServiceRoute gatewayName required", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  environment: prod\n  application: myapp"),
+			[]string{"spec.gatewayName", "Required value"}},
+		{"ServiceRoute environment required", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  gatewayName: gw\n  application: myapp"),
+			[]string{"spec.environment", "Required value"}},
+		{"ServiceRoute application required", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  gatewayName: gw\n  environment: prod"),
+			[]string{"spec.application", "Required value"}},
+		{"ServiceRoute serviceName is a DNS label", namespaced("ServiceRoute", "r", "\n  serviceName: api.v2\n  gatewayName: gw\n  environment: prod\n  application: myapp"),
+			[]string{"spec.serviceName", "serviceName must be a DNS label"}},
+		{"ServiceRoute gatewayName is a DNS label", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  gatewayName: Default_Gateway\n  environment: prod\n  application: myapp"),
+			[]string{"spec.gatewayName", "gatewayName must be a DNS label"}},
+		{"ServiceRoute gatewayNamespace is a namespace name", namespaced("ServiceRoute", "r", validRouteSpec+"\n  gatewayNamespace: Istio-System"),
+			[]string{"spec.gatewayNamespace", "gatewayNamespace must be a namespace name"}},
+		{"ServiceRoute environment is a DNS label", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  gatewayName: gw\n  environment: Prod\n  application: myapp"),
+			[]string{"spec.environment", "environment must be a DNS label"}},
+		{"ServiceRoute application is a DNS label", namespaced("ServiceRoute", "r", "\n  serviceName: api\n  gatewayName: gw\n  environment: prod\n  application: my_app"),
+			[]string{"spec.application", "application must be a DNS label"}},
+		{"ServiceRoute hostname label fits in 63 characters", namespaced("ServiceRoute", "r",
+			"\n  serviceName: "+strings.Repeat("s", 20)+"\n  gatewayName: gw\n  environment: "+strings.Repeat("e", 20)+"\n  application: "+strings.Repeat("a", 17)),
+			[]string{"spec", "must fit in 63 characters"}},
+		{"ServiceRoute name at most 63 characters", namespaced("ServiceRoute", long, validRouteSpec),
+			[]string{"ServiceRoute name must be at most 63 characters"}},
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := fromYAML(t, tc.manifest)
+			err := env.Client.Create(context.Background(), obj, client.DryRunAll)
+			require.Error(t, err, "the API server accepted:\n%s", tc.manifest)
+			require.True(t, apierrors.IsInvalid(err), "want an Invalid error, got %v", err)
+			for _, want := range tc.want {
+				require.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+// TestAdmission_AcceptsBoundaryValues proves the rules are not stricter than they say.
+func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
+	ensureNamespace(t, "admission")
+	accepted := []string{
+		clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(253)+"\n  environmentLetter: \"7\"\n  adoptsRegions: ["+regionList(32)+"]"),
+		clusterIdentity("cluster-identity", "\n  region: "+strings.Repeat("r", 63)+"\n  cluster: a\n  domain: com\n  environmentLetter: p"),
+		namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  sourceCluster: vec-weu-p-aks01"),
+		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  sourceCluster: \"\""),
+		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
+		namespaced("ServiceRoute", strings.Repeat("r", 63),
+			"\n  serviceName: "+strings.Repeat("s", 20)+"\n  gatewayName: gw\n  environment: "+strings.Repeat("e", 20)+"\n  application: "+strings.Repeat("a", 16)),
+	}
+	for _, manifest := range accepted {
+		obj := fromYAML(t, manifest)
+		require.NoError(t, env.Client.Create(context.Background(), obj, client.DryRunAll), "rejected:\n%s", manifest)
+	}
+}
+
+// TestAdmission_DefaultsGatewayNamespace checks that a ServiceRoute without gatewayNamespace is
+// stored with istio-system.
+func TestAdmission_DefaultsGatewayNamespace(t *testing.T) {
+	ns := newNamespace(t, "defaults")
+	route := &routingv1alpha1.ServiceRoute{}
+	route.Name, route.Namespace = "api-route", ns
+	route.Spec = routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: "default-gateway", Environment: "dev", Application: "myapp"}
+	require.NoError(t, env.Client.Create(context.Background(), route))
+	require.Equal(t, routingv1alpha1.DefaultGatewayNamespace, route.Spec.GatewayNamespace)
+}
+
+func regionList(n int) string {
+	regions := make([]string, n)
+	for i := range regions {
+		regions[i] = fmt.Sprintf("r%d", i)
+	}
+	return strings.Join(regions, ", ")
+}
+
+// longDomain returns a valid DNS name of exactly n characters (n >= 3).
+func longDomain(n int) string {
+	var labels []string
+	for n > 0 {
+		size := min(n, 63)
+		if n-size == 1 { // a remainder of one character cannot be ".x": shorten this label
+			size--
+		}
+		labels = append(labels, strings.Repeat("d", size))
+		n -= size
+		if n > 0 {
+			n-- // the dot
+		}
+	}
+	return strings.Join(labels, ".")
+}
