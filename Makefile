@@ -17,6 +17,8 @@ IMG ?= $(IMAGE_REGISTRY)/service-router-operator:v$(VERSION)
 BIN := $(CURDIR)/bin
 GO ?= go
 GO_TEST_FLAGS ?=
+# The architecture document the API implements; test/testdata/spec-manifests.yaml is extracted from it.
+SPEC_DOC ?= ../shared/seeds/000_ae52c462c3f2aee5.txt
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
@@ -27,6 +29,8 @@ KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
 KUBECTL := $(BIN)/kubectl
 ETCD := $(BIN)/etcd
 OPERATOR_SDK := $(BIN)/operator-sdk
+
+CHART_DIR := charts/service-router-operator
 
 CONTROL_PLANE := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
 
@@ -48,6 +52,11 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and +kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=service-router-operator paths=./... output:rbac:artifacts:config=config/rbac
+	rm -f $(CHART_DIR)/crds/*.yaml && cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+
+.PHONY: spec-manifests
+spec-manifests: ## Re-extract the architecture document's manifests into test/testdata (needs ../shared/seeds).
+	$(GO) run ./hack/specmanifests $(SPEC_DOC) test/testdata/spec-manifests.yaml
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -67,10 +76,12 @@ test: manifests generate fmt vet $(CONTROL_PLANE) ## Run every test: unit and in
 
 .PHONY: verify
 verify: manifests generate fmt lint ## Regenerate everything and fail if the tree changed (generated files must be committed).
+	@if [ -f $(SPEC_DOC) ]; then $(MAKE) --no-print-directory spec-manifests; fi
 	$(GO) mod tidy
 	cd hack/tools && $(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
 	cd hack/tools/etcd && $(GO) mod tidy
+	cd hack/tools/operator-sdk && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree differs from what the generators produce; run 'make manifests generate fmt' and commit:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \

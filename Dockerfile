@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# The operator image: a static binary on distroless, running as an unprivileged user.
+
+FROM golang:1.26 AS builder
+ARG TARGETOS
+ARG TARGETARCH
+WORKDIR /workspace
+
+# Dependencies first, so that source changes reuse the module download layer.
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY main.go ./
+COPY apis/ apis/
+COPY controllers/ controllers/
+COPY internal/ internal/
+
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o manager .
+
+FROM gcr.io/distroless/static:nonroot
+WORKDIR /
+COPY --from=builder /workspace/manager /manager
+USER 65532:65532
+ENTRYPOINT ["/manager"]
