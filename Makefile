@@ -135,3 +135,6 @@ $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) &: hack/tools/kube/go.mo
 	@echo "==> building kube-apiserver, kube-controller-manager and kubectl into bin/ (first run only, 5-10 minutes on 2 cores)"
 	cd hack/tools/kube && $(GO) build -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
+
+# Feature areas (packaging, end-to-end, demo) keep their targets in their own files.
+include $(sort $(wildcard hack/make/*.mk))
