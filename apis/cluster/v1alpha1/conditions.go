@@ -23,3 +23,23 @@ const (
 	ClusterIdentityName  = "cluster-identity"
 	DNSConfigurationName = "dns-config"
 )
+
+// Reasons of the Ready condition (and of the Events emitted with it).
+const (
+	// ReasonValidationSucceeded: the ClusterIdentity is consistent with the DNSConfiguration.
+	ReasonValidationSucceeded = "ValidationSucceeded"
+	// ReasonDNSConfigurationNotFound: the dns-config DNSConfiguration does not exist, so no
+	// DNSPolicy can activate a controller.
+	ReasonDNSConfigurationNotFound = "DNSConfigurationNotFound"
+	// ReasonRegionWithoutController: no ExternalDNS controller serves the cluster's own region, so
+	// Active DNSPolicies publish nothing.
+	ReasonRegionWithoutController = "RegionWithoutController"
+	// ReasonAdoptedRegionWithoutController: an adopted region has no ExternalDNS controller, so
+	// its zone gets no records.
+	ReasonAdoptedRegionWithoutController = "AdoptedRegionWithoutController"
+	// ReasonTargetHostnameTooLong: cluster and region leave no room in a 63-character DNS label
+	// for the gateway target hostname {cluster}-{region}-{targetPostfix}.
+	ReasonTargetHostnameTooLong = "TargetHostnameTooLong"
+	// ReasonConfigurationValid: the DNSConfiguration is valid and in use.
+	ReasonConfigurationValid = "ConfigurationValid"
+)

@@ -23,3 +23,64 @@ const (
 // DefaultGatewayNamespace is where a ServiceRoute looks for its Gateway when gatewayNamespace is
 // not set.
 const DefaultGatewayNamespace = "istio-system"
+
+// Reasons of the Ready condition (and of the Events emitted with it) on DNSPolicy.
+const (
+	// ReasonPolicyActive: the policy applies to this cluster and activates at least one controller.
+	ReasonPolicyActive = "PolicyActive"
+	// ReasonPolicyInactive: sourceRegion or sourceCluster does not match this cluster; no
+	// DNSEndpoints are written from here. A healthy state in a multi-cluster setup.
+	ReasonPolicyInactive = "PolicyInactive"
+	// ReasonNoActiveControllers: the policy applies, but no ExternalDNS controller of the
+	// DNSConfiguration serves the selected regions.
+	ReasonNoActiveControllers = "NoActiveControllers"
+	// ReasonDuplicatePolicy: an older DNSPolicy exists in the namespace and is the one in force.
+	ReasonDuplicatePolicy = "DuplicatePolicy"
+	// ReasonDNSConfigurationNotFound: the dns-config DNSConfiguration does not exist.
+	ReasonDNSConfigurationNotFound = "DNSConfigurationNotFound"
+)
+
+// Reasons shared by several kinds.
+const (
+	// ReasonClusterIdentityNotFound: the cluster-identity ClusterIdentity does not exist.
+	ReasonClusterIdentityNotFound = "ClusterIdentityNotFound"
+	// ReasonOwnershipConflict: an object with the name the operator would generate exists and is
+	// not managed by the operator; it is left untouched.
+	ReasonOwnershipConflict = "OwnershipConflict"
+	// ReasonInvalidHostname: the generated hostname is not a valid DNS name (too long).
+	ReasonInvalidHostname = "InvalidHostname"
+)
+
+// Reasons of the Ready condition on ServiceRoute.
+const (
+	// ReasonReconciliationSucceeded: every DNSEndpoint of the route is in place.
+	ReasonReconciliationSucceeded = "ReconciliationSucceeded"
+	// ReasonDNSPolicyNotFound: the namespace has no DNSPolicy; the route's DNSEndpoints are removed.
+	ReasonDNSPolicyNotFound = "DNSPolicyNotFound"
+	// ReasonDNSPolicyInactive: the namespace's DNSPolicy does not apply to this cluster; the
+	// route's DNSEndpoints are removed.
+	ReasonDNSPolicyInactive = "DNSPolicyInactive"
+	// ReasonDNSPolicyNotReady: the DNSPolicy has not been evaluated for its current spec or is
+	// waiting for cluster configuration; existing DNSEndpoints are kept until it is.
+	ReasonDNSPolicyNotReady = "DNSPolicyNotReady"
+	// ReasonGatewayNotFound: the referenced Gateway does not exist; the route's DNSEndpoints are removed.
+	ReasonGatewayNotFound = "GatewayNotFound"
+	// ReasonHostnameConflict: an older ServiceRoute claims the same hostname and publishes it.
+	ReasonHostnameConflict = "HostnameConflict"
+)
+
+// Reasons of the Ready condition on Gateway.
+const (
+	// ReasonGatewayCreated: the Istio Gateway is up to date and the load balancer has an address.
+	ReasonGatewayCreated = "GatewayCreated"
+	// ReasonNoServiceRoutes: no Ready ServiceRoute uses the gateway yet; the Istio Gateway is
+	// created with the first one (an Istio Gateway needs at least one host).
+	ReasonNoServiceRoutes = "NoServiceRoutes"
+	// ReasonCredentialNameMissing: spec.credentialName is empty; an HTTPS server needs a TLS Secret.
+	ReasonCredentialNameMissing = "CredentialNameMissing"
+	// ReasonLoadBalancerNotFound: no LoadBalancer Service labelled istio=<controller> exists.
+	ReasonLoadBalancerNotFound = "LoadBalancerNotFound"
+	// ReasonLoadBalancerAddressPending: the ingress Service has no address yet, so no address
+	// record can be published for the target hostname.
+	ReasonLoadBalancerAddressPending = "LoadBalancerAddressPending"
+)

@@ -1,0 +1,106 @@
+// Package ingress finds the load balancer of an Istio ingress gateway and turns its addresses
+// into DNS records. It is pure and table-tested.
+//
+// The rule: the ingress Service of a Gateway with spec.controller C is a Service of type
+// LoadBalancer labelled istio=C, in any namespace (managed Istio on AKS runs its gateways in
+// aks-istio-ingress while Gateways usually live in istio-system). If several match, the oldest
+// wins (then namespace/name), so every controller picks the same one.
+package ingress
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/external-dns/endpoint"
+)
+
+// SelectService returns the ingress Service among candidates (Services labelled istio=<controller>),
+// or nil when none is of type LoadBalancer.
+func SelectService(candidates []corev1.Service) *corev1.Service {
+	var best *corev1.Service
+	for i := range candidates {
+		svc := &candidates[i]
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.DeletionTimestamp != nil {
+			continue
+		}
+		if best == nil || older(svc, best) {
+			best = svc
+		}
+	}
+	return best
+}
+
+func older(a, b *corev1.Service) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) < 0
+}
+
+// Addresses are the load balancer's published addresses, sorted and without duplicates.
+type Addresses struct {
+	IPv4      []string
+	IPv6      []string
+	Hostnames []string
+}
+
+// ServiceAddresses reads the addresses a Service's load balancer reports in its status.
+func ServiceAddresses(svc *corev1.Service) Addresses {
+	var a Addresses
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			ip, err := netip.ParseAddr(ing.IP)
+			switch {
+			case err != nil:
+				continue // a malformed address is not published
+			case ip.Is4() || ip.Is4In6():
+				a.IPv4 = append(a.IPv4, ip.Unmap().String())
+			default:
+				a.IPv6 = append(a.IPv6, ip.String())
+			}
+		}
+		if ing.Hostname != "" {
+			a.Hostnames = append(a.Hostnames, ing.Hostname)
+		}
+	}
+	for _, list := range []*[]string{&a.IPv4, &a.IPv6, &a.Hostnames} {
+		slices.Sort(*list)
+		*list = slices.Compact(*list)
+	}
+	return a
+}
+
+// Empty reports whether the load balancer has no address yet.
+func (a Addresses) Empty() bool {
+	return len(a.IPv4) == 0 && len(a.IPv6) == 0 && len(a.Hostnames) == 0
+}
+
+// Primary is the address shown in Gateway status: the first IPv4, else IPv6, else hostname.
+func (a Addresses) Primary() string {
+	for _, list := range [][]string{a.IPv4, a.IPv6, a.Hostnames} {
+		if len(list) > 0 {
+			return list[0]
+		}
+	}
+	return ""
+}
+
+// Records are the DNS records for name: an A record with every IPv4 address and an AAAA record
+// with every IPv6 address. A load balancer that reports only hostnames (AWS-style) gets a CNAME
+// to the first one: a name with a CNAME can have no other record, so IP addresses win when both
+// are reported.
+func (a Addresses) Records(name string) []*endpoint.Endpoint {
+	var records []*endpoint.Endpoint
+	if len(a.IPv4) > 0 {
+		records = append(records, &endpoint.Endpoint{DNSName: name, RecordType: endpoint.RecordTypeA, Targets: slices.Clone(a.IPv4)})
+	}
+	if len(a.IPv6) > 0 {
+		records = append(records, &endpoint.Endpoint{DNSName: name, RecordType: endpoint.RecordTypeAAAA, Targets: slices.Clone(a.IPv6)})
+	}
+	if len(records) == 0 && len(a.Hostnames) > 0 {
+		records = append(records, &endpoint.Endpoint{DNSName: name, RecordType: endpoint.RecordTypeCNAME, Targets: endpoint.Targets{a.Hostnames[0]}})
+	}
+	return records
+}

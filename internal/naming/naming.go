@@ -1,0 +1,105 @@
+// Package naming builds the hostnames and object names the spec prescribes. It is pure: every
+// function is a computation on strings, table-tested without a cluster.
+package naming
+
+import (
+	"fmt"
+	"strings"
+)
+
+const (
+	// MaxLabelLength is the longest DNS label (RFC 1035).
+	MaxLabelLength = 63
+	// MaxHostnameLength is the longest DNS name in text form, without the trailing dot.
+	MaxHostnameLength = 253
+)
+
+// Labels, annotations and values the operator puts on what it creates. The managed-by label marks
+// ownership: the operator never updates or deletes an object without it.
+const (
+	LabelManagedBy         = "app.kubernetes.io/managed-by"
+	ManagedByValue         = "service-router-operator"
+	LabelController        = "router.io/controller"
+	LabelRegion            = "router.io/region"
+	LabelServiceRoute      = "router.io/serviceroute"
+	LabelSourceNamespace   = "router.io/source-namespace"
+	LabelIstioController   = "router.io/istio-controller"
+	LabelTargetPostfix     = "router.io/target-postfix"
+	LabelResourceType      = "router.io/resource-type"
+	ResourceTypeGateway    = "gateway-service"
+	AnnotationController   = "external-dns.alpha.kubernetes.io/controller"
+	IngressServiceSelector = "istio"
+)
+
+// SourceLabel is the first label of a service hostname:
+// {serviceName}-ns-{environmentLetter}-{environment}-{application}.
+func SourceLabel(serviceName, environmentLetter, environment, application string) string {
+	return serviceName + "-ns-" + environmentLetter + "-" + environment + "-" + application
+}
+
+// SourceHostname is the client-facing hostname of a ServiceRoute.
+func SourceHostname(serviceName, environmentLetter, environment, application, domain string) string {
+	return SourceLabel(serviceName, environmentLetter, environment, application) + "." + domain
+}
+
+// TargetHostname is the gateway entry point {cluster}-{region}-{targetPostfix}.{domain}: the
+// name every service hostname of that gateway is a CNAME to.
+func TargetHostname(cluster, region, targetPostfix, domain string) string {
+	return cluster + "-" + region + "-" + targetPostfix + "." + domain
+}
+
+// ValidateHostname returns an error saying what is wrong when name is not a valid DNS name: the
+// API schema bounds each part, but only their combination can be checked here.
+func ValidateHostname(name string) error {
+	if len(name) > MaxHostnameLength {
+		return fmt.Errorf("%s is %d characters long, more than the %d a DNS name may have", name, len(name), MaxHostnameLength)
+	}
+	for _, label := range strings.Split(name, ".") {
+		if len(label) > MaxLabelLength {
+			return fmt.Errorf("label %q of %s is %d characters long, more than the %d a DNS label may have", label, name, len(label), MaxLabelLength)
+		}
+		if label == "" {
+			return fmt.Errorf("%s has an empty label", name)
+		}
+	}
+	return nil
+}
+
+// RouteEndpointName names the DNSEndpoint of a ServiceRoute for one ExternalDNS controller.
+func RouteEndpointName(route, externalDNSController string) string {
+	return route + "-" + externalDNSController
+}
+
+// GatewayEndpointName names the DNSEndpoint holding the address record of a gateway target
+// hostname for one ExternalDNS controller.
+func GatewayEndpointName(istioController, targetPostfix, externalDNSController string) string {
+	return "gateway-controller-" + istioController + "-" + targetPostfix + "-" + externalDNSController
+}
+
+// placeholder stands for the environment letter in a HostnameKey. It cannot occur in a DNS label,
+// so the key of a route does not depend on the letter the cluster uses.
+const placeholder = "*"
+
+// HostnameKey identifies the hostname a ServiceRoute claims independently of the cluster's
+// environment letter and domain: SourceLabel with the letter replaced by a placeholder. It is
+// stored in a cache index; ClaimKeys finds every key that can produce a given label.
+func HostnameKey(serviceName, environment, application string) string {
+	return SourceLabel(serviceName, placeholder, environment, application)
+}
+
+// ClaimKeys returns the HostnameKeys of every (serviceName, environment, application) that yields
+// label with environmentLetter. Different fields can produce the same label (a serviceName may
+// itself contain "-ns-d-"), so there is one key per occurrence of "-ns-{letter}-" in the label.
+func ClaimKeys(label, environmentLetter string) []string {
+	infix := "-ns-" + environmentLetter + "-"
+	var keys []string
+	for start := 0; ; {
+		i := strings.Index(label[start:], infix)
+		if i < 0 {
+			return keys
+		}
+		at := start + i
+		keys = append(keys, label[:at]+"-ns-"+placeholder+"-"+label[at+len(infix):])
+		start = at + 1
+	}
+}

@@ -1,0 +1,90 @@
+package naming
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSourceHostname(t *testing.T) {
+	tests := []struct {
+		service, letter, env, app, domain, want string
+	}{
+		{"api", "p", "prod", "myapp", "example.com", "api-ns-p-prod-myapp.example.com"},
+		{"admin", "p", "prod", "myapp", "aks.vecp.vczc.nl", "admin-ns-p-prod-myapp.aks.vecp.vczc.nl"},
+		{"auth", "d", "dev", "identity", "aks.vecd.vczc.nl", "auth-ns-d-dev-identity.aks.vecd.vczc.nl"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, SourceHostname(tt.service, tt.letter, tt.env, tt.app, tt.domain))
+	}
+}
+
+func TestTargetHostname(t *testing.T) {
+	assert.Equal(t, "aks01-weu-internal.example.com", TargetHostname("aks01", "weu", "internal", "example.com"))
+	assert.Equal(t, "vec-weu-p-aks01-weu-external.aks.vecp.vczc.nl", TargetHostname("vec-weu-p-aks01", "weu", "external", "aks.vecp.vczc.nl"))
+}
+
+func TestEndpointNames(t *testing.T) {
+	assert.Equal(t, "api-route-external-dns-weu", RouteEndpointName("api-route", "external-dns-weu"))
+	assert.Equal(t, "gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-weu",
+		GatewayEndpointName("aks-istio-ingressgateway-internal", "internal", "external-dns-weu"))
+}
+
+func TestValidateHostname(t *testing.T) {
+	label63 := strings.Repeat("a", 63)
+	tests := []struct {
+		name    string
+		host    string
+		wantErr string
+	}{
+		{"ordinary", "api-ns-p-prod-myapp.example.com", ""},
+		{"63-character label", label63 + ".example.com", ""},
+		{"64-character label", label63 + "a.example.com", "more than the 63 a DNS label may have"},
+		{"253 characters", strings.Repeat(label63+".", 3) + strings.Repeat("b", 61), ""},
+		{"254 characters", strings.Repeat(label63+".", 3) + strings.Repeat("b", 62), "more than the 253 a DNS name may have"},
+		{"empty label", "api..example.com", "empty label"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateHostname(tt.host)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+// TestClaimKeys_FindEveryRouteWithTheSameLabel checks the property the hostname-conflict lookup
+// relies on: two field combinations produce the same label with a letter exactly when the key of
+// one is among the ClaimKeys of the other's label.
+func TestClaimKeys_FindEveryRouteWithTheSameLabel(t *testing.T) {
+	type fields struct{ service, env, app string }
+	tests := []struct {
+		name   string
+		letter string
+		a, b   fields
+		same   bool
+	}{
+		{"identical", "d", fields{"api", "dev", "myapp"}, fields{"api", "dev", "myapp"}, true},
+		{"different service", "d", fields{"api", "dev", "myapp"}, fields{"web", "dev", "myapp"}, false},
+		{"dash moves between environment and application", "d", fields{"api", "dev-eu", "myapp"}, fields{"api", "dev", "eu-myapp"}, true},
+		{"service contains the infix", "d", fields{"a-ns-d-b", "c", "d"}, fields{"a", "b-ns-d-c", "d"}, true},
+		{"infix with another letter", "p", fields{"a-ns-d-b", "c", "d"}, fields{"a", "b-ns-d-c", "d"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			labelA := SourceLabel(tt.a.service, tt.letter, tt.a.env, tt.a.app)
+			labelB := SourceLabel(tt.b.service, tt.letter, tt.b.env, tt.b.app)
+			require.Equal(t, tt.same, labelA == labelB, "test case premise")
+			keyB := HostnameKey(tt.b.service, tt.b.env, tt.b.app)
+			assert.Equal(t, tt.same, slices.Contains(ClaimKeys(labelA, tt.letter), keyB))
+			keyA := HostnameKey(tt.a.service, tt.a.env, tt.a.app)
+			assert.Contains(t, ClaimKeys(labelA, tt.letter), keyA, "a label's own key is always among its claim keys")
+		})
+	}
+}
