@@ -98,11 +98,19 @@ func TestEndpointUpToDate(t *testing.T) {
 		{"identical", func(*externaldnsv1alpha1.DNSEndpoint) {}, true},
 		{"extra label from someone else", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Labels["team"] = "a" }, true},
 		{"extra annotation from someone else", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Annotations["note"] = "x" }, true},
-		{"nil vs empty provider-specific", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Spec.Endpoints[0].ProviderSpecific = endpoint.ProviderSpecific{} }, true},
-		{"target changed", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Spec.Endpoints[0].Targets = endpoint.Targets{"aks02-neu-internal.example.com"} }, false},
-		{"hostname changed", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Spec.Endpoints[0].DNSName = "api-ns-d-dev-other.example.com" }, false},
+		{"nil vs empty provider-specific", func(c *externaldnsv1alpha1.DNSEndpoint) {
+			c.Spec.Endpoints[0].ProviderSpecific = endpoint.ProviderSpecific{}
+		}, true},
+		{"target changed", func(c *externaldnsv1alpha1.DNSEndpoint) {
+			c.Spec.Endpoints[0].Targets = endpoint.Targets{"aks02-neu-internal.example.com"}
+		}, false},
+		{"hostname changed", func(c *externaldnsv1alpha1.DNSEndpoint) {
+			c.Spec.Endpoints[0].DNSName = "api-ns-d-dev-other.example.com"
+		}, false},
 		{"label removed", func(c *externaldnsv1alpha1.DNSEndpoint) { delete(c.Labels, "router.io/region") }, false},
-		{"annotation changed", func(c *externaldnsv1alpha1.DNSEndpoint) { c.Annotations["external-dns.alpha.kubernetes.io/controller"] = "other" }, false},
+		{"annotation changed", func(c *externaldnsv1alpha1.DNSEndpoint) {
+			c.Annotations["external-dns.alpha.kubernetes.io/controller"] = "other"
+		}, false},
 		{"owner removed", func(c *externaldnsv1alpha1.DNSEndpoint) { c.OwnerReferences = nil }, false},
 		{"record added", func(c *externaldnsv1alpha1.DNSEndpoint) {
 			c.Spec.Endpoints = append(c.Spec.Endpoints, &endpoint.Endpoint{DNSName: "x.example.com", RecordType: "A", Targets: endpoint.Targets{"10.0.0.1"}})
