@@ -70,11 +70,11 @@ func Decide(spec routingv1alpha1.DNSPolicySpec, identity Identity, controllers [
 		Message: fmt.Sprintf("%s mode: %d ExternalDNS controller(s) active for %s", spec.Mode, len(active), scope)}
 }
 
-// Names returns the controllers' names in order.
+// Names returns the controllers' names in order (nil for none).
 func Names(controllers []Controller) []string {
-	names := make([]string, len(controllers))
-	for i, c := range controllers {
-		names[i] = c.Name
+	var names []string
+	for _, c := range controllers {
+		names = append(names, c.Name)
 	}
 	return names
 }

@@ -1,0 +1,54 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
+)
+
+// ClusterIdentity checks what admission cannot: that the identity leaves room for a gateway
+// target hostname and that the DNSConfiguration has a controller for the cluster's own region and
+// for every adopted region. The identity is used by the other controllers in every case (its
+// fields are valid on their own); Ready=False points the platform team at the inconsistency.
+func ClusterIdentity(ci *clusterv1alpha1.ClusterIdentity, cfg *clusterv1alpha1.DNSConfiguration) Outcome {
+	active := string(clusterv1alpha1.PhaseActive)
+	// {cluster}-{region}-{postfix} with the shortest postfix (one character) must fit one label.
+	if n := len(ci.Spec.Cluster) + len(ci.Spec.Region) + 3; n > naming.MaxLabelLength {
+		return Outcome{Phase: string(clusterv1alpha1.PhaseFailed), Reason: clusterv1alpha1.ReasonTargetHostnameTooLong,
+			Message: fmt.Sprintf("cluster %q and region %q leave no room for a target postfix in the 63-character label {cluster}-{region}-{targetPostfix}", ci.Spec.Cluster, ci.Spec.Region)}
+	}
+	if cfg == nil {
+		return Outcome{Phase: active, Reason: clusterv1alpha1.ReasonDNSConfigurationNotFound,
+			Message: fmt.Sprintf("DNSConfiguration %s does not exist: no DNSPolicy can activate an ExternalDNS controller", clusterv1alpha1.DNSConfigurationName)}
+	}
+	regions := map[string]bool{}
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		regions[c.Region] = true
+	}
+	if !regions[ci.Spec.Region] {
+		return Outcome{Phase: active, Reason: clusterv1alpha1.ReasonRegionWithoutController,
+			Message: fmt.Sprintf("no ExternalDNS controller in DNSConfiguration %s serves this cluster's region %s: Active DNSPolicies publish no records in it", cfg.Name, ci.Spec.Region)}
+	}
+	var orphans []string
+	for _, r := range ci.Spec.AdoptsRegions {
+		if !regions[r] {
+			orphans = append(orphans, r)
+		}
+	}
+	if len(orphans) > 0 {
+		slices.Sort(orphans)
+		return Outcome{Phase: active, Reason: clusterv1alpha1.ReasonAdoptedRegionWithoutController,
+			Message: fmt.Sprintf("adopted region(s) %s have no ExternalDNS controller in DNSConfiguration %s: their zones get no records", strings.Join(orphans, ", "), cfg.Name)}
+	}
+	return Outcome{Phase: active, Ready: true, Reason: clusterv1alpha1.ReasonValidationSucceeded, Message: "ClusterIdentity is valid"}
+}
+
+// DNSConfiguration has nothing to check beyond admission (at least one controller, unique DNS-label
+// names); it reports the controllers in use.
+func DNSConfiguration(cfg *clusterv1alpha1.DNSConfiguration) Outcome {
+	return Outcome{Phase: string(clusterv1alpha1.PhaseActive), Ready: true, Reason: clusterv1alpha1.ReasonConfigurationValid,
+		Message: fmt.Sprintf("DNSConfiguration is valid: %d ExternalDNS controller(s)", len(cfg.Spec.ExternalDNSControllers))}
+}

@@ -1,0 +1,277 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/policy"
+)
+
+func identity(adopts ...string) *clusterv1alpha1.ClusterIdentity {
+	return &clusterv1alpha1.ClusterIdentity{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
+		Spec:       clusterv1alpha1.ClusterIdentitySpec{Region: "weu", Cluster: "aks01", Domain: "example.com", EnvironmentLetter: "d", AdoptsRegions: adopts},
+	}
+}
+
+func configuration(controllers ...string) *clusterv1alpha1.DNSConfiguration {
+	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"}}
+	for _, region := range controllers {
+		cfg.Spec.ExternalDNSControllers = append(cfg.Spec.ExternalDNSControllers, clusterv1alpha1.ExternalDNSController{Name: "external-dns-" + region, Region: region})
+	}
+	return cfg
+}
+
+func TestClusterIdentity(t *testing.T) {
+	longCluster := identity()
+	longCluster.Spec.Cluster = "c-very-long-cluster-name-that-almost-fills-a-whole-dns-label"
+	tests := []struct {
+		name       string
+		ci         *clusterv1alpha1.ClusterIdentity
+		cfg        *clusterv1alpha1.DNSConfiguration
+		wantReady  bool
+		wantReason string
+		wantPhase  string
+	}{
+		{"consistent", identity(), configuration("weu", "neu"), true, "ValidationSucceeded", "Active"},
+		{"consistent with adoption", identity("frc"), configuration("weu", "neu", "frc"), true, "ValidationSucceeded", "Active"},
+		{"no DNSConfiguration", identity(), nil, false, "DNSConfigurationNotFound", "Active"},
+		{"own region without controller", identity(), configuration("neu"), false, "RegionWithoutController", "Active"},
+		{"adopted region without controller", identity("frc", "swc"), configuration("weu", "frc"), false, "AdoptedRegionWithoutController", "Active"},
+		{"target label cannot fit", longCluster, configuration("weu"), false, "TargetHostnameTooLong", "Failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ClusterIdentity(tt.ci, tt.cfg)
+			assert.Equal(t, tt.wantReady, got.Ready)
+			assert.Equal(t, tt.wantReason, got.Reason)
+			assert.Equal(t, tt.wantPhase, got.Phase)
+			assert.NotEmpty(t, got.Message)
+		})
+	}
+	assert.Contains(t, ClusterIdentity(identity("frc", "swc"), configuration("weu", "frc")).Message, "swc", "the message names the orphan region")
+}
+
+func dnsPolicy(name string, created time.Time, mode routingv1alpha1.DNSPolicyMode, sourceRegion string) *routingv1alpha1.DNSPolicy {
+	return &routingv1alpha1.DNSPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "myapp", UID: types.UID(name), Generation: 1, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       routingv1alpha1.DNSPolicySpec{Mode: mode, SourceRegion: sourceRegion},
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	t0 := time.Now()
+	p := dnsPolicy("myapp-dns", t0, "Active", "")
+	tests := []struct {
+		name       string
+		in         PolicyInputs
+		wantPhase  string
+		wantReady  bool
+		wantActive bool
+		want       []string
+		wantKeep   bool
+		wantReason string
+	}{
+		{"active", PolicyInputs{Policy: p, Identity: identity(), Configuration: configuration("weu", "neu"), InForce: p}, "Active", true, true, []string{"external-dns-weu"}, false, "PolicyActive"},
+		{"inactive is a healthy state", PolicyInputs{Policy: dnsPolicy("p", t0, "RegionBound", "neu"), Identity: identity(), Configuration: configuration("weu", "neu")}, "Inactive", true, false, nil, false, "PolicyInactive"},
+		{"no controller for the region", PolicyInputs{Policy: p, Identity: identity(), Configuration: configuration("neu"), InForce: p}, "Active", false, true, nil, false, "NoActiveControllers"},
+		{"identity missing keeps activation", PolicyInputs{Policy: p, Configuration: configuration("weu"), InForce: p}, "Pending", false, false, nil, true, "ClusterIdentityNotFound"},
+		{"configuration missing keeps activation", PolicyInputs{Policy: p, Identity: identity(), InForce: p}, "Pending", false, false, nil, true, "DNSConfigurationNotFound"},
+		{"younger duplicate is inactive", PolicyInputs{Policy: dnsPolicy("second", t0.Add(time.Minute), "Active", ""), Identity: identity(), Configuration: configuration("weu"), InForce: p}, "Failed", false, false, nil, false, "DuplicatePolicy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Policy(tt.in)
+			assert.Equal(t, tt.wantPhase, got.Phase)
+			assert.Equal(t, tt.wantReady, got.Ready)
+			assert.Equal(t, tt.wantActive, got.Active)
+			assert.Equal(t, tt.want, got.ActiveControllers)
+			assert.Equal(t, tt.wantKeep, got.KeepActivation)
+			assert.Equal(t, tt.wantReason, got.Reason)
+		})
+	}
+}
+
+func TestOldest(t *testing.T) {
+	t0 := time.Now()
+	a := dnsPolicy("a", t0.Add(time.Minute), "Active", "")
+	b := dnsPolicy("b", t0, "Active", "")
+	c := dnsPolicy("c", t0, "Active", "")
+	deleting := dnsPolicy("0-deleting", t0.Add(-time.Hour), "Active", "")
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+
+	got, ok := Oldest([]*routingv1alpha1.DNSPolicy{a, c, deleting, b})
+	require.True(t, ok)
+	assert.Equal(t, "b", got.Name, "oldest, then by name; objects being deleted do not count")
+	_, ok = Oldest([]*routingv1alpha1.DNSPolicy{deleting})
+	assert.False(t, ok)
+}
+
+func serviceRoute() *routingv1alpha1.ServiceRoute {
+	return &routingv1alpha1.ServiceRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-route", Namespace: "myapp", UID: "route-uid", Generation: 1},
+		Spec:       routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: "default-gateway", GatewayNamespace: "istio-system", Environment: "dev", Application: "myapp"},
+	}
+}
+
+func gateway(credential string) *routingv1alpha1.Gateway {
+	return &routingv1alpha1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-gateway", Namespace: "istio-system", UID: "gw-uid"},
+		Spec:       routingv1alpha1.GatewaySpec{Controller: "aks-istio-ingressgateway-internal", CredentialName: credential, TargetPostfix: "internal"},
+	}
+}
+
+func evaluated(p *routingv1alpha1.DNSPolicy, active bool, controllers ...string) *routingv1alpha1.DNSPolicy {
+	p = p.DeepCopy()
+	p.Status = routingv1alpha1.DNSPolicyStatus{ObservedGeneration: p.Generation, Active: active, ActiveControllers: controllers, Phase: routingv1alpha1.PhaseInactive}
+	if active {
+		p.Status.Phase = routingv1alpha1.PhaseActive
+	}
+	return p
+}
+
+func TestRoute(t *testing.T) {
+	t0 := time.Now()
+	controllers := []policy.Controller{{Name: "external-dns-weu", Region: "weu"}, {Name: "external-dns-neu", Region: "neu"}}
+	activePolicy := evaluated(dnsPolicy("myapp-dns", t0, "RegionBound", "weu"), true, "external-dns-weu", "external-dns-neu")
+	stalePolicy := activePolicy.DeepCopy()
+	stalePolicy.Generation = 2
+	pendingPolicy := activePolicy.DeepCopy()
+	pendingPolicy.Status.Phase = routingv1alpha1.PhasePending
+	winner := serviceRoute()
+	winner.Namespace = "other"
+
+	base := RouteInputs{Route: serviceRoute(), Identity: identity(), Policy: activePolicy, Gateway: gateway("cert"), Controllers: controllers}
+	with := func(mutate func(*RouteInputs)) RouteInputs { in := base; mutate(&in); return in }
+
+	tests := []struct {
+		name          string
+		in            RouteInputs
+		wantPhase     string
+		wantReason    string
+		wantSync      bool
+		wantEndpoints []string
+	}{
+		{"active in every region", base, "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"identity missing keeps records", with(func(in *RouteInputs) { in.Identity = nil }), "Pending", "ClusterIdentityNotFound", false, nil},
+		{"policy missing deletes records", with(func(in *RouteInputs) { in.Policy = nil }), "Pending", "DNSPolicyNotFound", true, nil},
+		{"policy inactive deletes records", with(func(in *RouteInputs) { in.Policy = evaluated(activePolicy, false) }), "Pending", "DNSPolicyInactive", true, nil},
+		{"policy not evaluated for its generation keeps records", with(func(in *RouteInputs) { in.Policy = stalePolicy }), "Pending", "DNSPolicyNotReady", false, nil},
+		{"policy waiting for configuration keeps records", with(func(in *RouteInputs) { in.Policy = pendingPolicy }), "Pending", "DNSPolicyNotReady", false, nil},
+		{"gateway missing", with(func(in *RouteInputs) { in.Gateway = nil }), "Failed", "GatewayNotFound", true, nil},
+		{"hostname claimed by an older route", with(func(in *RouteInputs) { in.Winner = winner }), "Pending", "HostnameConflict", true, nil},
+		{"no active controllers", with(func(in *RouteInputs) { in.Policy = evaluated(activePolicy, true) }), "Pending", "NoActiveControllers", true, nil},
+		{"controller gone from DNSConfiguration is skipped", with(func(in *RouteInputs) { in.Controllers = controllers[1:] }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-neu"}},
+		{"hostname too long", with(func(in *RouteInputs) {
+			in.Identity = identity()
+			in.Identity.Spec.Domain = longDomain()
+		}), "Failed", "InvalidHostname", true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Route(tt.in)
+			assert.Equal(t, tt.wantPhase, got.Phase)
+			assert.Equal(t, tt.wantReason, got.Reason)
+			assert.Equal(t, tt.wantReason == "ReconciliationSucceeded", got.Ready)
+			assert.Equal(t, tt.wantSync, got.Sync)
+			var names []string
+			for _, ep := range got.Endpoints {
+				names = append(names, ep.Name)
+			}
+			assert.Equal(t, tt.wantEndpoints, names)
+			assert.NotEmpty(t, got.Message)
+		})
+	}
+
+	got := Route(base)
+	assert.Equal(t, "api-ns-d-dev-myapp.example.com", got.Hostname)
+	assert.Equal(t, "aks01-weu-internal.example.com", got.Target)
+	assert.Equal(t, endpoint.Targets{"aks01-weu-internal.example.com"}, got.Endpoints[1].Spec.Endpoints[0].Targets)
+	assert.Equal(t, "neu", got.Endpoints[1].Labels[naming.LabelRegion])
+	assert.Contains(t, Route(with(func(in *RouteInputs) { in.Winner = winner })).Message, "other/api-route", "the conflict message names the winner")
+}
+
+func longDomain() string {
+	label := "d123456789012345678901234567890123456789012345678901234567890"
+	return label + "." + label + "." + label + "." + label
+}
+
+func TestGateway(t *testing.T) {
+	addrs := ingress.Addresses{IPv4: []string{"10.1.2.3"}}
+	noAddr := ingress.Addresses{}
+	base := GatewayInputs{Gateway: gateway("cert"), Identity: identity(), Hosts: []string{"web-ns-d-dev-myapp.example.com", "api-ns-d-dev-myapp.example.com", "api-ns-d-dev-myapp.example.com"}, Service: &addrs, ServiceName: "istio-system/lb"}
+	with := func(mutate func(*GatewayInputs)) GatewayInputs { in := base; mutate(&in); return in }
+	tests := []struct {
+		name       string
+		in         GatewayInputs
+		wantPhase  string
+		wantReason string
+		wantSync   bool
+		wantHosts  []string
+		wantIP     string
+	}{
+		{"hosts sorted and unique", base, "Active", "GatewayCreated", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
+		{"no routes: no Istio Gateway", with(func(in *GatewayInputs) { in.Hosts = nil }), "Active", "NoServiceRoutes", true, nil, "10.1.2.3"},
+		{"identity missing leaves the Istio Gateway", with(func(in *GatewayInputs) { in.Identity = nil }), "Pending", "ClusterIdentityNotFound", false, nil, ""},
+		{"no credential: no Istio Gateway", with(func(in *GatewayInputs) { in.Gateway = gateway("") }), "Failed", "CredentialNameMissing", true, nil, ""},
+		{"no load balancer", with(func(in *GatewayInputs) { in.Service = nil }), "Pending", "LoadBalancerNotFound", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
+		{"load balancer without address", with(func(in *GatewayInputs) { in.Service = &noAddr }), "Pending", "LoadBalancerAddressPending", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Gateway(tt.in)
+			assert.Equal(t, tt.wantPhase, got.Phase)
+			assert.Equal(t, tt.wantReason, got.Reason)
+			assert.Equal(t, tt.wantSync, got.SyncIstio)
+			assert.Equal(t, tt.wantHosts, got.Hosts)
+			assert.Equal(t, tt.wantIP, got.LoadBalancerIP)
+		})
+	}
+	assert.Equal(t, "aks01-weu-internal.example.com", Gateway(base).Target)
+}
+
+func TestIngress(t *testing.T) {
+	pair := desired.Ingress{Controller: "aks-istio-ingressgateway-internal", TargetPostfix: "internal"}
+	svc := &IngressService{Namespace: "aks-istio-ingress", Addresses: ingress.Addresses{IPv4: []string{"10.1.2.3"}}}
+	base := IngressInputs{Ingress: pair, Gateways: []*routingv1alpha1.Gateway{gateway("cert")}, Identity: identity(), Configuration: configuration("weu", "neu"), Service: svc}
+	with := func(mutate func(*IngressInputs)) IngressInputs { in := base; mutate(&in); return in }
+	tests := []struct {
+		name     string
+		in       IngressInputs
+		wantSync bool
+		want     []string
+	}{
+		{"one endpoint per ExternalDNS controller", base, true, []string{
+			"gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-weu",
+			"gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-neu"}},
+		{"no gateway left: delete", with(func(in *IngressInputs) { in.Gateways = nil }), true, nil},
+		{"no load balancer: no record", with(func(in *IngressInputs) { in.Service = nil }), true, nil},
+		{"no address yet: no record", with(func(in *IngressInputs) { in.Service = &IngressService{Namespace: "x"} }), true, nil},
+		{"identity missing: keep", with(func(in *IngressInputs) { in.Identity = nil }), false, nil},
+		{"configuration missing: keep", with(func(in *IngressInputs) { in.Configuration = nil }), false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Ingress(tt.in)
+			assert.Equal(t, tt.wantSync, got.Sync)
+			var names []string
+			for _, ep := range got.Endpoints {
+				names = append(names, ep.Name)
+				assert.Equal(t, "aks-istio-ingress", ep.Namespace, "address records live beside the ingress Service")
+				assert.Equal(t, "aks01-weu-internal.example.com", ep.Spec.Endpoints[0].DNSName)
+			}
+			assert.Equal(t, tt.want, names)
+		})
+	}
+}

@@ -1,0 +1,328 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/policy"
+)
+
+var (
+	pending  = string(routingv1alpha1.PhasePending)
+	active   = string(routingv1alpha1.PhaseActive)
+	failed   = string(routingv1alpha1.PhaseFailed)
+	inactive = string(routingv1alpha1.PhaseInactive)
+)
+
+// Oldest returns the object created first (then by namespace/name) among those not being
+// deleted, or nil. It settles every "who wins" question the same way in every controller: the
+// DNSPolicy in force in a namespace and the ServiceRoute that owns a hostname.
+func Oldest[T metav1.Object](objs []T) (oldest T, found bool) {
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if !found || olderThan(o, oldest) {
+			oldest, found = o, true
+		}
+	}
+	return oldest, found
+}
+
+func olderThan(a, b metav1.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName())) < 0
+}
+
+// PolicyInputs is what the DNSPolicy reconciler reads.
+type PolicyInputs struct {
+	Policy        *routingv1alpha1.DNSPolicy
+	Identity      *clusterv1alpha1.ClusterIdentity  // nil when missing
+	Configuration *clusterv1alpha1.DNSConfiguration // nil when missing
+	// InForce is the oldest DNSPolicy of the namespace, the one ServiceRoutes follow.
+	InForce *routingv1alpha1.DNSPolicy
+}
+
+// PolicyPlan is the DNSPolicy status to write.
+type PolicyPlan struct {
+	Outcome
+	// KeepActivation leaves status.active and status.activeControllers as they are: the inputs
+	// to recompute them are missing, and ServiceRoutes keep their records meanwhile.
+	KeepActivation    bool
+	Active            bool
+	ActiveControllers []string
+}
+
+// Policy decides a DNSPolicy's status.
+func Policy(in PolicyInputs) PolicyPlan {
+	switch {
+	case in.InForce != nil && in.InForce.UID != in.Policy.UID:
+		return PolicyPlan{Outcome: Outcome{Phase: failed, Reason: routingv1alpha1.ReasonDuplicatePolicy,
+			Message: fmt.Sprintf("DNSPolicy %s is older and is the one in force in namespace %s; delete this one", in.InForce.Name, in.Policy.Namespace)}}
+	case in.Identity == nil:
+		return PolicyPlan{KeepActivation: true, Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
+			Message: fmt.Sprintf("ClusterIdentity %s does not exist", clusterv1alpha1.ClusterIdentityName)}}
+	case in.Configuration == nil:
+		return PolicyPlan{KeepActivation: true, Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonDNSConfigurationNotFound,
+			Message: fmt.Sprintf("DNSConfiguration %s does not exist", clusterv1alpha1.DNSConfigurationName)}}
+	}
+	d := policy.Decide(in.Policy.Spec, IdentityOf(in.Identity), ControllersOf(in.Configuration))
+	out := PolicyPlan{Active: d.Active, ActiveControllers: policy.Names(d.Controllers),
+		Outcome: Outcome{Reason: d.Reason, Message: d.Message}}
+	switch d.Reason {
+	case routingv1alpha1.ReasonPolicyActive:
+		out.Phase, out.Ready = active, true
+	case routingv1alpha1.ReasonPolicyInactive:
+		// Not applying here is the intended state of a policy in the other clusters.
+		out.Phase, out.Ready = inactive, true
+	default: // NoActiveControllers
+		out.Phase = active
+	}
+	return out
+}
+
+// RouteInputs is what the ServiceRoute reconciler reads.
+type RouteInputs struct {
+	Route    *routingv1alpha1.ServiceRoute
+	Identity *clusterv1alpha1.ClusterIdentity // nil when missing
+	Policy   *routingv1alpha1.DNSPolicy       // the policy in force in the namespace; nil when none
+	Gateway  *routingv1alpha1.Gateway         // nil when missing
+	// Controllers are the DNSConfiguration's controllers (for their regions).
+	Controllers []policy.Controller
+	// Winner is the oldest other ServiceRoute claiming the same hostname; nil when this route
+	// is the oldest claimant.
+	Winner *routingv1alpha1.ServiceRoute
+}
+
+// RoutePlan is what a ServiceRoute should produce.
+type RoutePlan struct {
+	Outcome
+	Hostname string
+	Target   string
+	// Sync says the route's DNSEndpoints must become exactly Endpoints (none: delete them all).
+	// When false they are left as they are: an input is missing or not yet evaluated, and
+	// removing records on incomplete information would cause an outage.
+	Sync      bool
+	Endpoints []*externaldnsv1alpha1.DNSEndpoint
+}
+
+// Route decides a ServiceRoute's DNSEndpoints and status.
+func Route(in RouteInputs) RoutePlan {
+	r := in.Route
+	if in.Identity == nil {
+		return RoutePlan{Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
+			Message: fmt.Sprintf("ClusterIdentity %s does not exist; existing DNS records are kept", clusterv1alpha1.ClusterIdentityName)}}
+	}
+	id := in.Identity.Spec
+	p := RoutePlan{Hostname: naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)}
+	if err := naming.ValidateHostname(p.Hostname); err != nil {
+		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the route's hostname is not a valid DNS name: "+err.Error())
+	}
+	if in.Winner != nil {
+		return p.without(pending, routingv1alpha1.ReasonHostnameConflict,
+			fmt.Sprintf("hostname %s is claimed by the older ServiceRoute %s/%s; this route publishes nothing until that one is deleted or changed", p.Hostname, in.Winner.Namespace, in.Winner.Name))
+	}
+	pol := in.Policy
+	switch {
+	case pol == nil:
+		return p.without(pending, routingv1alpha1.ReasonDNSPolicyNotFound, fmt.Sprintf("namespace %s has no DNSPolicy", r.Namespace))
+	case !policyEvaluated(pol):
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonDNSPolicyNotReady,
+			Message: fmt.Sprintf("DNSPolicy %s has not been evaluated for its current spec and cluster configuration; existing DNS records are kept", pol.Name)}
+		return p
+	case !pol.Status.Active:
+		return p.without(pending, routingv1alpha1.ReasonDNSPolicyInactive,
+			fmt.Sprintf("DNSPolicy %s does not apply to this cluster", pol.Name))
+	}
+	gw := in.Gateway
+	if gw == nil {
+		return p.without(failed, routingv1alpha1.ReasonGatewayNotFound,
+			fmt.Sprintf("Gateway %s/%s does not exist", gatewayNamespace(r), r.Spec.GatewayName))
+	}
+	p.Target = naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain)
+	if err := naming.ValidateHostname(p.Target); err != nil {
+		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the gateway target hostname is not a valid DNS name: "+err.Error())
+	}
+	regions := map[string]string{}
+	for _, c := range in.Controllers {
+		regions[c.Name] = c.Region
+	}
+	p.Sync = true
+	for _, name := range pol.Status.ActiveControllers {
+		region, ok := regions[name]
+		if !ok {
+			continue // removed from the DNSConfiguration; the policy is about to drop it too
+		}
+		p.Endpoints = append(p.Endpoints, desired.RouteEndpoint(r, policy.Controller{Name: name, Region: region}, p.Hostname, p.Target))
+	}
+	if len(p.Endpoints) == 0 {
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonNoActiveControllers,
+			Message: fmt.Sprintf("DNSPolicy %s activates no ExternalDNS controller in this cluster", pol.Name)}
+		return p
+	}
+	p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonReconciliationSucceeded,
+		Message: fmt.Sprintf("%s → %s published through %s", p.Hostname, p.Target, strings.Join(endpointControllers(p.Endpoints), ", "))}
+	return p
+}
+
+// without returns the plan with no DNSEndpoints at all and the given outcome.
+func (p RoutePlan) without(phase, reason, message string) RoutePlan {
+	p.Outcome = Outcome{Phase: phase, Reason: reason, Message: message}
+	p.Sync, p.Endpoints = true, nil
+	return p
+}
+
+// policyEvaluated reports whether a policy's status reflects its current spec and was computed
+// with the cluster configuration present.
+func policyEvaluated(pol *routingv1alpha1.DNSPolicy) bool {
+	if pol.Status.ObservedGeneration != pol.Generation {
+		return false
+	}
+	switch pol.Status.Phase {
+	case routingv1alpha1.PhaseActive, routingv1alpha1.PhaseInactive, routingv1alpha1.PhaseFailed:
+		return true
+	}
+	return false
+}
+
+func gatewayNamespace(r *routingv1alpha1.ServiceRoute) string {
+	return cmp.Or(r.Spec.GatewayNamespace, routingv1alpha1.DefaultGatewayNamespace)
+}
+
+// GatewayRef is the namespace/name of the Gateway a route references.
+func GatewayRef(r *routingv1alpha1.ServiceRoute) string {
+	return gatewayNamespace(r) + "/" + r.Spec.GatewayName
+}
+
+func endpointControllers(eps []*externaldnsv1alpha1.DNSEndpoint) []string {
+	names := make([]string, len(eps))
+	for i, ep := range eps {
+		names[i] = ep.Labels[naming.LabelController]
+	}
+	return names
+}
+
+// GatewayInputs is what the Gateway reconciler reads.
+type GatewayInputs struct {
+	Gateway  *routingv1alpha1.Gateway
+	Identity *clusterv1alpha1.ClusterIdentity // nil when missing
+	// Hosts are the hostnames of the Ready ServiceRoutes referencing the gateway.
+	Hosts []string
+	// Service is the ingress LoadBalancer Service; nil when there is none.
+	Service *ingress.Addresses
+	// ServiceName is namespace/name of that Service, for messages.
+	ServiceName string
+}
+
+// GatewayPlan is what a Gateway should produce.
+type GatewayPlan struct {
+	Outcome
+	Target string
+	// Hosts of the Istio Gateway, sorted and unique; no Istio Gateway at all when empty (Istio
+	// rejects a server without hosts, and the operator never adds a wildcard).
+	Hosts          []string
+	LoadBalancerIP string
+	// SyncIstio says the Istio Gateway must be made to match (or removed when Hosts is empty).
+	SyncIstio bool
+}
+
+// Gateway decides the Istio Gateway and status of a Gateway.
+func Gateway(in GatewayInputs) GatewayPlan {
+	gw := in.Gateway
+	if in.Identity == nil {
+		return GatewayPlan{Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
+			Message: fmt.Sprintf("ClusterIdentity %s does not exist; the Istio Gateway is left as it is", clusterv1alpha1.ClusterIdentityName)}}
+	}
+	id := in.Identity.Spec
+	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: true}
+	if gw.Spec.CredentialName == "" {
+		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonCredentialNameMissing,
+			Message: "spec.credentialName is empty: the HTTPS server of the Istio Gateway needs a TLS Secret; no Istio Gateway is generated"}
+		return p
+	}
+	p.Hosts = slices.Sorted(slices.Values(in.Hosts))
+	p.Hosts = slices.Compact(p.Hosts)
+	if err := naming.ValidateHostname(p.Target); err != nil {
+		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonInvalidHostname, Message: "the target hostname is not a valid DNS name: " + err.Error()}
+		return p
+	}
+	switch {
+	case in.Service == nil:
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerNotFound,
+			Message: fmt.Sprintf("no Service of type LoadBalancer is labelled %s=%s: no address record is published for %s", naming.IngressServiceSelector, gw.Spec.Controller, p.Target)}
+	case in.Service.Empty():
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerAddressPending,
+			Message: fmt.Sprintf("Service %s has no load balancer address yet: no address record is published for %s", in.ServiceName, p.Target)}
+	case len(p.Hosts) == 0:
+		p.LoadBalancerIP = in.Service.Primary()
+		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonNoServiceRoutes,
+			Message: fmt.Sprintf("%s → %s; no Ready ServiceRoute uses this gateway yet, so there is no Istio Gateway", p.Target, p.LoadBalancerIP)}
+	default:
+		p.LoadBalancerIP = in.Service.Primary()
+		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonGatewayCreated,
+			Message: fmt.Sprintf("Istio Gateway %s serves %d host(s); %s → %s", gw.Name, len(p.Hosts), p.Target, p.LoadBalancerIP)}
+	}
+	return p
+}
+
+// IngressInputs is what the IngressDNS reconciler reads for one (controller, targetPostfix) pair.
+type IngressInputs struct {
+	Ingress desired.Ingress
+	// Gateways are the Gateways with that pair; none means the records must go.
+	Gateways      []*routingv1alpha1.Gateway
+	Identity      *clusterv1alpha1.ClusterIdentity  // nil when missing
+	Configuration *clusterv1alpha1.DNSConfiguration // nil when missing
+	Service       *IngressService                   // nil when there is no ingress Service
+}
+
+// IngressService is the selected ingress LoadBalancer Service.
+type IngressService struct {
+	Namespace string
+	Addresses ingress.Addresses
+}
+
+// IngressPlan is the set of address DNSEndpoints a pair should have.
+type IngressPlan struct {
+	// Sync false leaves existing records alone: the cluster configuration is missing.
+	Sync      bool
+	Target    string
+	Endpoints []*externaldnsv1alpha1.DNSEndpoint
+}
+
+// Ingress decides the address records of a gateway target hostname: one DNSEndpoint per
+// ExternalDNS controller of the DNSConfiguration (every regional zone that can hold a CNAME to it
+// needs the address too), in the namespace of the ingress Service.
+func Ingress(in IngressInputs) IngressPlan {
+	if len(in.Gateways) == 0 {
+		return IngressPlan{Sync: true}
+	}
+	if in.Identity == nil || in.Configuration == nil {
+		return IngressPlan{}
+	}
+	id := in.Identity.Spec
+	p := IngressPlan{Sync: true, Target: naming.TargetHostname(id.Cluster, id.Region, in.Ingress.TargetPostfix, id.Domain)}
+	if in.Service == nil || naming.ValidateHostname(p.Target) != nil {
+		return p
+	}
+	records := in.Service.Addresses.Records(p.Target)
+	if len(records) == 0 {
+		return p
+	}
+	for _, c := range ControllersOf(in.Configuration) {
+		p.Endpoints = append(p.Endpoints, desired.GatewayEndpoint(in.Ingress, c, in.Service.Namespace, p.Target, records))
+	}
+	return p
+}
