@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/service-router/service-router-operator/controllers"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
@@ -53,9 +54,14 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
 
+	ctx := ctrl.SetupSignalHandler()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(opts))
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
+		os.Exit(1)
+	}
+	if err := controllers.Setup(ctx, mgr); err != nil {
+		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -68,7 +74,7 @@ func main() {
 	}
 
 	setupLog.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "manager exited with an error")
 		os.Exit(1)
 	}
@@ -89,6 +95,7 @@ func managerOptions(opts options) ctrl.Options {
 	}
 	return ctrl.Options{
 		Scheme:                        operatorscheme.New(),
+		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -202,9 +203,9 @@ func gatewayNamespace(r *routingv1alpha1.ServiceRoute) string {
 	return cmp.Or(r.Spec.GatewayNamespace, routingv1alpha1.DefaultGatewayNamespace)
 }
 
-// GatewayRef is the namespace/name of the Gateway a route references.
-func GatewayRef(r *routingv1alpha1.ServiceRoute) string {
-	return gatewayNamespace(r) + "/" + r.Spec.GatewayName
+// GatewayRef is the namespace and name of the Gateway a route references.
+func GatewayRef(r *routingv1alpha1.ServiceRoute) types.NamespacedName {
+	return types.NamespacedName{Namespace: gatewayNamespace(r), Name: r.Spec.GatewayName}
 }
 
 func endpointControllers(eps []*externaldnsv1alpha1.DNSEndpoint) []string {

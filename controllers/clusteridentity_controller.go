@@ -1,0 +1,64 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// ClusterIdentityReconciler validates the ClusterIdentity against the DNSConfiguration and reports
+// it in status. The other controllers read the identity from the shared informer cache, so its
+// values reach them without an API call.
+type ClusterIdentityReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &clusterv1alpha1.ClusterIdentity{}
+	if err := r.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cfg, err := getConfiguration(ctx, r)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	outcome := plan.ClusterIdentity(ci, cfg)
+	original := ci.DeepCopy()
+	ci.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
+	ci.Status.ObservedGeneration = ci.Generation
+	previous := setReady(&ci.Status.Conditions, ci.Generation, outcome)
+	if equality.Semantic.DeepEqual(original.Status, ci.Status) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Status().Patch(ctx, ci, client.MergeFrom(original), fieldOwner); err != nil {
+		return ctrl.Result{}, err
+	}
+	recordTransition(r.Recorder, ci, previous, outcome)
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the controller: a DNSConfiguration change re-validates the identity.
+func (r *ClusterIdentityReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusteridentity").
+		For(&clusterv1alpha1.ClusterIdentity{}).
+		Watches(&clusterv1alpha1.DNSConfiguration{}, handler.EnqueueRequestsFromMapFunc(
+			func(context.Context, client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: clusterv1alpha1.ClusterIdentityName}}}
+			})).
+		Complete(r)
+}

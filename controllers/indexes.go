@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// Field indexes on the informer cache. Every cross-resource lookup goes through one of these, so
+// a reconcile costs what it touches, not what the cluster holds.
+const (
+	// indexRouteGateway: ServiceRoutes by the namespace/name of the Gateway they reference.
+	indexRouteGateway = "serviceroute.gatewayRef"
+	// indexRouteHostnameKey: ServiceRoutes by naming.HostnameKey, for hostname conflicts.
+	indexRouteHostnameKey = "serviceroute.hostnameKey"
+	// indexGatewayIngress: Gateways by "controller/targetPostfix".
+	indexGatewayIngress = "gateway.ingress"
+	// indexGatewayController: Gateways by spec.controller, for ingress Service events.
+	indexGatewayController = "gateway.controller"
+	// indexServiceIstio: Services by the value of their istio label.
+	indexServiceIstio = "service.istioLabel"
+	// indexEndpointRoute: managed DNSEndpoints by the "namespace/name" of their ServiceRoute.
+	indexEndpointRoute = "dnsendpoint.serviceRoute"
+	// indexEndpointIngress: managed gateway address DNSEndpoints by "controller/targetPostfix".
+	indexEndpointIngress = "dnsendpoint.ingress"
+)
+
+// ingressKey is the index value of a (controller, targetPostfix) pair; both are DNS labels, so
+// "/" cannot occur in either.
+func ingressKey(i desired.Ingress) string { return i.Controller + "/" + i.TargetPostfix }
+
+func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
+	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+}
+
+// ingressOfEndpoint reads the pair a gateway address DNSEndpoint belongs to from its labels.
+func ingressOfEndpoint(ep *externaldnsv1alpha1.DNSEndpoint) (desired.Ingress, bool) {
+	l := ep.Labels
+	if l[naming.LabelResourceType] != naming.ResourceTypeGateway || l[naming.LabelIstioController] == "" || l[naming.LabelTargetPostfix] == "" {
+		return desired.Ingress{}, false
+	}
+	return desired.Ingress{Controller: l[naming.LabelIstioController], TargetPostfix: l[naming.LabelTargetPostfix]}, true
+}
+
+type indexer interface {
+	IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error
+}
+
+// addIndexes registers every field index on the manager's cache.
+func addIndexes(ctx context.Context, idx indexer) error {
+	indexes := []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&routingv1alpha1.ServiceRoute{}, indexRouteGateway, func(o client.Object) []string {
+			return []string{plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute)).String()}
+		}},
+		{&routingv1alpha1.ServiceRoute{}, indexRouteHostnameKey, func(o client.Object) []string {
+			r := o.(*routingv1alpha1.ServiceRoute)
+			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}
+		}},
+		{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
+			return []string{ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))}
+		}},
+		{&routingv1alpha1.Gateway{}, indexGatewayController, func(o client.Object) []string {
+			return []string{o.(*routingv1alpha1.Gateway).Spec.Controller}
+		}},
+		{&corev1.Service{}, indexServiceIstio, func(o client.Object) []string {
+			if v := o.GetLabels()[naming.IngressServiceSelector]; v != "" {
+				return []string{v}
+			}
+			return nil
+		}},
+		{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointRoute, func(o client.Object) []string {
+			if route := o.GetLabels()[naming.LabelServiceRoute]; route != "" {
+				return []string{o.GetNamespace() + "/" + route}
+			}
+			return nil
+		}},
+		{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointIngress, func(o client.Object) []string {
+			if pair, ok := ingressOfEndpoint(o.(*externaldnsv1alpha1.DNSEndpoint)); ok {
+				return []string{ingressKey(pair)}
+			}
+			return nil
+		}},
+	}
+	for _, i := range indexes {
+		if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}

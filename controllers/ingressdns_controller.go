@@ -1,0 +1,174 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// IngressDNSReconciler publishes the address records of every gateway target hostname
+// {cluster}-{region}-{targetPostfix}.{domain}: one DNSEndpoint per ExternalDNS controller for
+// each distinct (controller, targetPostfix) pair among the Gateways, with the addresses of the
+// ingress LoadBalancer Service. Its unit of work is that pair, not a single object: several
+// Gateways may share one entry point.
+type IngressDNSReconciler struct {
+	client.Client
+	// APIReader reads past the cache, only to check who owns a DNSEndpoint whose name is taken.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
+	in, err := r.gather(ctx, pair)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := plan.Ingress(in)
+	if !p.Sync {
+		return ctrl.Result{}, nil
+	}
+	list := &externaldnsv1alpha1.DNSEndpointList{}
+	if err := r.List(ctx, list, client.MatchingFields{indexEndpointIngress: ingressKey(pair)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing address DNSEndpoints: %w", err)
+	}
+	current := make([]*externaldnsv1alpha1.DNSEndpoint, len(list.Items))
+	for i := range list.Items {
+		current[i] = &list.Items[i]
+	}
+	// Events go to the oldest Gateway of the pair; when none is left there is nobody to tell.
+	var eventTarget runtime.Object
+	if oldest, ok := plan.Oldest(in.Gateways); ok {
+		eventTarget = oldest
+	}
+	syncer := endpointSyncer{client: r.Client, apiReader: r.APIReader, recorder: r.Recorder}
+	res, err := syncer.sync(ctx, p.Endpoints, current, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+		got, ok := ingressOfEndpoint(ep)
+		return ok && got == pair && desired.IsManaged(ep)
+	}, eventTarget, routingv1alpha1.ReasonGatewayCreated)
+	if errors.Is(err, errCacheLag) {
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(res.Conflicts) > 0 && eventTarget != nil {
+		r.Recorder.Eventf(eventTarget, nil, "Warning", routingv1alpha1.ReasonOwnershipConflict, "Reconcile",
+			"DNSEndpoint(s) %v exist and are not managed by the operator; they were left untouched", res.Conflicts)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress) (plan.IngressInputs, error) {
+	in := plan.IngressInputs{Ingress: pair}
+	gateways := &routingv1alpha1.GatewayList{}
+	if err := r.List(ctx, gateways, client.MatchingFields{indexGatewayIngress: ingressKey(pair)}); err != nil {
+		return in, fmt.Errorf("listing Gateways of %s: %w", ingressKey(pair), err)
+	}
+	for i := range gateways.Items {
+		if gateways.Items[i].DeletionTimestamp.IsZero() {
+			in.Gateways = append(in.Gateways, &gateways.Items[i])
+		}
+	}
+	var err error
+	if in.Identity, err = getIdentity(ctx, r); err != nil {
+		return in, err
+	}
+	if in.Configuration, err = getConfiguration(ctx, r); err != nil {
+		return in, err
+	}
+	svc, err := ingressService(ctx, r, pair.Controller)
+	if err != nil || svc == nil {
+		return in, err
+	}
+	in.Service = &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}
+	return in, nil
+}
+
+// SetupWithManager registers the controller. Its requests are (controller, targetPostfix) pairs,
+// mapped from Gateways, their address DNSEndpoints, ingress Services, and — for every pair — the
+// ClusterIdentity and DNSConfiguration.
+func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allPairs := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []desired.Ingress {
+		return r.allPairs(ctx)
+	})
+	return builder.TypedControllerManagedBy[desired.Ingress](mgr).
+		Named("ingressdns").
+		Watches(&routingv1alpha1.Gateway{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
+			return []desired.Ingress{ingressOf(o.(*routingv1alpha1.Gateway))}
+		}), specChanges).
+		Watches(&externaldnsv1alpha1.DNSEndpoint{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
+			if pair, ok := ingressOfEndpoint(o.(*externaldnsv1alpha1.DNSEndpoint)); ok {
+				return []desired.Ingress{pair}
+			}
+			return nil
+		})).
+		Watches(&corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []desired.Ingress {
+			controller := o.GetLabels()[ingressLabel]
+			if controller == "" {
+				return nil
+			}
+			return r.pairs(ctx, client.MatchingFields{indexGatewayController: controller})
+		})).
+		Watches(&clusterv1alpha1.ClusterIdentity{}, allPairs, specChanges).
+		Watches(&clusterv1alpha1.DNSConfiguration{}, allPairs, specChanges).
+		Complete(r)
+}
+
+// pairs lists the distinct pairs of the Gateways matching opts.
+func (r *IngressDNSReconciler) pairs(ctx context.Context, opts ...client.ListOption) []desired.Ingress {
+	list := &routingv1alpha1.GatewayList{}
+	if err := r.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Gateways to reconcile")
+		return nil
+	}
+	seen := map[desired.Ingress]bool{}
+	var out []desired.Ingress
+	for i := range list.Items {
+		if pair := ingressOf(&list.Items[i]); !seen[pair] {
+			seen[pair] = true
+			out = append(out, pair)
+		}
+	}
+	return out
+}
+
+// allPairs is every pair with a Gateway plus every pair that still has address records (whose
+// Gateways are gone and whose records must be collected).
+func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
+	out := r.pairs(ctx)
+	seen := map[desired.Ingress]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	list := &externaldnsv1alpha1.DNSEndpointList{}
+	if err := r.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing address DNSEndpoints to reconcile")
+		return out
+	}
+	for i := range list.Items {
+		if pair, ok := ingressOfEndpoint(&list.Items[i]); ok && !seen[pair] {
+			seen[pair] = true
+			out = append(out, pair)
+		}
+	}
+	return out
+}
+
+// ensure the reconciler satisfies the typed interface.
+var _ reconcile.TypedReconciler[desired.Ingress] = &IngressDNSReconciler{}
