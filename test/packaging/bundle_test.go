@@ -13,6 +13,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -122,6 +123,26 @@ func TestBundle_OperatorPermissionsAreLeastPrivilege(t *testing.T) {
 		require.Equal(t, "service-router-controller-manager", p.ServiceAccountName)
 		require.Empty(t, leastPrivilegeViolations(p.Rules), "the CSV grants the operator more than it needs")
 	}
+}
+
+// The CSV grants the operator exactly the rules of config/rbac: the controllers' generated role and
+// the metrics authentication role cluster-wide, the leader-election role in its namespace.
+func TestBundle_PermissionsMatchConfigRBAC(t *testing.T) {
+	requireOperatorRole(t)
+	rulesOf := func(files ...string) (rules []rbacv1.PolicyRule) {
+		for _, f := range files {
+			for _, obj := range readObjects(t, "config", "rbac", f) {
+				rules = append(rules, roleOf(t, obj).Rules...)
+			}
+		}
+		return rules
+	}
+	spec := loadCSV(t).Spec.InstallStrategy.StrategySpec
+	const fix = "the bundle is generated from config/rbac: run `make bundle` and commit"
+	require.Len(t, spec.ClusterPermissions, 1)
+	require.ElementsMatch(t, rulesOf("role.yaml", "metrics_auth_role.yaml"), spec.ClusterPermissions[0].Rules, fix)
+	require.Len(t, spec.Permissions, 1)
+	require.ElementsMatch(t, rulesOf("leader_election_role.yaml"), spec.Permissions[0].Rules, fix)
 }
 
 // Every owned CRD has a description, a descriptor for each top-level spec and status field (the
