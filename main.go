@@ -60,7 +60,7 @@ func main() {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +33,8 @@ type GatewayReconciler struct {
 	// APIReader reads past the cache, only to check who owns an Istio Gateway whose name is taken.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// ConflictRetry is how soon an ownership conflict is checked again.
+	ConflictRetry time.Duration
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=get;update;patch
@@ -52,6 +55,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	p := plan.Gateway(in)
 
+	var result ctrl.Result
 	if p.SyncIstio {
 		conflict, err := r.syncIstioGateway(ctx, gw, p)
 		if errors.Is(err, errCacheLag) {
@@ -61,6 +65,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, err
 		}
 		if conflict {
+			result.RequeueAfter = r.ConflictRetry
 			p.Outcome = plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
 				Message: fmt.Sprintf("Istio Gateway %s/%s exists and is not managed by this Gateway; it was left untouched", gw.Namespace, gw.Name)}
 		}
@@ -73,13 +78,13 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	gw.Status.ObservedGeneration = gw.Generation
 	previous := setReady(&gw.Status.Conditions, gw.Generation, p.Outcome)
 	if equality.Semantic.DeepEqual(original.Status, gw.Status) {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	if err := r.Status().Patch(ctx, gw, client.MergeFrom(original), fieldOwner); err != nil {
 		return ctrl.Result{}, err
 	}
 	recordTransition(r.Recorder, gw, previous, p.Outcome)
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
 func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gateway) (plan.GatewayInputs, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,8 @@ type IngressDNSReconciler struct {
 	// APIReader reads past the cache, only to check who owns a DNSEndpoint whose name is taken.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// ConflictRetry is how soon an ownership conflict is checked again.
+	ConflictRetry time.Duration
 }
 
 func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
@@ -67,11 +70,14 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(res.Conflicts) > 0 && eventTarget != nil {
+	if len(res.Conflicts) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if eventTarget != nil {
 		r.Recorder.Eventf(eventTarget, nil, "Warning", routingv1alpha1.ReasonOwnershipConflict, "Reconcile",
 			"DNSEndpoint(s) %v exist and are not managed by the operator; they were left untouched", res.Conflicts)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.ConflictRetry}, nil
 }
 
 func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress) (plan.IngressInputs, error) {

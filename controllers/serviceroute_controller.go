@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +36,8 @@ type ServiceRouteReconciler struct {
 	// APIReader reads past the cache, only to check who owns an object whose name is taken.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// ConflictRetry is how soon an ownership conflict is checked again.
+	ConflictRetry time.Duration
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
@@ -57,6 +59,7 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	p := plan.Route(in)
 
 	original := route.DeepCopy()
+	var result ctrl.Result
 	if p.Sync {
 		res, err := r.syncEndpoints(ctx, route, p)
 		if errors.Is(err, errCacheLag) {
@@ -67,6 +70,7 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(res.Applied)
 		if len(res.Conflicts) > 0 {
+			result.RequeueAfter = r.ConflictRetry
 			p.Outcome = plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
 				Message: fmt.Sprintf("DNSEndpoint(s) %s exist and are not managed by this ServiceRoute; they were left untouched", strings.Join(res.Conflicts, ", "))}
 		}
@@ -78,13 +82,13 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	route.Status.ObservedGeneration = route.Generation
 	previous := setReady(&route.Status.Conditions, route.Generation, p.Outcome)
 	if equality.Semantic.DeepEqual(original.Status, route.Status) {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	if err := r.Status().Patch(ctx, route, client.MergeFrom(original), fieldOwner); err != nil {
 		return ctrl.Result{}, err
 	}
 	recordTransition(r.Recorder, route, previous, p.Outcome)
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +38,19 @@ func CacheOptions() cache.Options {
 	}
 }
 
+// Options tune the controllers.
+type Options struct {
+	// ConflictRetryInterval is how often an object blocked by an ownership conflict checks
+	// again whether the foreign object is gone (it is not in the cache, so its deletion raises no
+	// event). Default one minute.
+	ConflictRetryInterval time.Duration
+}
+
 // Setup registers the field indexes and the six controllers with the manager.
-func Setup(ctx context.Context, mgr ctrl.Manager) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.ConflictRetryInterval <= 0 {
+		opts.ConflictRetryInterval = time.Minute
+	}
 	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("registering field indexes: %w", err)
 	}
@@ -51,9 +63,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 		{"clusteridentity", (&ClusterIdentityReconciler{Client: c, Recorder: recorder}).SetupWithManager},
 		{"dnsconfiguration", (&DNSConfigurationReconciler{Client: c, Recorder: recorder}).SetupWithManager},
 		{"dnspolicy", (&DNSPolicyReconciler{Client: c, Recorder: recorder}).SetupWithManager},
-		{"serviceroute", (&ServiceRouteReconciler{Client: c, APIReader: apiReader, Recorder: recorder}).SetupWithManager},
-		{"gateway", (&GatewayReconciler{Client: c, APIReader: apiReader, Recorder: recorder}).SetupWithManager},
-		{"ingressdns", (&IngressDNSReconciler{Client: c, APIReader: apiReader, Recorder: recorder}).SetupWithManager},
+		{"serviceroute", (&ServiceRouteReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
+		{"gateway", (&GatewayReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
+		{"ingressdns", (&IngressDNSReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
 	}
 	for _, s := range setups {
 		if err := s.setup(mgr); err != nil {
