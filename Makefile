@@ -74,6 +74,11 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 test: manifests generate fmt vet $(CONTROL_PLANE) ## Run every test: unit and integration (real etcd + kube-apiserver + kube-controller-manager).
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 $(GO_TEST_FLAGS)
 
+.PHONY: bench
+bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; SCALE_ROUTES=10000 sets the size of the convergence run (default 1000).
+	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./test/integration -run '^$$' -bench . -benchtime 1x -timeout 30m
+
 .PHONY: verify
 verify: manifests generate fmt lint ## Regenerate everything and fail if the tree changed (generated files must be committed).
 	@if [ -f $(SPEC_DOC) ]; then $(MAKE) --no-print-directory spec-manifests; fi

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,6 +29,11 @@ import (
 
 // cacheLagRetry is how soon a reconcile that met cache lag runs again.
 const cacheLagRetry = 500 * time.Millisecond
+
+// routeWorkers reconcile ServiceRoutes in parallel: routes are independent of each other and a
+// reconcile mostly waits on API round-trips (BenchmarkOperator_ConvergeRoutes: 1000 routes
+// converge 1.5x faster with 4 workers than with 1 on 2 cores).
+const routeWorkers = 4
 
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.
@@ -183,6 +189,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
+		WithOptions(controller.Options{MaxConcurrentReconciles: routeWorkers}).
 		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&externaldnsv1alpha1.DNSEndpoint{}).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // newNamespace creates a namespace with a unique name for one test.
-func newNamespace(t *testing.T, prefix string) string {
+func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
@@ -46,7 +46,7 @@ func newNamespace(t *testing.T, prefix string) string {
 }
 
 // ensureNamespace creates a namespace of a fixed name unless it exists.
-func ensureNamespace(t *testing.T, name string) {
+func ensureNamespace(t testing.TB, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := env.Client.Create(context.Background(), ns); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -55,7 +55,7 @@ func ensureNamespace(t *testing.T, name string) {
 }
 
 // fromYAML parses one manifest.
-func fromYAML(t *testing.T, manifest string) *unstructured.Unstructured {
+func fromYAML(t testing.TB, manifest string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {

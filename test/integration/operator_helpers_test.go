@@ -36,7 +36,7 @@ const waitTimeout = 30 * time.Second
 // startOperator runs the operator's manager with all six controllers against the test control
 // plane until the test ends or the returned stop function is called. cfg may be a wrapped copy of
 // env.Config (to count requests).
-func startOperator(t *testing.T, cfg *rest.Config) (stop func()) {
+func startOperator(t testing.TB, cfg *rest.Config) (stop func()) {
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -70,7 +70,7 @@ func join(s []string) string { return strings.Join(s, ", ") }
 // controller name no other test uses, so tests sharing the control plane cannot collide on
 // hostnames, gateway pairs or ingress Services.
 type fixture struct {
-	t          *testing.T
+	t          testing.TB
 	ctx        context.Context
 	ns         string // the application namespace
 	gatewayNS  string
@@ -78,7 +78,7 @@ type fixture struct {
 	controller string // Istio ingress controller (istio label value)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	suffix := rand.String(5)
 	f := &fixture{t: t, ctx: context.Background(), app: "app" + suffix, controller: "ingress-" + suffix}
 	f.ns = newNamespace(t, "app")
@@ -205,25 +205,29 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// waitFor polls check until it returns "" (converged) or the deadline passes; it then fails
-// with the last description of what was still wrong.
-func waitFor(t *testing.T, what string, check func() string) {
+// waitFor polls check until it returns "" (converged) or the deadline passes (waitTimeout unless
+// given); it then fails with the last description of what was still wrong.
+func waitFor(t testing.TB, what string, check func() string, timeout ...time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	limit := waitTimeout
+	if len(timeout) > 0 {
+		limit = timeout[0]
+	}
+	deadline := time.Now().Add(limit)
 	for {
 		problem := check()
 		if problem == "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", waitTimeout, what, problem)
+			t.Fatalf("timed out after %s waiting for %s: %s", limit, what, problem)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // routeEndpoints lists the DNSEndpoints labelled for a route, sorted by name.
-func routeEndpoints(t *testing.T, ns, route string) []externaldnsv1alpha1.DNSEndpoint {
+func routeEndpoints(t testing.TB, ns, route string) []externaldnsv1alpha1.DNSEndpoint {
 	t.Helper()
 	list := &externaldnsv1alpha1.DNSEndpointList{}
 	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"router.io/serviceroute": route}))
@@ -382,7 +386,7 @@ func (f *fixture) waitAddressRecords(postfix, target string, records map[string]
 	return eps
 }
 
-func waitGone(t *testing.T, obj client.Object) {
+func waitGone(t testing.TB, obj client.Object) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%T %s to be deleted", obj, client.ObjectKeyFromObject(obj)), func() string {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
@@ -397,7 +401,7 @@ func waitGone(t *testing.T, obj client.Object) {
 }
 
 // eventReasons lists the reasons of the events.k8s.io Events regarding an object.
-func eventReasons(t *testing.T, obj client.Object) []string {
+func eventReasons(t testing.TB, obj client.Object) []string {
 	t.Helper()
 	list := &eventsv1.EventList{}
 	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(obj.GetNamespace())))
