@@ -4,7 +4,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"flag"
 	"os"
 
@@ -12,10 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/service-router/service-router-operator/controllers"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
@@ -81,22 +79,10 @@ func main() {
 }
 
 func managerOptions(opts options) ctrl.Options {
-	var tlsOpts []func(*tls.Config)
-	if !opts.enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{
-		BindAddress:   opts.metricsAddr,
-		SecureServing: opts.metricsSecure,
-		TLSOpts:       tlsOpts,
-	}
-	if opts.metricsSecure {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	return ctrl.Options{
 		Scheme:                        operatorscheme.New(),
 		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsOpts,
+		Metrics:                       metrics.ServerOptions(opts.metricsAddr, opts.metricsSecure, opts.enableHTTP2),
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
@@ -60,5 +61,5 @@ func (r *ClusterIdentityReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			func(context.Context, client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: clusterv1alpha1.ClusterIdentityName}}}
 			})).
-		Complete(r)
+		Complete(metrics.Instrument("clusteridentity", r))
 }

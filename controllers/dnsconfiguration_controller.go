@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
@@ -46,5 +47,5 @@ func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dnsconfiguration").
 		For(&clusterv1alpha1.DNSConfiguration{}).
-		Complete(r)
+		Complete(metrics.Instrument("dnsconfiguration", r))
 }

@@ -13,6 +13,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
@@ -102,7 +103,7 @@ func (r *DNSPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.requestsFor(ctx, client.InNamespace(o.GetNamespace()))
 		}), createOrDelete).
-		Complete(r)
+		Complete(metrics.Instrument("dnspolicy", r))
 }
 
 func (r *DNSPolicyReconciler) requestsFor(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

@@ -23,6 +23,7 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
@@ -194,7 +195,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.ClusterIdentity{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.gatewayRequests(ctx)
 		}), specChanges).
-		Complete(r)
+		Complete(metrics.Instrument("gateway", r))
 }
 
 func (r *GatewayReconciler) gatewayRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

@@ -20,6 +20,7 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
@@ -35,6 +36,8 @@ type IngressDNSReconciler struct {
 	Recorder  events.EventRecorder
 	// ConflictRetry is how soon an ownership conflict is checked again.
 	ConflictRetry time.Duration
+	// Conflicts records the pairs in an ownership conflict, for the metrics (no status has them).
+	Conflicts *metrics.ConflictSet
 }
 
 func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
@@ -70,6 +73,7 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.Conflicts.Set(ingressKey(pair), len(res.Conflicts) > 0)
 	if len(res.Conflicts) == 0 {
 		return ctrl.Result{}, nil
 	}
@@ -133,7 +137,7 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allPairs, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allPairs, specChanges).
-		Complete(r)
+		Complete(metrics.Instrument("ingressdns", r))
 }
 
 // pairs lists the distinct pairs of the Gateways matching opts.

@@ -23,6 +23,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -201,7 +202,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}), specChanges).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
-		Complete(r)
+		Complete(metrics.Instrument("serviceroute", r))
 }
 
 func (r *ServiceRouteReconciler) routeRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

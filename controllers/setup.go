@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 )
 
@@ -46,7 +47,8 @@ type Options struct {
 	ConflictRetryInterval time.Duration
 }
 
-// Setup registers the field indexes and the six controllers with the manager.
+// Setup registers the field indexes and the six controllers with the manager, each instrumented
+// for the per-controller health metrics, and the collector of the resource-state metrics.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ConflictRetryInterval <= 0 {
 		opts.ConflictRetryInterval = time.Minute
@@ -56,6 +58,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	c, apiReader := mgr.GetClient(), mgr.GetAPIReader()
 	recorder := mgr.GetEventRecorder("service-router-operator")
+	ingressConflicts := metrics.NewConflictSet()
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager) error
@@ -65,12 +68,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		{"dnspolicy", (&DNSPolicyReconciler{Client: c, Recorder: recorder}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
 		{"gateway", (&GatewayReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
-		{"ingressdns", (&IngressDNSReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
+		{"ingressdns", (&IngressDNSReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {
 		if err := s.setup(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
 		}
+	}
+	if err := mgr.Add(metrics.NewStateCollector(c, ingressConflicts)); err != nil {
+		return fmt.Errorf("adding the state metrics collector: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+// Package metrics defines the operator's own Prometheus metrics, all named service_router_* and
+// all registered on controller-runtime's registry, next to its standard controller, workqueue,
+// REST client and leader-election metrics, so that one /metrics endpoint serves everything:
+//
+//   - per-controller health, updated by a wrapper around each reconciler (Instrument);
+//   - the state of the operator's resources, computed at scrape time from the manager's informer
+//     cache by a collector (StateCollector) that the leader registers while it leads;
+//   - build information.
+//
+// No metric has a per-object label: every label takes its values from a small, bounded set
+// (controller names, kinds, phases, condition reasons, ExternalDNS and Istio controller names,
+// DNS record types). docs/METRICS.md documents each metric and a test keeps it in sync with
+// Definitions.
+package metrics
+
+import (
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Definition describes one metric the operator exports.
+type Definition struct {
+	Name   string
+	Type   string // "gauge" or "counter"
+	Help   string
+	Labels []string
+}
+
+// Names of the operator's metrics.
+const (
+	BuildInfoName                  = "service_router_build_info"
+	LastReconcileSuccessName       = "service_router_controller_last_reconcile_success"
+	LastReconcileTimestampName     = "service_router_controller_last_reconcile_timestamp_seconds"
+	LastSuccessTimestampName       = "service_router_controller_last_success_timestamp_seconds"
+	FailingRequestsName            = "service_router_controller_failing_requests"
+	ClusterIdentityInfoName        = "service_router_cluster_identity_info"
+	ResourcesName                  = "service_router_resources"
+	LongestNotReadyName            = "service_router_longest_not_ready_seconds"
+	ConflictsName                  = "service_router_conflicts"
+	DNSRecordsName                 = "service_router_dns_records"
+	ActiveDNSPoliciesName          = "service_router_active_dnspolicies"
+	DNSPolicyActiveControllersName = "service_router_dnspolicy_active_controllers"
+	IstioGatewayHostsName          = "service_router_istio_gateway_hosts"
+)
+
+// Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
+var Definitions = []Definition{
+	{BuildInfoName, "gauge", "Always 1; the version label is the operator's version. Exported by every replica.", []string{"version"}},
+	{LastReconcileSuccessName, "gauge",
+		"1 when the controller's most recent reconcile succeeded, 0 when it returned an error.", []string{"controller"}},
+	{LastReconcileTimestampName, "gauge",
+		"Unix time at which the controller's most recent reconcile finished.", []string{"controller"}},
+	{LastSuccessTimestampName, "gauge",
+		"Unix time at which the controller's most recent successful reconcile finished.", []string{"controller"}},
+	{FailingRequestsName, "gauge",
+		"Requests (objects; gateway entry points for ingressdns) whose most recent reconcile returned an error.", []string{"controller"}},
+	{ClusterIdentityInfoName, "gauge",
+		"Always 1; the labels are the ClusterIdentity's region, cluster, environment letter and domain. Absent without a ClusterIdentity.",
+		[]string{"region", "cluster", "environment", "domain"}},
+	{ResourcesName, "gauge",
+		"Objects by kind, status.phase, Ready condition status and reason (Ready \"Unknown\" and empty phase and reason before the first reconcile).",
+		[]string{"kind", "phase", "ready", "reason"}},
+	{LongestNotReadyName, "gauge",
+		"Seconds since the longest-not-Ready object of the kind with this Ready reason stopped being Ready (or was created, if never Ready). Absent when none is not Ready.",
+		[]string{"kind", "reason"}},
+	{ConflictsName, "gauge",
+		"Objects blocked by a conflict: ServiceRoutes losing a hostname to an older route (HostnameConflict), ServiceRoutes, Gateways and gateway entry points (IngressDNS) whose generated object's name is taken by an object the operator does not own (OwnershipConflict).",
+		[]string{"kind", "reason"}},
+	{DNSRecordsName, "gauge",
+		"DNS records in the DNSEndpoints the operator manages, by the ExternalDNS controller that publishes them, record type and source (serviceroute: CNAMEs of ServiceRoutes; gateway: address records of gateway target hostnames).",
+		[]string{"external_dns_controller", "record_type", "source"}},
+	{ActiveDNSPoliciesName, "gauge", "DNSPolicies whose status.active is true.", nil},
+	{DNSPolicyActiveControllersName, "gauge",
+		"DNSPolicies whose status.activeControllers lists the ExternalDNS controller.", []string{"external_dns_controller"}},
+	{IstioGatewayHostsName, "gauge",
+		"Hosts served by the Istio Gateways the operator generated, by Istio ingress controller (the istio selector).", []string{"istio_controller"}},
+}
+
+// Version is the operator's version for service_router_build_info. Builds may set it with
+// -ldflags "-X github.com/service-router/service-router-operator/internal/metrics.Version=v1.2.3";
+// otherwise it is the main module's version from the build information.
+var Version = ""
+
+func definition(name string) Definition {
+	for _, d := range Definitions {
+		if d.Name == name {
+			return d
+		}
+	}
+	panic("metrics: no definition of " + name)
+}
+
+func desc(name string) *prometheus.Desc {
+	d := definition(name)
+	return prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
+}
+
+func newGaugeVec(name string) *prometheus.GaugeVec {
+	d := definition(name)
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, d.Labels)
+}
+
+var buildInfo = newGaugeVec(BuildInfoName)
+
+func init() {
+	buildInfo.WithLabelValues(version()).Set(1)
+	ctrlmetrics.Registry.MustRegister(buildInfo, lastReconcileSuccess, lastReconcileTimestamp, lastSuccessTimestamp, failingRequests)
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "unknown"
+}
