@@ -1,0 +1,271 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record is one resource record of a dig answer.
+type Record struct {
+	Name  string // owner name as dig prints it, fully qualified with a trailing dot
+	TTL   int
+	Class string // IN
+	Type  string // A, CNAME, TXT, SOA, ...
+	Data  string // the RDATA as dig prints it, fields separated by one space
+}
+
+// Short is "TYPE DATA", the form WaitForAnswer compares, e.g. "A 10.1.2.3".
+func (r Record) Short() string { return r.Type + " " + r.Data }
+
+// String is the record in zone-file form.
+func (r Record) String() string {
+	return fmt.Sprintf("%s %d %s %s %s", r.Name, r.TTL, r.Class, r.Type, r.Data)
+}
+
+// Answer is the result of one query.
+type Answer struct {
+	// Status is the response code (NOERROR, NXDOMAIN, REFUSED, ...).
+	Status  string
+	Records []Record
+}
+
+// Shorts returns the records' Short forms, in answer order.
+func (a Answer) Shorts() []string {
+	out := make([]string, 0, len(a.Records))
+	for _, r := range a.Records {
+		out = append(out, r.Short())
+	}
+	return out
+}
+
+// String renders the answer on one line, e.g. "NOERROR [CNAME b.example.com. | A 10.1.2.3]".
+func (a Answer) String() string {
+	return fmt.Sprintf("%s [%s]", a.Status, strings.Join(a.Shorts(), " | "))
+}
+
+// Query names a question to a DNS server on 127.0.0.1.
+type Query struct {
+	Port int    // the server's port on 127.0.0.1
+	Name string // e.g. api.example.com
+	Type string // e.g. A, CNAME, TXT, AXFR
+}
+
+func (q Query) String() string {
+	return fmt.Sprintf("%s %s @127.0.0.1#%d", q.Name, q.Type, q.Port)
+}
+
+// DigBinary returns the path of dig, installed by `make bind-tools`.
+func DigBinary() (string, error) { return lookBinary("dig", "/usr/bin", "/usr/local/bin") }
+
+// Dig asks the DNS server on 127.0.0.1:port for name/qtype with dig, without recursion, and
+// returns the answer section. An authoritative server answering for a name that is a CNAME returns
+// the CNAME followed by the records of its target when the target is in one of its zones.
+func Dig(ctx context.Context, port int, name, qtype string) (Answer, error) {
+	dig, err := DigBinary()
+	if err != nil {
+		return Answer{}, err
+	}
+	args := []string{
+		"@127.0.0.1", "-p", strconv.Itoa(port),
+		"+norecurse", "+time=1", "+tries=1",
+		"+noall", "+answer", "+comments",
+		name, qtype,
+	}
+	if strings.EqualFold(qtype, "AXFR") {
+		// A zone transfer has no header comment; a refused one prints "; Transfer failed.".
+		args = []string{"@127.0.0.1", "-p", strconv.Itoa(port), "+time=2", "+tries=1", "+noall", "+answer", name, "AXFR"}
+	}
+	out, err := exec.CommandContext(ctx, dig, args...).CombinedOutput()
+	if err != nil {
+		return Answer{}, fmt.Errorf("dig %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	ans, err := parseDig(string(out))
+	if err != nil {
+		return Answer{}, fmt.Errorf("dig %s: %w", strings.Join(args, " "), err)
+	}
+	if strings.EqualFold(qtype, "AXFR") && ans.Status == "" {
+		ans.Status = "NOERROR"
+	}
+	return ans, nil
+}
+
+// DigZone transfers the whole zone (AXFR) from the server, for diagnostics and for looking at
+// ExternalDNS's TXT ownership records.
+func DigZone(ctx context.Context, port int, zone string) (Answer, error) {
+	return Dig(ctx, port, zone, "AXFR")
+}
+
+// parseDig parses `dig +noall +answer +comments` output.
+func parseDig(out string) (Answer, error) {
+	var ans Answer
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, ";"):
+			if i := strings.Index(line, "status: "); i >= 0 && strings.Contains(line, "->>HEADER<<-") {
+				status := line[i+len("status: "):]
+				if j := strings.IndexByte(status, ','); j >= 0 {
+					status = status[:j]
+				}
+				ans.Status = status
+			}
+			if strings.Contains(line, "Transfer failed") || strings.Contains(line, "communications error") ||
+				strings.Contains(line, "connection timed out") || strings.Contains(line, "no servers could be reached") {
+				return ans, errors.New(line)
+			}
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			return ans, fmt.Errorf("unexpected line in dig output: %q", line)
+		}
+		ttl, err := strconv.Atoi(f[1])
+		if err != nil {
+			return ans, fmt.Errorf("unexpected TTL in dig output line %q", line)
+		}
+		ans.Records = append(ans.Records, Record{Name: f[0], TTL: ttl, Class: f[2], Type: f[3], Data: strings.Join(f[4:], " ")})
+	}
+	return ans, nil
+}
+
+// normalizeShort makes "TYPE DATA" comparable: upper-case type, lower-case data, no trailing dots
+// on names, single spaces.
+func normalizeShort(s string) string {
+	f := strings.Fields(s)
+	for i := range f {
+		if i == 0 {
+			f[i] = strings.ToUpper(f[i])
+			continue
+		}
+		f[i] = strings.TrimSuffix(strings.ToLower(f[i]), ".")
+	}
+	return strings.Join(f, " ")
+}
+
+// SameRecords reports whether the answer holds exactly the wanted records ("TYPE DATA"), in any
+// order, ignoring case, TTLs and trailing dots.
+func SameRecords(ans Answer, want []string) bool {
+	got := make([]string, 0, len(ans.Records))
+	for _, s := range ans.Shorts() {
+		got = append(got, normalizeShort(s))
+	}
+	w := make([]string, 0, len(want))
+	for _, s := range want {
+		w = append(w, normalizeShort(s))
+	}
+	slices.Sort(got)
+	slices.Sort(w)
+	return slices.Equal(got, w)
+}
+
+// pollInterval is how often WaitForAnswer asks again. A dig against a local server takes a few
+// milliseconds.
+const pollInterval = 100 * time.Millisecond
+
+// WaitForAnswer polls q until the answer holds exactly the records in want ("TYPE DATA" strings in
+// any order, e.g. "CNAME target.example.com." and "A 10.1.2.3"; an empty want waits for an empty
+// answer) or timeout passes. It returns how long it took. The error names the query, the wanted
+// and the last seen answer (or dig error), followed by whatever the diagnostics functions return
+// (for example ExternalDNS log tails).
+func WaitForAnswer(ctx context.Context, q Query, want []string, timeout time.Duration, diagnostics ...func() string) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last Answer
+	var lastErr error
+	seen := false
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		ans, err := Dig(ctx, q.Port, q.Name, q.Type)
+		if err == nil {
+			last, lastErr, seen = ans, nil, true
+			if SameRecords(ans, want) {
+				return time.Since(start), nil
+			}
+		} else if ctx.Err() == nil {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s: no answer %s after %s", q, formatWant(want), time.Since(start).Round(time.Millisecond))
+			if seen {
+				fmt.Fprintf(&b, "\nlast answer: %s", last)
+			}
+			if lastErr != nil {
+				fmt.Fprintf(&b, "\nlast dig error: %v", lastErr)
+			}
+			for _, d := range diagnostics {
+				fmt.Fprintf(&b, "\n%s", d())
+			}
+			return time.Since(start), errors.New(b.String())
+		case <-ticker.C:
+		}
+	}
+}
+
+func formatWant(want []string) string {
+	if len(want) == 0 {
+		return "[] (empty)"
+	}
+	return "[" + strings.Join(want, " | ") + "]"
+}
+
+// Observation is one distinct answer seen while observing a query, and when it was first seen
+// relative to the start of the observation.
+type Observation struct {
+	At     time.Duration
+	Answer Answer
+	Err    error
+}
+
+func (o Observation) String() string {
+	if o.Err != nil {
+		return fmt.Sprintf("+%s error: %v", o.At.Round(time.Millisecond), o.Err)
+	}
+	return fmt.Sprintf("+%s %s", o.At.Round(time.Millisecond), o.Answer)
+}
+
+// ObserveAnswers asks q every interval for the given duration and returns each change of answer
+// (the first answer included), to find out whether records stay put or flap.
+func ObserveAnswers(ctx context.Context, q Query, duration, interval time.Duration) []Observation {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	var out []Observation
+	last := ""
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		ans, err := Dig(ctx, q.Port, q.Name, q.Type)
+		if ctx.Err() != nil {
+			return out
+		}
+		key := ""
+		if err != nil {
+			key = "error: " + err.Error()
+		} else {
+			shorts := ans.Shorts()
+			slices.Sort(shorts)
+			key = ans.Status + " " + strings.Join(shorts, "|")
+		}
+		if key != last {
+			out = append(out, Observation{At: time.Since(start), Answer: ans, Err: err})
+			last = key
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-ticker.C:
+		}
+	}
+}

@@ -1,0 +1,111 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// Timeouts: ExternalDNS runs every second, so records converge in one or two seconds; the
+// generous limits only matter on a loaded CI machine.
+const (
+	convergeTimeout = 60 * time.Second
+	syncTimeout     = 60 * time.Second
+)
+
+// dnsEndpoint builds a DNSEndpoint for one record, annotated for the named ExternalDNS instance.
+func dnsEndpoint(namespace, name, controller, dnsName, recordType string, targets ...string) *externaldnsv1alpha1.DNSEndpoint {
+	return &externaldnsv1alpha1.DNSEndpoint{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   namespace,
+			Name:        name,
+			Annotations: map[string]string{framework.ControllerAnnotation: controller},
+		},
+		Spec: externaldnsv1alpha1.DNSEndpointSpec{
+			Endpoints: []*endpoint.Endpoint{{
+				DNSName:    dnsName,
+				RecordType: recordType,
+				Targets:    endpoint.Targets(targets),
+				RecordTTL:  30,
+			}},
+		},
+	}
+}
+
+func createNamespace(ctx context.Context, t *testing.T, c client.Client, name string) {
+	t.Helper()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// create creates obj and returns the time just before the call, the reference for convergence.
+func create(ctx context.Context, t *testing.T, c client.Client, obj client.Object) time.Time {
+	t.Helper()
+	at := time.Now()
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatalf("creating %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return at
+}
+
+func remove(ctx context.Context, t *testing.T, c client.Client, obj client.Object) time.Time {
+	t.Helper()
+	at := time.Now()
+	if err := c.Delete(ctx, obj); err != nil {
+		t.Fatalf("deleting %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return at
+}
+
+// waitAnswer waits for q to answer exactly want and returns the time since the reference point
+// (the change that should cause it).
+func waitAnswer(ctx context.Context, t *testing.T, since time.Time, q framework.Query, want []string, diagnostics ...func() string) time.Duration {
+	t.Helper()
+	if _, err := framework.WaitForAnswer(ctx, q, want, convergeTimeout, diagnostics...); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(since)
+	shown := strings.Join(want, " | ")
+	if len(want) == 0 {
+		shown = "(no records)"
+	}
+	t.Logf("converged in %-7s %s -> %s", d.Round(time.Millisecond), q, shown)
+	return d
+}
+
+// mustDig asks q once.
+func mustDig(ctx context.Context, t *testing.T, q framework.Query) framework.Answer {
+	t.Helper()
+	ans, err := framework.Dig(ctx, q.Port, q.Name, q.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ans
+}
+
+// logZone logs the records updates added to a zone (TXT ownership records included).
+func logZone(ctx context.Context, t *testing.T, title string, b *framework.BindServer) []framework.Record {
+	t.Helper()
+	recs, err := b.ZoneRecords(ctx)
+	if err != nil {
+		t.Fatalf("transferring zone %s from named %q: %v", b.Zone, b.Name, err)
+	}
+	var s strings.Builder
+	for _, r := range recs {
+		s.WriteString("\n    " + r.String())
+	}
+	t.Logf("%s: zone %s on named %q:%s", title, b.Zone, b.Name, s.String())
+	return recs
+}

@@ -1,0 +1,202 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// TestCrossClusterSameOwnerID records what ExternalDNS v0.22.0 really does when two clusters
+// (two control planes, one ExternalDNS each) manage the same zone with the same --txt-owner-id,
+// as the architecture's "Cross-Cluster DNS Takeover" section describes, and publish the same name
+// with different targets.
+//
+// Observed (and asserted):
+//   - Different --txt-prefix (weu-p-aks01-, weu-p-aks02-): no takeover and no flapping. The first
+//     publisher keeps the record; the second finds no ownership TXT under its own prefix, treats
+//     the record as unowned ("owner id does not match (found: \"\" ...)") and leaves it alone.
+//     When the first cluster deletes its DNSEndpoint (policy sync), it deletes the record and
+//     its TXT, and on its next synchronization the second creates its own record and TXT: a
+//     hand-over through a short NXDOMAIN window, not a takeover. The first cluster re-publishing
+//     afterwards changes nothing.
+//   - Same --txt-prefix: both find "their" TXT, both own the record, and each synchronization
+//     rewrites it to its own target: the record flaps about once per interval, indefinitely.
+func TestCrossClusterSameOwnerID(t *testing.T) {
+	ctx := t.Context()
+	const (
+		zone    = "example.com"
+		ns      = "myapp"
+		owner   = "external-dns-weu"
+		target1 = "aks01-weu-gateway.example.com"
+		target2 = "aks02-weu-gateway.example.com"
+	)
+	weu, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aks01, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aks02, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, aks01.Client, ns)
+	createNamespace(ctx, t, aks02.Client, ns)
+
+	// One ExternalDNS per cluster for the scenario, stopped when the subtest ends.
+	startPair := func(t *testing.T, controller, prefix1, prefix2 string) (ed1, ed2 *framework.ExternalDNS, diag []func() string) {
+		t.Helper()
+		var err error
+		ed1, err = aks01.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, OwnerID: owner, TXTPrefix: prefix1}.ForBind(weu))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ed2, err = aks02.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, OwnerID: owner, TXTPrefix: prefix2}.ForBind(weu))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ed1, ed2, []func() string{ed1.Diagnostics, ed2.Diagnostics, weu.Diagnostics}
+	}
+
+	t.Run("DifferentPrefixes", func(t *testing.T) {
+		const (
+			controller = "external-dns-weu"
+			name       = "api.example.com"
+			txt1       = "weu-p-aks01-cname-api.example.com."
+			txt2       = "weu-p-aks02-cname-api.example.com."
+		)
+		ed1, ed2, diag := startPair(t, controller, "weu-p-aks01-", "weu-p-aks02-")
+		q := weu.Query(name, "CNAME")
+
+		// 1. aks01 publishes first.
+		ep1 := dnsEndpoint(ns, "api", controller, name, "CNAME", target1)
+		at := create(ctx, t, aks01.Client, ep1)
+		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
+		recs := logZone(ctx, t, "1. aks01 published "+name, weu)
+		assertTXT(t, recs, txt1, true, owner)
+
+		// 2. aks02 publishes the same name with its own target: nothing changes.
+		at = create(ctx, t, aks02.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", target2))
+		waitSyncs(ctx, t, at, ed1, ed2)
+		obs := observe(ctx, t, "2. aks02 publishes "+name, q)
+		if len(obs) != 1 || !framework.SameRecords(obs[0].Answer, []string{"CNAME " + target1}) {
+			t.Errorf("after aks02 published, want %s to stay CNAME %s, observed %v", name, target1, obs)
+		}
+		recs = logZone(ctx, t, "2. aks02 published "+name, weu)
+		assertTXT(t, recs, txt1, true, owner)
+		assertTXT(t, recs, txt2, false, "")
+		if log := ed2.Log(); !strings.Contains(log, "Skipping endpoint "+name) || !strings.Contains(log, `because owner id does not match (found: \"\", required: \"`+owner+`\")`) {
+			t.Errorf("aks02's ExternalDNS did not log that it skips %s for lack of ownership\n%s", name, ed2.Diagnostics())
+		}
+
+		// 3. aks01 deletes its DNSEndpoint: aks01 deletes the record, aks02 then creates its own.
+		at = remove(ctx, t, aks01.Client, ep1)
+		// Watch the hand-over as it happens (the NXDOMAIN window between aks01's delete and
+		// aks02's create is usually visible), then make sure it completed.
+		obsStart := time.Now()
+		obs = framework.ObserveAnswers(ctx, q, 4*time.Second, 50*time.Millisecond)
+		handedOver := false
+		for _, o := range obs {
+			t.Logf("3. aks01 deleted its DNSEndpoint: %s", o)
+			if o.Err == nil && framework.SameRecords(o.Answer, []string{"CNAME " + target2}) && !handedOver {
+				handedOver = true
+				t.Logf("handed over %s after the delete -> CNAME %s", (obsStart.Sub(at) + o.At).Round(time.Millisecond), target2)
+			}
+		}
+		if !handedOver {
+			waitAnswer(ctx, t, at, q, []string{"CNAME " + target2}, diag...)
+		}
+		recs = logZone(ctx, t, "3. aks01 deleted its DNSEndpoint", weu)
+		assertTXT(t, recs, txt1, false, "")
+		assertTXT(t, recs, txt2, true, owner)
+
+		// 4. aks01 publishes again: aks02 keeps the record.
+		at = create(ctx, t, aks01.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", target1))
+		waitSyncs(ctx, t, at, ed1, ed2)
+		obs = observe(ctx, t, "4. aks01 publishes again", q)
+		if len(obs) != 1 || !framework.SameRecords(obs[0].Answer, []string{"CNAME " + target2}) {
+			t.Errorf("after aks01 re-published, want %s to stay CNAME %s, observed %v", name, target2, obs)
+		}
+		logZone(ctx, t, "4. aks01 published again", weu)
+	})
+
+	t.Run("SamePrefix", func(t *testing.T) {
+		const (
+			controller = "external-dns-weu-shared"
+			name       = "web.example.com"
+			txt        = "weu-p-cname-web.example.com."
+		)
+		_, _, diag := startPair(t, controller, "weu-p-", "weu-p-")
+		q := weu.Query(name, "CNAME")
+
+		at := create(ctx, t, aks01.Client, dnsEndpoint(ns, "web", controller, name, "CNAME", target1))
+		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
+		recs := logZone(ctx, t, "1. aks01 published "+name, weu)
+		assertTXT(t, recs, txt, true, owner)
+
+		// Both instances now own the record and rewrite it on every synchronization. named logs
+		// every dynamic update, so count the rewrites to each target during the window.
+		at = create(ctx, t, aks02.Client, dnsEndpoint(ns, "web", controller, name, "CNAME", target2))
+		waitAnswer(ctx, t, at, q, []string{"CNAME " + target2}, diag...)
+		before := weu.Log()
+		obs := observe(ctx, t, "2. aks02 publishes "+name+" with the same prefix", q)
+		window := strings.TrimPrefix(weu.Log(), before)
+		adds1 := strings.Count(window, fmt.Sprintf("adding an RR at '%s' CNAME %s.", name, target1))
+		adds2 := strings.Count(window, fmt.Sprintf("adding an RR at '%s' CNAME %s.", name, target2))
+		t.Logf("2. in %s named applied %d updates to %s and %d to %s; dig saw %d distinct answers in a row",
+			observeWindow, adds1, target1, adds2, target2, len(obs))
+		if adds1 < 2 || adds2 < 2 {
+			t.Errorf("want the record to flap (each target written at least twice in %s), got %d x %s and %d x %s",
+				observeWindow, adds1, target1, adds2, target2)
+		}
+		recs = logZone(ctx, t, "2. both publish "+name, weu)
+		assertTXT(t, recs, txt, true, owner)
+	})
+}
+
+// observeWindow is how long a "does it stay put" observation lasts: about five synchronizations
+// of each ExternalDNS.
+const observeWindow = 5 * time.Second
+
+// observe logs every change of answer to q during observeWindow and returns them.
+func observe(ctx context.Context, t *testing.T, title string, q framework.Query) []framework.Observation {
+	t.Helper()
+	obs := framework.ObserveAnswers(ctx, q, observeWindow, 50*time.Millisecond)
+	for _, o := range obs {
+		t.Logf("%s: %s", title, o)
+	}
+	return obs
+}
+
+// waitSyncs waits until every ExternalDNS has completed a synchronization that started after
+// since, i.e. has seen the change made at since.
+func waitSyncs(ctx context.Context, t *testing.T, since time.Time, eds ...*framework.ExternalDNS) {
+	t.Helper()
+	for _, ed := range eds {
+		if err := ed.WaitForSyncSince(ctx, since, syncTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// assertTXT checks that the ownership TXT record name exists with the owner, or does not exist.
+func assertTXT(t *testing.T, recs []framework.Record, name string, present bool, owner string) {
+	t.Helper()
+	found := hasRecord(recs, name, "TXT", "heritage=external-dns")
+	switch {
+	case present && !found:
+		t.Errorf("ownership TXT %s missing", name)
+	case present && !hasRecord(recs, name, "TXT", "external-dns/owner="+owner+","):
+		t.Errorf("ownership TXT %s does not name owner %s", name, owner)
+	case !present && found:
+		t.Errorf("ownership TXT %s present, want none", name)
+	}
+}
