@@ -26,7 +26,9 @@ import (
 //     hand-over through a short NXDOMAIN window, not a takeover. The first cluster re-publishing
 //     afterwards changes nothing.
 //   - Same --txt-prefix: both find "their" TXT, both own the record, and each synchronization
-//     rewrites it to its own target: the record flaps about once per interval, indefinitely.
+//     rewrites it to its own target: the record flaps about once per interval, indefinitely. A
+//     record only one cluster publishes flaps too: the other cluster owns it, does not publish
+//     it, and deletes it on every synchronization.
 func TestCrossClusterSameOwnerID(t *testing.T) {
 	ctx := t.Context()
 	const (
@@ -159,6 +161,22 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		}
 		recs = logZone(ctx, t, "2. both publish "+name, weu)
 		assertTXT(t, recs, txt, true, owner)
+
+		// 3. Sharing the ownership also breaks names only one cluster publishes: aks02's
+		// instance owns aks01's record, does not publish it, and deletes it (--policy=sync);
+		// aks01's recreates it on its next synchronization.
+		const only1 = "only-aks01.example.com"
+		at = create(ctx, t, aks01.Client, dnsEndpoint(ns, "only-aks01", controller, only1, "A", "10.9.9.1"))
+		waitAnswer(ctx, t, at, weu.Query(only1, "A"), []string{"A 10.9.9.1"}, diag...)
+		before = weu.Log()
+		obs = observe(ctx, t, "3. aks01 alone publishes "+only1, weu.Query(only1, "A"))
+		window = strings.TrimPrefix(weu.Log(), before)
+		deletes := strings.Count(window, "deleting an RR at "+only1+" A")
+		adds := strings.Count(window, "adding an RR at '"+only1+"' A")
+		t.Logf("3. in %s named deleted %s %d times and added it %d times; dig saw %d distinct answers in a row", observeWindow, only1, deletes, adds, len(obs))
+		if deletes < 2 || adds < 2 {
+			t.Errorf("want aks02 to keep deleting the record only aks01 publishes (at least twice in %s), got %d deletes and %d adds", observeWindow, deletes, adds)
+		}
 	})
 }
 

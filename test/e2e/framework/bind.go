@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -211,6 +212,30 @@ func (b *BindServer) Diagnostics() string {
 // Log returns named's whole log; with -g it records every dynamic update ("updating zone ...:
 // adding an RR at ...") and zone transfer.
 func (b *BindServer) Log() string { return b.proc.Log() }
+
+// NsupdateBinary returns the path of nsupdate (bind9-dnsutils, installed with dig by `make
+// bind-tools`).
+func NsupdateBinary() (string, error) { return lookBinary("nsupdate", "/usr/bin", "/usr/local/bin") }
+
+// Update sends one dynamic update (RFC 2136) to the zone with nsupdate, as someone fixing a zone
+// by hand would; each update is an nsupdate command such as
+// `update delete name.example.com. TXT "heritage=external-dns,..."`.
+func (b *BindServer) Update(ctx context.Context, updates ...string) error {
+	nsupdate, err := NsupdateBinary()
+	if err != nil {
+		return err
+	}
+	script := fmt.Sprintf("server 127.0.0.1 %d\nzone %s\n%s\nsend\n", b.Port, b.Zone, strings.Join(updates, "\n"))
+	cmd := exec.CommandContext(ctx, nsupdate)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nsupdate against named %q: %w: %s\n--- script ---\n%s", b.Name, err, strings.TrimSpace(string(out)), script)
+	}
+	return nil
+}
+
+// Running reports whether named is still running.
+func (b *BindServer) Running() bool { return b.proc != nil && b.proc.Running() }
 
 // Stop stops named and removes its directory.
 func (b *BindServer) Stop() error {

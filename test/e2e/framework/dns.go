@@ -250,15 +250,7 @@ func ObserveAnswers(ctx context.Context, q Query, duration, interval time.Durati
 		if ctx.Err() != nil {
 			return out
 		}
-		key := ""
-		if err != nil {
-			key = "error: " + err.Error()
-		} else {
-			shorts := ans.Shorts()
-			slices.Sort(shorts)
-			key = ans.Status + " " + strings.Join(shorts, "|")
-		}
-		if key != last {
+		if key := answerKey(ans, err); key != last {
 			out = append(out, Observation{At: time.Since(start), Answer: ans, Err: err})
 			last = key
 		}
@@ -268,4 +260,117 @@ func ObserveAnswers(ctx context.Context, q Query, duration, interval time.Durati
 		case <-ticker.C:
 		}
 	}
+}
+
+// Expect is the answer a query should get: exactly Records ("TYPE DATA" strings, any order, case,
+// TTL and trailing dots ignored) and, when Status is not empty, that response code.
+type Expect struct {
+	Status  string
+	Records []string
+}
+
+// Resolves expects a NOERROR answer holding exactly records.
+func Resolves(records ...string) Expect { return Expect{Status: "NOERROR", Records: records} }
+
+// NXDomain expects the name not to exist.
+func NXDomain() Expect { return Expect{Status: "NXDOMAIN"} }
+
+// Matches reports whether a is the expected answer.
+func (e Expect) Matches(a Answer) bool {
+	return (e.Status == "" || e.Status == a.Status) && SameRecords(a, e.Records)
+}
+
+func (e Expect) String() string {
+	if len(e.Records) == 0 && e.Status != "" {
+		return e.Status
+	}
+	s := formatWant(e.Records)
+	if e.Status != "" && e.Status != "NOERROR" {
+		s = e.Status + " " + s
+	}
+	return s
+}
+
+// Trace is how a query's answer converged: every distinct answer seen, in order (the first one
+// included), each with when it was first seen relative to the start of the wait, and how long
+// the wait took.
+type Trace struct {
+	Took time.Duration
+	Seen []Observation
+}
+
+// String renders the trace compactly, e.g.
+// "CNAME aks02-neu-internal.example.com. (+0s) -> NXDOMAIN (+812ms) -> CNAME aks01-... (+1.9s)".
+func (tr Trace) String() string {
+	parts := make([]string, 0, len(tr.Seen))
+	for _, o := range tr.Seen {
+		parts = append(parts, fmt.Sprintf("%s (+%s)", o.brief(), o.At.Round(time.Millisecond)))
+	}
+	return strings.Join(parts, " -> ")
+}
+
+// brief renders the observation without TTLs: "NXDOMAIN", "CNAME x. | A 1.2.3.4" or the error.
+func (o Observation) brief() string {
+	if o.Err != nil {
+		return "error: " + o.Err.Error()
+	}
+	if len(o.Answer.Records) == 0 {
+		if o.Answer.Status == "NOERROR" {
+			return "NOERROR (no records)"
+		}
+		return o.Answer.Status
+	}
+	return strings.Join(o.Answer.Shorts(), " | ")
+}
+
+// Converge polls q every interval until the answer matches want or timeout passes, recording every
+// distinct answer on the way (so that a record that disappears before it is replaced shows an
+// NXDOMAIN step). The error names the query, the expected and the last seen answer, followed by
+// whatever the diagnostics functions return.
+func Converge(ctx context.Context, q Query, want Expect, timeout, interval time.Duration, diagnostics ...func() string) (Trace, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var tr Trace
+	last := ""
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		ans, err := Dig(ctx, q.Port, q.Name, q.Type)
+		if ctx.Err() == nil {
+			key := answerKey(ans, err)
+			if key != last {
+				tr.Seen = append(tr.Seen, Observation{At: time.Since(start), Answer: ans, Err: err})
+				last = key
+			}
+			if err == nil && want.Matches(ans) {
+				tr.Took = time.Since(start)
+				return tr, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			tr.Took = time.Since(start)
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s: no answer %s after %s", q, want, tr.Took.Round(time.Millisecond))
+			if len(tr.Seen) > 0 {
+				fmt.Fprintf(&b, "\nanswers seen: %s", tr)
+			}
+			for _, d := range diagnostics {
+				fmt.Fprintf(&b, "\n%s", d())
+			}
+			return tr, errors.New(b.String())
+		case <-ticker.C:
+		}
+	}
+}
+
+// answerKey identifies an answer for change detection: status and sorted records, TTLs ignored.
+func answerKey(ans Answer, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	shorts := ans.Shorts()
+	slices.Sort(shorts)
+	return ans.Status + " " + strings.Join(shorts, "|")
 }

@@ -284,6 +284,35 @@ func (e *ExternalDNS) WaitForSyncSince(ctx context.Context, since time.Time, tim
 	return nil
 }
 
+// SyncsDuring watches ExternalDNS for d and returns how many successful synchronizations
+// completed in that time (each one read every DNSEndpoint and the whole zone and applied the
+// differences). A check that records "stay put" is only meaningful over several of them.
+func (e *ExternalDNS) SyncsDuring(ctx context.Context, d time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	seen := map[time.Time]bool{}
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if started, succeeded, err := e.SyncState(ctx); err == nil {
+			if started.After(start) && !succeeded.Before(started) {
+				seen[succeeded] = true
+			}
+		} else if ctx.Err() == nil {
+			return len(seen), fmt.Errorf("ExternalDNS %q: %w", e.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			if !e.Running() {
+				return len(seen), e.proc.ExitError()
+			}
+			return len(seen), nil
+		case <-ticker.C:
+		}
+	}
+}
+
 func (e *ExternalDNS) waitForSync(ctx context.Context, since time.Time) error {
 	var lastErr error
 	err := waitFor(ctx, 100*time.Millisecond, e.proc, func(ctx context.Context) (bool, error) {
