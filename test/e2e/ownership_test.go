@@ -237,7 +237,10 @@ func stable(t *testing.T, title string, queries []framework.Query, wants [][]str
 	errs := make([]error, len(eds))
 	var fns []func() error
 	for i, q := range queries {
-		fns = append(fns, func() error { obs[i] = framework.ObserveAnswers(ctx, q, observeWindow, 50*time.Millisecond); return nil })
+		fns = append(fns, func() error {
+			obs[i] = framework.ObserveAnswers(ctx, q, observeWindow, 50*time.Millisecond)
+			return nil
+		})
 	}
 	for i, ed := range eds {
 		fns = append(fns, func() error { syncs[i], errs[i] = ed.SyncsDuring(ctx, observeWindow); return nil })
