@@ -87,6 +87,7 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 	cd hack/tools/kube && $(GO) mod tidy
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy
+	cd hack/tools/external-dns && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree differs from what the generators produce; run 'make manifests generate fmt' and commit:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \

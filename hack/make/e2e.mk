@@ -19,23 +19,24 @@ $(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum
 .PHONY: external-dns
 external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns.
 
-# `named` and `dig` come from the distribution (Debian: bind9, bind9-dnsutils). Installing needs
-# root; it runs non-interactively so that it works in CI without a terminal.
+# `named`, `dig` and `nsupdate` come from the distribution (Debian: bind9, bind9-dnsutils).
+# Installing needs root; it runs non-interactively so that it works in CI without a terminal.
 .PHONY: bind-tools
-bind-tools: ## Make sure BIND 9 `named` and `dig` are installed (apt-get when missing).
-	@if command -v named >/dev/null 2>&1 && command -v dig >/dev/null 2>&1; then \
+bind-tools: ## Make sure BIND 9 `named`, `dig` and `nsupdate` are installed (apt-get when missing).
+	@if command -v named >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 && command -v nsupdate >/dev/null 2>&1; then \
 		exit 0; \
 	fi; \
-	echo "==> installing bind9 and bind9-dnsutils (named, dig) with apt-get"; \
+	echo "==> installing bind9 and bind9-dnsutils (named, dig, nsupdate) with apt-get"; \
 	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "bind-tools: named/dig missing and apt-get not available; install BIND 9 (named) and dig by hand" >&2; exit 1; \
+		echo "bind-tools: named/dig/nsupdate missing and apt-get not available; install BIND 9 (named), dig and nsupdate by hand" >&2; exit 1; \
 	fi; \
 	SUDO=""; if [ "$$(id -u)" != "0" ]; then SUDO="sudo -n"; fi; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	$$SUDO apt-get update -q </dev/null; \
 	$$SUDO apt-get install -y -q --no-install-recommends bind9 bind9-dnsutils </dev/null; \
-	command -v named >/dev/null && command -v dig >/dev/null
+	command -v named >/dev/null && command -v dig >/dev/null && command -v nsupdate >/dev/null
 
+# demo-build (demo.mk): the suite also runs the demo program as `make demo` does.
 .PHONY: e2e
-e2e: $(CONTROL_PLANE) $(EXTERNAL_DNS) bind-tools build ## Run the end-to-end suite (real control plane, ExternalDNS, BIND; verified with dig).
+e2e: $(CONTROL_PLANE) $(EXTERNAL_DNS) bind-tools build demo-build ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout $(E2E_TIMEOUT) $(E2E_FLAGS)

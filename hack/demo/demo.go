@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// samples is what the demo needs to know about the applied samples.
+type samples struct {
+	objects []*unstructured.Unstructured
+
+	region, cluster, domain, envLetter string
+	// controller is the ExternalDNS controller of the cluster's region: the one the demo runs.
+	controller string
+	// otherControllers are the DNSConfiguration's other controllers (other regions' zones).
+	otherControllers []string
+	// gateway is the sample Gateway; ingressController its spec.controller.
+	gatewayNamespace, gatewayName, ingressController string
+	routes                                           []client.ObjectKey
+}
+
+func readSamples(dir string) (*samples, error) {
+	objs, err := framework.ReadKustomization(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &samples{objects: objs}
+	var controllers []map[string]any
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterIdentity":
+			s.region, _, _ = unstructured.NestedString(o.Object, "spec", "region")
+			s.cluster, _, _ = unstructured.NestedString(o.Object, "spec", "cluster")
+			s.domain, _, _ = unstructured.NestedString(o.Object, "spec", "domain")
+			s.envLetter, _, _ = unstructured.NestedString(o.Object, "spec", "environmentLetter")
+		case "DNSConfiguration":
+			list, _, _ := unstructured.NestedSlice(o.Object, "spec", "externalDNSControllers")
+			for _, c := range list {
+				if m, ok := c.(map[string]any); ok {
+					controllers = append(controllers, m)
+				}
+			}
+		case "Gateway":
+			if s.gatewayName == "" {
+				s.gatewayNamespace, s.gatewayName = o.GetNamespace(), o.GetName()
+				s.ingressController, _, _ = unstructured.NestedString(o.Object, "spec", "controller")
+			}
+		case "ServiceRoute":
+			s.routes = append(s.routes, client.ObjectKeyFromObject(o))
+		}
+	}
+	for _, c := range controllers {
+		name, _ := c["name"].(string)
+		if region, _ := c["region"].(string); region == s.region && s.controller == "" {
+			s.controller = name
+		} else {
+			s.otherControllers = append(s.otherControllers, name)
+		}
+	}
+	switch {
+	case s.region == "" || s.domain == "":
+		return nil, fmt.Errorf("%s: no ClusterIdentity with a region and a domain", dir)
+	case s.controller == "":
+		return nil, fmt.Errorf("%s: the DNSConfiguration has no ExternalDNS controller for the cluster's region %q", dir, s.region)
+	case s.gatewayName == "" || s.ingressController == "":
+		return nil, fmt.Errorf("%s: no Gateway", dir)
+	case len(s.routes) == 0:
+		return nil, fmt.Errorf("%s: no ServiceRoute", dir)
+	}
+	return s, nil
+}
+
+// demo is the running demo.
+type demo struct {
+	st      state
+	samples *samples
+	lbIP    string
+	took    time.Duration
+
+	cluster  *framework.Cluster
+	zone     *framework.BindServer
+	edns     *framework.ExternalDNS
+	operator *framework.Operator
+}
+
+// step runs one stage, printing what it does and how long it took.
+func step(what string, fn func() error) error {
+	fmt.Printf("==> %s ...", what)
+	start := time.Now()
+	if err := fn(); err != nil {
+		fmt.Println(" failed")
+		return err
+	}
+	fmt.Printf(" done (%s)\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// start brings everything up and waits until the DNS chain of every ServiceRoute resolves.
+func start(ctx context.Context, td *framework.Teardown, st state, o options) (*demo, error) {
+	begin := time.Now()
+	s, err := readSamples(o.samples)
+	if err != nil {
+		return nil, err
+	}
+	d := &demo{st: st, samples: s, lbIP: o.lbIP}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	err = step("starting a control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager) with the CRDs (router.io, DNSEndpoint, Istio)", func() error {
+		d.cluster, err = framework.StartCluster(ctx, td, framework.ClusterOptions{Name: s.cluster + "-" + s.region, ControllerManager: true})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Recorded as soon as they exist, for `demo --down` should this process die.
+	if err := st.recordChildren(); err != nil {
+		return nil, err
+	}
+	err = step(fmt.Sprintf("starting BIND 9 (named) serving zone %s for region %s", s.domain, s.region), func() error {
+		d.zone, err = framework.StartBind(ctx, td, framework.BindOptions{Name: s.region, Zone: s.domain})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = step(fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation filter, txt registry)", s.controller), func() error {
+		d.edns, err = d.cluster.StartExternalDNS(ctx, td, framework.ExternalDNSOptions{
+			Name:      s.controller,
+			OwnerID:   s.controller,
+			TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
+			LogLevel:  "info",
+		}.ForBind(d.zone))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = step("starting the operator (bin/manager)", func() error {
+		d.operator, err = d.cluster.StartOperator(ctx, td, framework.OperatorOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.recordChildren(); err != nil {
+		return nil, err
+	}
+	err = step(fmt.Sprintf("applying config/samples (%d objects) and the ingress LoadBalancer Service %s/%s (istio=%s, address %s)",
+		len(s.objects), s.gatewayNamespace, s.ingressController, s.ingressController, d.lbIP), func() error {
+		if err := framework.CreateAll(ctx, d.cluster.Client, s.objects); err != nil {
+			return err
+		}
+		_, err := framework.CreateIngressService(ctx, d.cluster.Client, framework.IngressService{
+			Namespace: s.gatewayNamespace, Name: s.ingressController, Controller: s.ingressController, IPs: []string{d.lbIP},
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = step("waiting for the ServiceRoutes to be Active and their hostnames to resolve in the zone", func() error {
+		return d.waitConverged(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.took = time.Since(begin)
+	return d, nil
+}
+
+// waitConverged waits until every sample ServiceRoute is Active and its hostname answers the CNAME
+// to its target and the target's A record with the load balancer address.
+func (d *demo) waitConverged(ctx context.Context) error {
+	routes, err := d.routes(ctx)
+	if err != nil {
+		return err
+	}
+	var hosts []string
+	for _, r := range routes {
+		hosts = append(hosts, r.Status.Hostname)
+	}
+	slices.Sort(hosts)
+	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}
+	err = framework.Poll(ctx, time.Minute, 100*time.Millisecond, fmt.Sprintf("the Istio Gateway %s to serve %v", key, hosts), func(ctx context.Context) (bool, string, error) {
+		gw := &istionetworkingv1.Gateway{}
+		if err := d.cluster.Client.Get(ctx, key, gw); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		var got []string
+		for _, srv := range gw.Spec.Servers {
+			got = append(got, srv.Hosts...)
+		}
+		return slices.Equal(got, hosts), fmt.Sprintf("hosts %v", got), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+	}
+	diag := []func() string{d.operator.Diagnostics, d.edns.Diagnostics, d.zone.Diagnostics}
+	for _, r := range routes {
+		want := framework.Resolves("CNAME "+r.Status.TargetHostname+".", "A "+d.lbIP)
+		if _, err := framework.Converge(ctx, d.zone.Query(r.Status.Hostname, "A"), want, time.Minute, 100*time.Millisecond, diag...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routes waits until every sample ServiceRoute is Active with its hostnames in status, and
+// returns them.
+func (d *demo) routes(ctx context.Context) ([]*routingv1alpha1.ServiceRoute, error) {
+	var out []*routingv1alpha1.ServiceRoute
+	err := framework.Poll(ctx, time.Minute, 100*time.Millisecond, "the sample ServiceRoutes to be Active", func(ctx context.Context) (bool, string, error) {
+		out = out[:0]
+		var states []string
+		for _, key := range d.samples.routes {
+			r := &routingv1alpha1.ServiceRoute{}
+			if err := d.cluster.Client.Get(ctx, key, r); err != nil {
+				return false, "", err
+			}
+			states = append(states, fmt.Sprintf("%s: phase %q, %s", key, r.Status.Phase, readyMessage(r.Status.Conditions)))
+			if r.Status.Phase != routingv1alpha1.PhaseActive || r.Status.Hostname == "" || r.Status.TargetHostname == "" {
+				return false, strings.Join(states, "; "), nil
+			}
+			out = append(out, r)
+		}
+		return true, strings.Join(states, "; "), nil
+	})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+	}
+	return out, err
+}
+
+// watch waits for ctx to end, or fails when one of the demo's processes exits by itself.
+func (d *demo) watch(ctx context.Context) error {
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+		switch {
+		case !d.operator.Running():
+			return fmt.Errorf("the operator exited\n%s", d.operator.Diagnostics())
+		case !d.edns.Running():
+			return fmt.Errorf("ExternalDNS exited\n%s", d.edns.Diagnostics())
+		case !d.zone.Running():
+			return errors.New("named exited\n" + d.zone.Diagnostics())
+		}
+	}
+}
+
+// writeExploreFiles writes an admin kubeconfig and a shell file exporting it and the DNS port.
+func (d *demo) writeExploreFiles() error {
+	if err := d.cluster.Env.WriteAdminKubeconfig(d.st.kubeconfig(), "demo-user"); err != nil {
+		return err
+	}
+	env := fmt.Sprintf("# Source this file to explore the running demo.\nexport KUBECONFIG=%s\nexport DEMO_DNS_PORT=%d\nexport DEMO_ZONE=%s\n",
+		d.st.kubeconfig(), d.zone.Port, d.zone.Zone)
+	return os.WriteFile(d.st.envFile(), []byte(env), 0o644)
+}
+
+func readyMessage(conds []metav1.Condition) string {
+	for _, c := range conds {
+		if c.Type == "Ready" {
+			return fmt.Sprintf("Ready=%s %s", c.Status, c.Reason)
+		}
+	}
+	return "no Ready condition yet"
+}
+
+// otherController reports whether name is a controller the demo runs no ExternalDNS for.
+func (s *samples) otherController(name string) bool { return slices.Contains(s.otherControllers, name) }

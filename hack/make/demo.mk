@@ -1,0 +1,41 @@
+# `make demo`: the operator on an embedded control plane with the real ExternalDNS and a BIND zone
+# (hack/demo, docs/DEMO.md). Everything it needs is built or installed by the prerequisites below;
+# the demo's state (kubeconfig, logs, pid file, every temporary directory) lives in DEMO_STATE_DIR
+# and is removed when the demo stops (Ctrl-C, or `make demo-down` from another terminal).
+#
+# Included by the top Makefile, which defines BIN, GO and CONTROL_PLANE; EXTERNAL_DNS comes from
+# e2e.mk.
+
+DEMO := $(BIN)/demo
+DEMO_STATE_DIR ?= $(CURDIR)/.demo
+# Extra flags for hack/demo, e.g. DEMO_FLAGS=--check (exit after the report).
+DEMO_FLAGS ?=
+
+##@ Demo
+
+# Says up front what the first run has to build, since the builds print nothing for minutes.
+.PHONY: demo-intro
+demo-intro:
+	@missing=""; \
+	for f in $(CONTROL_PLANE); do [ -x "$$f" ] || { missing="$$missing, the control plane (etcd, kube-apiserver, kube-controller-manager, kubectl: 5-10 minutes on 2 cores)"; break; }; done; \
+	[ -x "$(EXTERNAL_DNS)" ] || missing="$$missing, ExternalDNS (5-10 minutes: it links every provider)"; \
+	{ command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ]; } && command -v dig >/dev/null 2>&1 || missing="$$missing, BIND 9 and dig (apt-get, a minute)"; \
+	if [ -n "$$missing" ]; then \
+		echo "==> make demo, first run: building or installing$${missing#,}."; \
+		echo "    Everything is cached in bin/ afterwards: later runs start in seconds."; \
+	fi
+
+# go build is incremental: this is instant when nothing changed.
+.PHONY: demo-build
+demo-build: ## Build the demo program into bin/demo.
+	@echo "==> building bin/demo"
+	$(GO) build -o $(DEMO) ./hack/demo
+
+.PHONY: demo
+demo: demo-intro $(CONTROL_PLANE) $(EXTERNAL_DNS) bind-tools build demo-build ## Run the operator locally with ExternalDNS and BIND, print what it generated and the dig answers, keep running until Ctrl-C.
+	@echo "==> starting the demo (state in $(DEMO_STATE_DIR); Ctrl-C or 'make demo-down' stops it)"
+	@KUBEBUILDER_ASSETS=$(BIN) $(DEMO) --state-dir=$(DEMO_STATE_DIR) $(DEMO_FLAGS)
+
+.PHONY: demo-down
+demo-down: demo-build ## Stop a demo running in another terminal and remove its state.
+	@$(DEMO) --down --state-dir=$(DEMO_STATE_DIR)
