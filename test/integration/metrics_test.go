@@ -28,7 +28,8 @@ var controllerNames = []string{"clusteridentity", "dnsconfiguration", "dnspolicy
 // a Ready route, a hostname conflict, a missing gateway, foreign objects blocking a route, a
 // gateway and a gateway entry point, a gateway without a load balancer — then gathers
 // controller-runtime's registry (what /metrics serves) and checks the values, the lint, the
-// alert rules and dashboard against it, and docs/METRICS.md.
+// alert rules (parsed with Prometheus' rule and PromQL parsers) and the Grafana dashboard
+// against it, and docs/METRICS.md.
 func TestMetrics_Scenario(t *testing.T) {
 	f := newFixture(t)
 	otherNS := newNamespace(t, "other")
@@ -168,6 +169,17 @@ func TestMetrics_Scenario(t *testing.T) {
 		} {
 			assert.True(t, names[name], "%s is not exported", name)
 		}
+	})
+
+	var referenced []string
+	t.Run("alert rules reference exported metrics and have runbooks", func(t *testing.T) {
+		referenced = append(referenced, checkAlertRules(t, exportedSeriesNames(families))...)
+	})
+	t.Run("dashboard references exported metrics", func(t *testing.T) {
+		referenced = append(referenced, checkDashboard(t, exportedSeriesNames(families))...)
+	})
+	t.Run("docs/METRICS.md documents the registry", func(t *testing.T) {
+		checkMetricsDoc(t, families, referenced)
 	})
 
 	t.Run("every metric passes promlint", func(t *testing.T) {

@@ -96,6 +96,12 @@ Checks across values that the schema cannot express with a clear message.
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled=true: there is no metrics endpoint to scrape" }}
 {{- end }}
+{{- if and .Values.metrics.prometheusRule.enabled (not .Values.metrics.enabled) }}
+{{- fail "metrics.prometheusRule.enabled needs metrics.enabled=true: the alerts use metrics nobody could scrape" }}
+{{- end }}
+{{- if and .Values.metrics.grafanaDashboard.enabled (not .Values.metrics.enabled) }}
+{{- fail "metrics.grafanaDashboard.enabled needs metrics.enabled=true: the dashboard shows metrics nobody could scrape" }}
+{{- end }}
 {{- if and .Values.metrics.serviceMonitor.prometheusServiceAccount.name (not .Values.metrics.serviceMonitor.prometheusServiceAccount.namespace) }}
 {{- fail "metrics.serviceMonitor.prometheusServiceAccount.namespace is required when its name is set" }}
 {{- end }}
