@@ -21,14 +21,22 @@ import (
 
 // TestMultiRegion proves the traffic-flow tables of the architecture's "Multi-Region DNS
 // Resolution" and "Multi-Region Behavior" sections by asking each regional zone with dig, in the
-// world of startWorld: aks01 (weu) and aks02 (neu), zones weu, neu and frc.
+// world of startWorld: aks01 (weu) and aks02 (neu), zones weu, neu and frc. It runs twice: with
+// the ExternalDNS ownership configuration of the architecture (owner ID per region, TXT prefix per
+// cluster) and with the one docs/EXTERNALDNS-INTEGRATION.md recommends (TXT prefix per zone, owner
+// ID per cluster).
 //
 // The scenarios run in order on the same world; each leaves it as the next one expects, and the
 // last one proves that deleting the ServiceRoutes leaves every zone exactly as it was before any
 // route existed.
 func TestMultiRegion(t *testing.T) {
+	t.Run("ArchitectureOwnership", func(t *testing.T) { testMultiRegion(t, architectureOwnership) })
+	t.Run("RecommendedOwnership", func(t *testing.T) { testMultiRegion(t, recommendedOwnership) })
+}
+
+func testMultiRegion(t *testing.T, ownership ownershipConfig) {
 	ctx := t.Context()
-	w := startWorld(ctx, t)
+	w := startWorld(ctx, t, ownership)
 
 	// myapp: the same DNSPolicy and ServiceRoute applied to both clusters (as GitOps would).
 	myapp := newApp("myapp", "api-route", "api")
@@ -266,8 +274,18 @@ func testRegionBound(ctx context.Context, t *testing.T, w *world, a app) {
 			t.Errorf("zone %s: %s was published pointing at %s, whose policy is inactive", r, a.hostname, w.aks02.target)
 		}
 		recs := logZone(ctx, t, "RegionBound", w.zones[r])
-		assertTXT(t, recs, w.aks01.txtPrefix(r)+"cname-"+a.hostname+".", true, framework.RegionalControllerName(r))
-		assertTXT(t, recs, w.aks02.txtPrefix(r)+"cname-"+a.hostname+".", false, "")
+		assertOwnerTXT(t, recs, w.aks01, r, a.hostname, true)
+		assertOwnerTXT(t, recs, w.aks02, r, a.hostname, false)
+	}
+}
+
+// assertOwnerTXT checks that the zone of region holds, or does not hold, m's ownership TXT record
+// of the CNAME hostname.
+func assertOwnerTXT(t *testing.T, recs []framework.Record, m *member, region, hostname string, present bool) {
+	t.Helper()
+	name := m.txtPrefix(region) + "cname-" + hostname + "."
+	if got := hasRecord(recs, name, "TXT", "external-dns/owner="+m.owner(region)+","); got != present {
+		t.Errorf("zone %s: ownership TXT %s with owner %s present = %t, want %t", region, name, m.owner(region), got, present)
 	}
 }
 
@@ -308,8 +326,8 @@ func testSwitchModes(ctx context.Context, t *testing.T, w *world, a app) {
 	w.assertStable(ctx, t, "Switch Active->RegionBound(weu)", all)
 	// aks02's ownership record went with its CNAME; aks01's took its place.
 	recs := logZone(ctx, t, "after the switch to RegionBound", w.zones["neu"])
-	assertTXT(t, recs, w.aks02.txtPrefix("neu")+"cname-"+a.hostname+".", false, "")
-	assertTXT(t, recs, w.aks01.txtPrefix("neu")+"cname-"+a.hostname+".", true, "external-dns-neu")
+	assertOwnerTXT(t, recs, w.aks02, "neu", a.hostname, false)
+	assertOwnerTXT(t, recs, w.aks01, "neu", a.hostname, true)
 	if log := w.aks01.eds["neu"].Log(); !strings.Contains(log, "Skipping endpoint "+a.hostname) {
 		t.Logf("aks01's external-dns-neu never had to wait for aks02's record to go (aks02 deleted it before aks01 tried)")
 	} else {

@@ -48,6 +48,8 @@ type member struct {
 	lbIP    string // the ingress load balancer address
 	target  string // aks01-weu-internal.example.com: the gateway target hostname
 
+	ownership ownershipConfig
+
 	cl  *framework.Cluster
 	op  *framework.Operator
 	eds map[string]*framework.ExternalDNS // by zone region
@@ -56,9 +58,31 @@ type member struct {
 func (m *member) String() string { return m.cluster + "-" + m.region }
 
 // txtPrefix is the cluster's --txt-prefix for the zone of region.
-func (m *member) txtPrefix(region string) string {
-	return region + "-" + worldEnvLetter + "-" + m.cluster + "-"
+func (m *member) txtPrefix(region string) string { return m.ownership.prefix(region, m.cluster) }
+
+// owner is the cluster's --txt-owner-id for the zone of region.
+func (m *member) owner(region string) string { return m.ownership.owner(region, m.cluster) }
+
+// ownershipConfig is how the ExternalDNS instances of every cluster identify their records.
+type ownershipConfig struct {
+	prefix func(region, cluster string) string
+	owner  func(region, cluster string) string
 }
+
+var (
+	// architectureOwnership is the architecture document's configuration: the owner ID is the
+	// regional controller's name in every cluster, the TXT prefix is unique per cluster.
+	architectureOwnership = ownershipConfig{
+		prefix: func(region, cluster string) string { return region + "-" + worldEnvLetter + "-" + cluster + "-" },
+		owner:  func(region, _ string) string { return framework.RegionalControllerName(region) },
+	}
+	// recommendedOwnership is docs/EXTERNALDNS-INTEGRATION.md's: one TXT prefix per zone, shared by
+	// every cluster, and an owner ID per cluster.
+	recommendedOwnership = ownershipConfig{
+		prefix: func(region, _ string) string { return region + "-" + worldEnvLetter + "-" },
+		owner:  func(region, cluster string) string { return framework.RegionalControllerName(region) + "-" + cluster },
+	}
+)
 
 // chain is what a service hostname CNAME'd to this cluster's gateway answers for an A query: the
 // CNAME and, its target being in the same zone, the target's A record.
@@ -99,12 +123,12 @@ func (w *world) diag(region string) []func() string {
 // startWorld starts three zones, two clusters with their configuration, ingress Services,
 // operators and ExternalDNS instances, and waits until both gateways' address records are in
 // every zone.
-func startWorld(ctx context.Context, t *testing.T) *world {
+func startWorld(ctx context.Context, t *testing.T, ownership ownershipConfig) *world {
 	t.Helper()
 	start := time.Now()
 	w := &world{
-		aks01:    &member{region: "weu", cluster: "aks01", lbIP: "10.1.2.3"},
-		aks02:    &member{region: "neu", cluster: "aks02", lbIP: "10.4.5.6"},
+		aks01:    &member{region: "weu", cluster: "aks01", lbIP: "10.1.2.3", ownership: ownership},
+		aks02:    &member{region: "neu", cluster: "aks02", lbIP: "10.4.5.6", ownership: ownership},
 		timeline: &timeline{},
 	}
 	for _, m := range w.members() {
@@ -150,7 +174,7 @@ func startWorld(ctx context.Context, t *testing.T) *world {
 			starts = append(starts, func() error {
 				opts := framework.ExternalDNSOptions{
 					Name:      framework.RegionalControllerName(r),
-					OwnerID:   framework.RegionalControllerName(r),
+					OwnerID:   m.owner(r),
 					TXTPrefix: m.txtPrefix(r),
 				}.ForBind(w.zones[r])
 				ed, err := m.cl.StartExternalDNS(ctx, t, opts)
@@ -223,13 +247,13 @@ func configureMember(ctx context.Context, m *member) error {
 }
 
 // baseline is what a zone holds once both gateways are published and no route is: each
-// cluster's address record with its ownership TXT under that cluster's prefix.
+// cluster's address record with its ownership TXT.
 func (w *world) baseline(region string) []string {
 	var out []string
 	for _, m := range w.members() {
 		out = append(out,
 			fmt.Sprintf("%s A %s", short(m.target), m.lbIP),
-			fmt.Sprintf("%sa-%s TXT owner=%s", m.txtPrefix(region), short(m.target), framework.RegionalControllerName(region)))
+			fmt.Sprintf("%sa-%s TXT owner=%s", m.txtPrefix(region), short(m.target), m.owner(region)))
 	}
 	return out
 }
@@ -238,7 +262,7 @@ func (w *world) baseline(region string) []string {
 func (w *world) cnameLines(region string, m *member, hostname string) []string {
 	return []string{
 		fmt.Sprintf("%s CNAME %s", short(hostname), short(m.target)),
-		fmt.Sprintf("%scname-%s TXT owner=%s", m.txtPrefix(region), short(hostname), framework.RegionalControllerName(region)),
+		fmt.Sprintf("%scname-%s TXT owner=%s", m.txtPrefix(region), short(hostname), m.owner(region)),
 	}
 }
 
