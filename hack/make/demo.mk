@@ -29,7 +29,7 @@ demo-intro:
 .PHONY: demo-build
 demo-build: ## Build the demo program into bin/demo.
 	@echo "==> building bin/demo"
-	$(GO) build -o $(DEMO) ./hack/demo
+	@$(GO) build -o $(DEMO) ./hack/demo
 
 .PHONY: demo
 demo: demo-intro $(CONTROL_PLANE) $(EXTERNAL_DNS) bind-tools build demo-build ## Run the operator locally with ExternalDNS and BIND, print what it generated and the dig answers, keep running until Ctrl-C.
