@@ -42,14 +42,8 @@ func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	ci.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
 	ci.Status.ObservedGeneration = ci.Generation
 	previous := setReady(&ci.Status.Conditions, ci.Generation, outcome)
-	if equality.Semantic.DeepEqual(original.Status, ci.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Status().Patch(ctx, ci, client.MergeFrom(original), fieldOwner); err != nil {
-		return ctrl.Result{}, err
-	}
-	recordTransition(r.Recorder, ci, previous, outcome)
-	return ctrl.Result{}, nil
+	changed := !equality.Semantic.DeepEqual(original.Status, ci.Status)
+	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, ci, original, changed, previous, outcome))
 }
 
 // SetupWithManager registers the controller: a DNSConfiguration change re-validates the identity.

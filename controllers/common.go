@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -81,6 +83,37 @@ func setReady(conditions *[]metav1.Condition, generation int64, o plan.Outcome) 
 		Type: conditionReady, Status: status, Reason: o.Reason, Message: o.Message, ObservedGeneration: generation,
 	})
 	return previous
+}
+
+// writeStatus patches obj's status when it changed, then records the Ready transition. The patch
+// carries an optimistic lock: a reconcile that started from a stale cached copy gets errCacheLag
+// instead of overwriting a newer status (and announcing the same transition twice).
+func writeStatus(ctx context.Context, c client.Client, rec events.EventRecorder, obj, original client.Object,
+	changed bool, previous *metav1.Condition, o plan.Outcome) error {
+	if !changed {
+		return nil
+	}
+	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
+	if apierrors.IsConflict(err) {
+		return errCacheLag
+	}
+	if err != nil {
+		return err
+	}
+	recordTransition(rec, obj, previous, o)
+	return nil
+}
+
+// finish turns the outcome of a reconcile's last step into its result: errCacheLag retries
+// shortly, any other error goes to the rate-limited requeue, success keeps result.
+func finish(result ctrl.Result, err error) (ctrl.Result, error) {
+	switch {
+	case errors.Is(err, errCacheLag):
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	return result, nil
 }
 
 // recordTransition emits an Event when the Ready condition changed status or reason. The Event

@@ -32,14 +32,8 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	cfg.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
 	cfg.Status.ObservedGeneration = cfg.Generation
 	previous := setReady(&cfg.Status.Conditions, cfg.Generation, outcome)
-	if equality.Semantic.DeepEqual(original.Status, cfg.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Status().Patch(ctx, cfg, client.MergeFrom(original), fieldOwner); err != nil {
-		return ctrl.Result{}, err
-	}
-	recordTransition(r.Recorder, cfg, previous, outcome)
-	return ctrl.Result{}, nil
+	changed := !equality.Semantic.DeepEqual(original.Status, cfg.Status)
+	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, cfg, original, changed, previous, outcome))
 }
 
 // SetupWithManager registers the controller.

@@ -49,14 +49,8 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	pol.Status.ObservedGeneration = pol.Generation
 	previous := setReady(&pol.Status.Conditions, pol.Generation, p.Outcome)
-	if equality.Semantic.DeepEqual(original.Status, pol.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Status().Patch(ctx, pol, client.MergeFrom(original), fieldOwner); err != nil {
-		return ctrl.Result{}, err
-	}
-	recordTransition(r.Recorder, pol, previous, p.Outcome)
-	return ctrl.Result{}, nil
+	changed := !equality.Semantic.DeepEqual(original.Status, pol.Status)
+	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, pol, original, changed, previous, p.Outcome))
 }
 
 func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.DNSPolicy) (plan.PolicyInputs, error) {

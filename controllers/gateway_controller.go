@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -59,11 +58,8 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	var result ctrl.Result
 	if p.SyncIstio {
 		conflict, err := r.syncIstioGateway(ctx, gw, p)
-		if errors.Is(err, errCacheLag) {
-			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
-		}
 		if err != nil {
-			return ctrl.Result{}, err
+			return finish(ctrl.Result{}, err)
 		}
 		if conflict {
 			result.RequeueAfter = r.ConflictRetry
@@ -78,14 +74,8 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	gw.Status.Hosts = int32(len(p.Hosts))
 	gw.Status.ObservedGeneration = gw.Generation
 	previous := setReady(&gw.Status.Conditions, gw.Generation, p.Outcome)
-	if equality.Semantic.DeepEqual(original.Status, gw.Status) {
-		return result, nil
-	}
-	if err := r.Status().Patch(ctx, gw, client.MergeFrom(original), fieldOwner); err != nil {
-		return ctrl.Result{}, err
-	}
-	recordTransition(r.Recorder, gw, previous, p.Outcome)
-	return result, nil
+	changed := !equality.Semantic.DeepEqual(original.Status, gw.Status)
+	return finish(result, writeStatus(ctx, r.Client, r.Recorder, gw, original, changed, previous, p.Outcome))
 }
 
 func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gateway) (plan.GatewayInputs, error) {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -67,11 +66,8 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 		got, ok := ingressOfEndpoint(ep)
 		return ok && got == pair && desired.IsManaged(ep)
 	}, eventTarget, routingv1alpha1.ReasonGatewayCreated)
-	if errors.Is(err, errCacheLag) {
-		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return finish(ctrl.Result{}, err)
 	}
 	r.Conflicts.Set(ingressKey(pair), len(res.Conflicts) > 0)
 	if len(res.Conflicts) == 0 {

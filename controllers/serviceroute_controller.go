@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -69,11 +68,8 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	var result ctrl.Result
 	if p.Sync {
 		res, err := r.syncEndpoints(ctx, route, p)
-		if errors.Is(err, errCacheLag) {
-			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
-		}
 		if err != nil {
-			return ctrl.Result{}, err
+			return finish(ctrl.Result{}, err)
 		}
 		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(res.Applied)
 		if len(res.Conflicts) > 0 {
@@ -88,14 +84,8 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	route.Status.Phase = routingv1alpha1.Phase(p.Phase)
 	route.Status.ObservedGeneration = route.Generation
 	previous := setReady(&route.Status.Conditions, route.Generation, p.Outcome)
-	if equality.Semantic.DeepEqual(original.Status, route.Status) {
-		return result, nil
-	}
-	if err := r.Status().Patch(ctx, route, client.MergeFrom(original), fieldOwner); err != nil {
-		return ctrl.Result{}, err
-	}
-	recordTransition(r.Recorder, route, previous, p.Outcome)
-	return result, nil
+	changed := !equality.Semantic.DeepEqual(original.Status, route.Status)
+	return finish(result, writeStatus(ctx, r.Client, r.Recorder, route, original, changed, previous, p.Outcome))
 }
 
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {

@@ -147,3 +147,21 @@ func TestKstatus_CurrentWhenConvergedInProgressWhilePending(t *testing.T) {
 	waitKstatus(t, status.CurrentStatus, all...)
 	require.NoError(t, kubectlWait(t, kubeconfig, waitTimeout, all...))
 }
+
+// TestKstatus_NewObjectIsInProgressUntilObserved: the CRDs default status.observedGeneration to 0,
+// so an object the operator has not reconciled yet is InProgress for kstatus-based tools instead
+// of Current (which kstatus answers for an object without any status).
+func TestKstatus_NewObjectIsInProgressUntilObserved(t *testing.T) {
+	f := newFixture(t) // no operator runs in this test
+	f.gateway("new-gateway", "internal")
+	f.policy(activeMode)
+	f.route("", "new-route", "api", "new-gateway")
+	for _, o := range []kstatusObject{
+		{"gateways.routing.router.io", routingv1alpha1.GroupVersion.WithKind("Gateway"), client.ObjectKey{Namespace: f.gatewayNS, Name: "new-gateway"}, "new Gateway"},
+		{"dnspolicies.routing.router.io", routingv1alpha1.GroupVersion.WithKind("DNSPolicy"), client.ObjectKey{Namespace: f.ns, Name: "dns"}, "new DNSPolicy"},
+		{"serviceroutes.routing.router.io", routingv1alpha1.GroupVersion.WithKind("ServiceRoute"), client.ObjectKey{Namespace: f.ns, Name: "new-route"}, "new ServiceRoute"},
+	} {
+		res := kstatusOf(t, o)
+		assert.Equal(t, status.InProgressStatus, res.Status, "%s: %s", o, res.Message)
+	}
+}

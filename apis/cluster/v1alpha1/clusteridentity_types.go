@@ -58,6 +58,7 @@ type ClusterIdentityStatus struct {
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the identity's state; Ready is True when it is valid and in use.
@@ -89,7 +90,10 @@ type ClusterIdentity struct {
 	// +required
 	Spec ClusterIdentitySpec `json:"spec"`
 
+	// The status exists from creation on, with observedGeneration 0, so that status tools (kstatus,
+	// GitOps health checks) see a new object as in progress until the operator has observed it.
 	// +optional
+	// +kubebuilder:default={}
 	Status ClusterIdentityStatus `json:"status,omitempty"`
 }
 

@@ -45,6 +45,7 @@ type DNSConfigurationStatus struct {
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the configuration's state; Ready is True when it is valid and in use.
@@ -72,7 +73,10 @@ type DNSConfiguration struct {
 	// +required
 	Spec DNSConfigurationSpec `json:"spec"`
 
+	// The status exists from creation on, with observedGeneration 0, so that status tools (kstatus,
+	// GitOps health checks) see a new object as in progress until the operator has observed it.
 	// +optional
+	// +kubebuilder:default={}
 	Status DNSConfigurationStatus `json:"status,omitempty"`
 }
 

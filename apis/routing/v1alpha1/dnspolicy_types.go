@@ -61,6 +61,7 @@ type DNSPolicyStatus struct {
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the policy's state; Ready is True when activeControllers is current.
@@ -90,7 +91,10 @@ type DNSPolicy struct {
 	// +required
 	Spec DNSPolicySpec `json:"spec"`
 
+	// The status exists from creation on, with observedGeneration 0, so that status tools (kstatus,
+	// GitOps health checks) see a new object as in progress until the operator has observed it.
 	// +optional
+	// +kubebuilder:default={}
 	Status DNSPolicyStatus `json:"status,omitempty"`
 }
 

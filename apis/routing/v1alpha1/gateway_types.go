@@ -51,6 +51,7 @@ type GatewayStatus struct {
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the gateway's state; Ready is True when the Istio Gateway is up to date.
@@ -82,7 +83,10 @@ type Gateway struct {
 	// +required
 	Spec GatewaySpec `json:"spec"`
 
+	// The status exists from creation on, with observedGeneration 0, so that status tools (kstatus,
+	// GitOps health checks) see a new object as in progress until the operator has observed it.
 	// +optional
+	// +kubebuilder:default={}
 	Status GatewayStatus `json:"status,omitempty"`
 }
 

@@ -94,6 +94,7 @@ type ServiceRouteStatus struct {
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the route's state; Ready is True when its DNS records are in place.
@@ -123,7 +124,10 @@ type ServiceRoute struct {
 	// +required
 	Spec ServiceRouteSpec `json:"spec"`
 
+	// The status exists from creation on, with observedGeneration 0, so that status tools (kstatus,
+	// GitOps health checks) see a new object as in progress until the operator has observed it.
 	// +optional
+	// +kubebuilder:default={}
 	Status ServiceRouteStatus `json:"status,omitempty"`
 }
 
