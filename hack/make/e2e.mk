@@ -23,7 +23,7 @@ external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns
 # Installing needs root; it runs non-interactively so that it works in CI without a terminal.
 .PHONY: bind-tools
 bind-tools: ## Make sure BIND 9 `named`, `dig` and `nsupdate` are installed (apt-get when missing).
-	@if command -v named >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 && command -v nsupdate >/dev/null 2>&1; then \
+	@if { command -v named || [ -x /usr/sbin/named ]; } >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 && command -v nsupdate >/dev/null 2>&1; then \
 		exit 0; \
 	fi; \
 	echo "==> installing bind9 and bind9-dnsutils (named, dig, nsupdate) with apt-get"; \
@@ -34,7 +34,7 @@ bind-tools: ## Make sure BIND 9 `named`, `dig` and `nsupdate` are installed (apt
 	export DEBIAN_FRONTEND=noninteractive; \
 	$$SUDO apt-get update -q </dev/null; \
 	$$SUDO apt-get install -y -q --no-install-recommends bind9 bind9-dnsutils </dev/null; \
-	command -v named >/dev/null && command -v dig >/dev/null && command -v nsupdate >/dev/null
+	{ command -v named || [ -x /usr/sbin/named ]; } >/dev/null && command -v dig >/dev/null && command -v nsupdate >/dev/null
 
 # demo-build (demo.mk): the suite also runs the demo program as `make demo` does.
 .PHONY: e2e
