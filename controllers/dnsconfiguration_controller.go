@@ -11,6 +11,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/policy"
 )
 
 // DNSConfigurationReconciler reports the DNSConfiguration in status. Admission already enforces
@@ -30,6 +31,7 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	outcome := plan.DNSConfiguration(cfg)
 	original := cfg.DeepCopy()
 	cfg.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
+	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
 	cfg.Status.ObservedGeneration = cfg.Generation
 	previous := setReady(&cfg.Status.Conditions, cfg.Generation, outcome)
 	changed := !equality.Semantic.DeepEqual(original.Status, cfg.Status)

@@ -85,6 +85,15 @@ func TestActiveMode_OneRegion(t *testing.T) {
 	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: "cluster-identity"}, ci))
 	assert.True(t, meta.IsStatusConditionTrue(ci.Status.Conditions, "Ready"))
 	assert.Equal(t, clusterv1alpha1.PhaseActive, ci.Status.Phase)
+
+	waitFor(t, "DNSConfiguration status to list the controllers", func() string {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: "dns-config"}, cfg))
+		if fmt.Sprint(cfg.Status.Controllers) != "[external-dns-weu external-dns-neu]" || !meta.IsStatusConditionTrue(cfg.Status.Conditions, "Ready") {
+			return fmt.Sprintf("controllers %v, conditions %v", cfg.Status.Controllers, cfg.Status.Conditions)
+		}
+		return ""
+	})
 }
 
 // TestActiveMode_AdoptedRegion: WEU adopting FRC writes the FRC zone too, pointing at WEU.

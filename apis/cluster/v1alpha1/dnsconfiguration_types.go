@@ -43,6 +43,14 @@ type DNSConfigurationStatus struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
+	// controllers are the names of the ExternalDNS controllers in use, in order (shown by
+	// `kubectl get dnscfg`).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Controllers []string `json:"controllers,omitempty"`
+
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
 	// +kubebuilder:default=0
@@ -61,7 +69,7 @@ type DNSConfigurationStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dnscfg,categories=router
-// +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.spec.externalDNSControllers[*].name`
+// +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.status.controllers`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
