@@ -71,7 +71,10 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: manifests generate fmt vet $(CONTROL_PLANE) ## Run every test: unit and integration (real etcd + kube-apiserver + kube-controller-manager).
+test: test-go e2e ## Run every test: unit, integration, packaging and the end-to-end suite (the first run builds every tool).
+
+.PHONY: test-go
+test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 $(GO_TEST_FLAGS)
 
 .PHONY: bench
