@@ -41,9 +41,9 @@ type operatorOptions struct {
 }
 
 // startOperatorWith is startOperator with options.
-func startOperatorWith(t *testing.T, cfg *rest.Config, o operatorOptions) (stop func()) {
+func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop func()) {
 	t.Helper()
-	skip := true
+	skip := true // every test starts its own manager in this process; controller names repeat
 	cacheOpts := controllers.CacheOptions()
 	if len(o.namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}

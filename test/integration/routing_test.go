@@ -207,8 +207,13 @@ func TestClusterIdentityChange_EverythingFollows(t *testing.T) {
 	f.waitRouteEndpoints(f.ns, "web-route", f.hostname("web", "example.org"), target, "external-dns-neu")
 	f.waitIstioHosts(gw.Name, f.hostname("api", "example.org"), f.hostname("web", "example.org"))
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu", "external-dns-neu")
-	g := f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
-	assert.Equal(t, target, g.Status.TargetHostname)
+	waitFor(t, "the Gateway status to show the new target hostname", func() string {
+		g := f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
+		if g.Status.TargetHostname != target {
+			return "targetHostname " + g.Status.TargetHostname
+		}
+		return ""
+	})
 }
 
 // TestDNSConfigurationChange_AddAndRemoveControllers keeps exactly the active controllers' endpoints.
@@ -256,8 +261,13 @@ func TestIngressService_AddressKinds(t *testing.T) {
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.0.0.1"}}, "external-dns-weu")
 	f.setLoadBalancer(svc, corev1.LoadBalancerIngress{IP: "10.0.0.2"}, corev1.LoadBalancerIngress{IP: "10.0.0.3"})
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.0.0.2", "10.0.0.3"}}, "external-dns-weu")
-	g = f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonNoServiceRoutes)
-	assert.Equal(t, "10.0.0.2", g.Status.LoadBalancerIP)
+	waitFor(t, "the Gateway status to show the first address", func() string {
+		g := f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonNoServiceRoutes)
+		if g.Status.LoadBalancerIP != "10.0.0.2" {
+			return "loadBalancerIP " + g.Status.LoadBalancerIP
+		}
+		return ""
+	})
 
 	f.setLoadBalancer(svc, corev1.LoadBalancerIngress{IP: "fd00::1"})
 	f.waitAddressRecords("internal", target, map[string][]string{"AAAA": {"fd00::1"}}, "external-dns-weu")
