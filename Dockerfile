@@ -4,6 +4,8 @@
 FROM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
+# The version service_router_build_info reports.
+ARG VERSION=dev
 WORKDIR /workspace
 
 # Dependencies first, so that source changes reuse the module download layer.
@@ -16,7 +18,7 @@ COPY controllers/ controllers/
 COPY internal/ internal/
 
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o manager .
+    go build -trimpath -ldflags="-s -w -X github.com/service-router/service-router-operator/internal/metrics.Version=${VERSION}" -o manager .
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /

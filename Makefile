@@ -101,7 +101,7 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 
 .PHONY: build
 build: generate fmt vet ## Build the operator binary into bin/manager.
-	$(GO) build -trimpath -o $(BIN)/manager .
+	$(GO) build -trimpath -ldflags "-X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)" -o $(BIN)/manager .
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster in $KUBECONFIG (plain-HTTP metrics on :8080).
@@ -109,7 +109,7 @@ run: manifests generate fmt vet ## Run the operator against the cluster in $KUBE
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a Docker engine).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=v$(VERSION) -t $(IMG) .
 
 ##@ Tools (built once into bin/ from the Go module proxy)
 
