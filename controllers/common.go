@@ -20,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
-	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -135,15 +133,3 @@ func recordTransition(rec events.EventRecorder, obj runtime.Object, previous *me
 
 // ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
 const ingressLabel = naming.IngressServiceSelector
-
-// ownedBy reports whether obj is the operator's (managed-by label) and controlled by a
-// routing.router.io object of this kind and name. The UID is deliberately not compared: an owner
-// deleted and re-created under the same name adopts what its predecessor generated (the garbage
-// collector may not have removed it yet) instead of reporting a conflict with itself.
-func ownedBy(obj metav1.Object, kind, name string) bool {
-	if !desired.IsManaged(obj) {
-		return false
-	}
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.APIVersion == routingv1alpha1.GroupVersion.String() && ref.Kind == kind && ref.Name == name
-}

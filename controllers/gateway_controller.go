@@ -129,7 +129,7 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 		want = desired.IstioGateway(gw, p.Hosts)
 	}
 	switch {
-	case found && !ownedBy(current, "Gateway", gw.Name):
+	case found && !desired.OwnedBy(current, "Gateway", gw.Name):
 		return want != nil, nil
 	case found && want == nil:
 		if err := r.Delete(ctx, current, client.Preconditions{UID: &current.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -151,7 +151,7 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 			if err := r.APIReader.Get(ctx, key, live); err != nil {
 				return false, fmt.Errorf("reading existing Istio Gateway %s: %w", key, err)
 			}
-			if ownedBy(live, "Gateway", gw.Name) {
+			if desired.OwnedBy(live, "Gateway", gw.Name) {
 				return false, errCacheLag
 			}
 			return true, nil

@@ -22,6 +22,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
@@ -156,7 +157,7 @@ func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routi
 	}
 	syncer := endpointSyncer{client: r.Client, apiReader: r.APIReader, recorder: r.Recorder}
 	return syncer.sync(ctx, p.Endpoints, current, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
-		return ownedBy(ep, "ServiceRoute", route.Name)
+		return desired.OwnedBy(ep, "ServiceRoute", route.Name)
 	}, route, p.Reason)
 }
 

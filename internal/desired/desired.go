@@ -108,14 +108,17 @@ func controllerReference(owner metav1.Object, kind string) metav1.OwnerReference
 
 func ptr[T any](v T) *T { return &v }
 
-// IsControlledBy reports whether obj carries the operator's managed-by label and a controller
-// reference to owner: the operator's proof of ownership before any update or delete.
-func IsControlledBy(obj, owner metav1.Object) bool {
+// OwnedBy reports whether obj is the operator's (managed-by label) and controlled by a
+// routing.router.io object of this kind and name: the operator's proof of ownership before any
+// update or delete. The UID is deliberately not compared: an owner deleted and re-created under
+// the same name adopts what its predecessor generated (the garbage collector may not have removed
+// it yet) instead of reporting a conflict with itself.
+func OwnedBy(obj metav1.Object, kind, name string) bool {
 	if !IsManaged(obj) {
 		return false
 	}
 	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == owner.GetUID()
+	return ref != nil && ref.APIVersion == routingv1alpha1.GroupVersion.String() && ref.Kind == kind && ref.Name == name
 }
 
 // IsManaged reports whether obj carries the operator's managed-by label.

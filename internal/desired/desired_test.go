@@ -130,20 +130,23 @@ func TestEndpointUpToDate(t *testing.T) {
 	}
 }
 
-func TestIsControlledBy(t *testing.T) {
+func TestOwnedBy(t *testing.T) {
 	owner := route()
 	owned := RouteEndpoint(owner, policy.Controller{Name: "c", Region: "r"}, "h.example.com", "t.example.com")
-	assert.True(t, IsControlledBy(owned, owner))
+	assert.True(t, OwnedBy(owned, "ServiceRoute", "api-route"))
 
 	unlabelled := owned.DeepCopy()
 	delete(unlabelled.Labels, "app.kubernetes.io/managed-by")
-	assert.False(t, IsControlledBy(unlabelled, owner), "no managed-by label: not ours")
+	assert.False(t, OwnedBy(unlabelled, "ServiceRoute", "api-route"), "no managed-by label: not ours")
 
-	otherOwner := owner.DeepCopy()
-	otherOwner.UID = "other-uid"
-	assert.False(t, IsControlledBy(owned, otherOwner), "controlled by another route (same name, recreated)")
+	assert.False(t, OwnedBy(owned, "ServiceRoute", "web-route"), "controlled by another route")
+	assert.False(t, OwnedBy(owned, "Gateway", "api-route"), "controlled by another kind")
+
+	recreated := owned.DeepCopy()
+	recreated.OwnerReferences[0].UID = "previous-uid"
+	assert.True(t, OwnedBy(recreated, "ServiceRoute", "api-route"), "a re-created route adopts its predecessor's endpoints")
 
 	noOwner := owned.DeepCopy()
 	noOwner.OwnerReferences = nil
-	assert.False(t, IsControlledBy(noOwner, owner))
+	assert.False(t, OwnedBy(noOwner, "ServiceRoute", "api-route"))
 }
