@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -133,3 +134,18 @@ func recordTransition(rec events.EventRecorder, obj runtime.Object, previous *me
 
 // ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
 const ingressLabel = naming.IngressServiceSelector
+
+// requestsFor lists the objects of list's kind that match opts (from the cache) and returns a
+// reconcile request for each: the mapping of every "this change affects those objects" watch.
+func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
+		return nil
+	}
+	var reqs []reconcile.Request
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.(client.Object))})
+		return nil
+	})
+	return reqs
+}

@@ -87,7 +87,7 @@ func policyInForce(ctx context.Context, c client.Reader, namespace string) (*rou
 // one in force may change).
 func (r *DNSPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return r.requestsFor(ctx)
+		return requestsFor(ctx, r, &routingv1alpha1.DNSPolicyList{})
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dnspolicy").
@@ -95,20 +95,7 @@ func (r *DNSPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allPolicies, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allPolicies, specChanges).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return r.requestsFor(ctx, client.InNamespace(o.GetNamespace()))
+			return requestsFor(ctx, r, &routingv1alpha1.DNSPolicyList{}, client.InNamespace(o.GetNamespace()))
 		}), createOrDelete).
 		Complete(metrics.Instrument("dnspolicy", r))
-}
-
-func (r *DNSPolicyReconciler) requestsFor(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	list := &routingv1alpha1.DNSPolicyList{}
-	if err := r.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing DNSPolicies to re-evaluate")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-	}
-	return reqs
 }

@@ -180,23 +180,10 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			if controller == "" {
 				return nil
 			}
-			return r.gatewayRequests(ctx, client.MatchingFields{indexGatewayController: controller})
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayController: controller})
 		})).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-			return r.gatewayRequests(ctx)
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{})
 		}), specChanges).
 		Complete(metrics.Instrument("gateway", r))
-}
-
-func (r *GatewayReconciler) gatewayRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	list := &routingv1alpha1.GatewayList{}
-	if err := r.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Gateways to reconcile")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-	}
-	return reqs
 }

@@ -177,7 +177,7 @@ func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1al
 // and other routes claiming the same hostname (promotion when the winner goes).
 func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allRoutes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return r.routeRequests(ctx)
+		return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{})
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
@@ -186,27 +186,14 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&externaldnsv1alpha1.DNSEndpoint{}).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return r.routeRequests(ctx, client.InNamespace(o.GetNamespace()))
+			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(o.GetNamespace()))
 		})).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return r.routeRequests(ctx, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(o).String()})
+			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(o).String()})
 		}), specChanges).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
 		Complete(metrics.Instrument("serviceroute", r))
-}
-
-func (r *ServiceRouteReconciler) routeRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	list := &routingv1alpha1.ServiceRouteList{}
-	if err := r.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing ServiceRoutes to reconcile")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-	}
-	return reqs
 }
 
 // claimantsHandler enqueues the other routes claiming the hostname of a route that was created,
