@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,11 +54,25 @@ func TestSamples_Apply(t *testing.T) {
 	}
 }
 
-// applyDryRun is `kubectl apply --server-side --dry-run=server`: schema validation, CEL rules and
-// defaulting run exactly as for a real apply, and the singletons of one example (which may exist
-// already, created by other tests) do not collide with those of the next.
+// applyDryRun submits obj as a whole, with dry-run: schema validation, CEL rules and defaulting
+// run exactly as for a real create or replace, nothing is stored, and the singletons of one
+// example (which may exist already, created by other tests) do not collide with those of the
+// next. An existing object is replaced rather than merged (as server-side apply would), so the
+// rules see exactly the manifest's fields.
 func applyDryRun(obj *unstructured.Unstructured) error {
-	return env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("spec-manifests-test"), client.ForceOwnership, client.DryRunAll)
+	ctx := context.Background()
+	err := env.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return err
+	}
+	replacement := obj.DeepCopy()
+	replacement.SetResourceVersion(existing.GetResourceVersion())
+	return env.Client.Update(ctx, replacement, client.DryRunAll)
 }
 
 func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
