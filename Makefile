@@ -139,10 +139,17 @@ $(ETCD): hack/tools/etcd/go.mod hack/tools/etcd/main.go
 	@echo "==> building etcd into bin/ (first run only, about a minute)"
 	cd hack/tools/etcd && $(GO) build -o $@ .
 
+# The version the Kubernetes binaries report (/version, kubectl version): without it they say
+# v0.0.0-master, which no kubeVersion constraint (Helm charts, OLM minKubeVersion) accepts.
+KUBE_VERSION := v1.36.3
+KUBE_VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
 # One go build for the three Kubernetes commands shares the compilation of k8s.io/kubernetes.
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) &: hack/tools/kube/go.mod
 	@echo "==> building kube-apiserver, kube-controller-manager and kubectl into bin/ (first run only, 5-10 minutes on 2 cores)"
-	cd hack/tools/kube && $(GO) build -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
 
 # Feature areas (packaging, end-to-end, demo) keep their targets in their own files.

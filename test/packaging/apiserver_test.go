@@ -2,8 +2,6 @@ package packaging
 
 import (
 	"context"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,10 +81,9 @@ func TestChart_HelmInstallDryRunAgainstAPIServer(t *testing.T) {
 	kubeconfig, err := env.AdminKubeconfig()
 	require.NoError(t, err)
 
-	// The test kube-apiserver is built without version stamping and reports v0.0.0-master,
-	// which no kubeVersion constraint accepts: install a copy of the chart without it.
-	chart := copyChartWithoutKubeVersion(t)
-	out, err := helm(t, "install", releaseName, chart, "--namespace", releaseNamespace,
+	// The test kube-apiserver reports its real version (make stamps it), so the chart's
+	// kubeVersion constraint is checked against it as in a cluster.
+	out, err := helm(t, "install", releaseName, repoPath(chartPath), "--namespace", releaseNamespace,
 		"--dry-run=server", "--kubeconfig", kubeconfig)
 	require.NoError(t, err)
 	notes := out[strings.Index(out, "NOTES:"):]
@@ -176,41 +173,4 @@ func isNamespaced(t *testing.T, c client.Client, obj runtime.Object) bool {
 	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	require.NoError(t, err, "mapping %s", gvk)
 	return mapping.Scope.Name() == meta.RESTScopeNameNamespace
-}
-
-// copyChartWithoutKubeVersion copies the chart to a temporary directory and drops the kubeVersion
-// constraint of its Chart.yaml.
-func copyChartWithoutKubeVersion(t *testing.T) string {
-	t.Helper()
-	src := repoPath(chartPath)
-	dst := filepath.Join(t.TempDir(), filepath.Base(chartPath))
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if rel == "Chart.yaml" {
-			var kept []string
-			for _, line := range strings.Split(string(data), "\n") {
-				if !strings.HasPrefix(line, "kubeVersion:") {
-					kept = append(kept, line)
-				}
-			}
-			data = []byte(strings.Join(kept, "\n"))
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	require.NoError(t, err)
-	return dst
 }
