@@ -161,21 +161,13 @@ func (cl *Cluster) StartOperator(ctx context.Context, c Cleanup, opts OperatorOp
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for range 3 { // a new health port if the picked one was taken in between
-		op, err := startOperatorOnce(ctx, cl.Name, binary, kubeconfig, opts)
-		if err == nil {
-			if c != nil {
-				c.Cleanup(func() { _ = op.Stop() })
-			}
-			return op, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil || !errors.Is(err, errPortInUse) {
-			break
-		}
+	op, err := startRetryingPort(ctx, c, func() (*Operator, error) { // the health port may be taken in between
+		return startOperatorOnce(ctx, cl.Name, binary, kubeconfig, opts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the operator against cluster %q: %w", cl.Name, err)
 	}
-	return nil, fmt.Errorf("starting the operator against cluster %q: %w", cl.Name, errors.Join(errs...))
+	return op, nil
 }
 
 func startOperatorOnce(ctx context.Context, cluster, binary, kubeconfig string, opts OperatorOptions) (*Operator, error) {

@@ -117,21 +117,13 @@ func StartExternalDNS(ctx context.Context, c Cleanup, opts ExternalDNSOptions) (
 			return nil, err
 		}
 	}
-	var errs []error
-	for range 3 { // a new metrics port if the picked one was taken in between
-		e, err := startExternalDNSOnce(ctx, binary, opts)
-		if err == nil {
-			if c != nil {
-				c.Cleanup(func() { _ = e.Stop() })
-			}
-			return e, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil || !errors.Is(err, errPortInUse) {
-			break
-		}
+	e, err := startRetryingPort(ctx, c, func() (*ExternalDNS, error) { // the metrics port may be taken in between
+		return startExternalDNSOnce(ctx, binary, opts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting ExternalDNS %q: %w", opts.Name, err)
 	}
-	return nil, fmt.Errorf("starting ExternalDNS %q: %w", opts.Name, errors.Join(errs...))
+	return e, nil
 }
 
 var errPortInUse = errors.New("port already in use")

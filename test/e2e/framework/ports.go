@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -61,4 +63,26 @@ func FreeTCPUDPPort() (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no port free for both TCP and UDP on 127.0.0.1 after 50 attempts")
+}
+
+// startRetryingPort calls start, which picks a free port for the process it starts, up to three
+// times while it fails with errPortInUse (another process took the port between picking and
+// binding), and registers the started process's Stop with c (when not nil).
+func startRetryingPort[T interface{ Stop() error }](ctx context.Context, c Cleanup, start func() (T, error)) (T, error) {
+	var errs []error
+	for range 3 {
+		started, err := start()
+		if err == nil {
+			if c != nil {
+				c.Cleanup(func() { _ = started.Stop() })
+			}
+			return started, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil || !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	var zero T
+	return zero, errors.Join(errs...)
 }
