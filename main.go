@@ -4,8 +4,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"net/http"
 	"os"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/service-router/service-router-operator/controllers"
+	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
@@ -28,6 +33,7 @@ type options struct {
 	leaderElect          bool
 	leaderElectNamespace string
 	enableHTTP2          bool
+	deletionGuard        guard.Settings
 }
 
 func main() {
@@ -45,6 +51,17 @@ func main() {
 		"Namespace of the leader-election Lease. Defaults to the operator's own namespace in a cluster.")
 	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false,
 		"Serve the metrics endpoint over HTTP/2 as well. Off by default because of the HTTP/2 rapid-reset CVEs.")
+	opts.deletionGuard = guard.DefaultSettings
+	flag.Float64Var(&opts.deletionGuard.Share, "deletion-guard-share", guard.DefaultSettings.Share,
+		"Mass-deletion guard: the share (0-1) of all managed DNSEndpoints that, asked to go within the guard window by one change, trips the guard.")
+	flag.IntVar(&opts.deletionGuard.Minimum, "deletion-guard-minimum", guard.DefaultSettings.Minimum,
+		"Mass-deletion guard: fewer deletions than this within the window never trip it.")
+	flag.DurationVar(&opts.deletionGuard.Window, "deletion-guard-window", guard.DefaultSettings.Window,
+		"Mass-deletion guard: deletions asked for within this time count as one change.")
+	flag.DurationVar(&opts.deletionGuard.Observe, "deletion-guard-observe", guard.DefaultSettings.Observe,
+		"Mass-deletion guard: how long every DNSEndpoint deletion waits while the guard counts the others of the same change.")
+	flag.DurationVar(&opts.deletionGuard.Grace, "deletion-guard-grace", guard.DefaultSettings.Grace,
+		"Mass-deletion guard: how long deletions wait once it has tripped; reverting the change within it keeps the records. 0 disables the guard.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -58,7 +75,7 @@ func main() {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(ctx, mgr, controllers.Options{}); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{DeletionGuard: opts.deletionGuard}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}
@@ -66,7 +83,7 @@ func main() {
 		setupLog.Error(err, "unable to set up health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("readyz", cachesSynced(mgr)); err != nil {
 		setupLog.Error(err, "unable to set up ready check")
 		os.Exit(1)
 	}
@@ -75,6 +92,19 @@ func main() {
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "manager exited with an error")
 		os.Exit(1)
+	}
+}
+
+// cachesSynced is the readiness check: a replica is ready once its informer caches have synced,
+// so that a rollout waits for a replica that can actually take over.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
 	}
 }
 

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -19,31 +17,26 @@ import (
 // it in status. The other controllers read the identity from the shared informer cache, so its
 // values reach them without an API call.
 type ClusterIdentityReconciler struct {
-	client.Client
-	Recorder events.EventRecorder
+	base
 }
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and
+// writes its status; it writes nothing else.
 func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &clusterv1alpha1.ClusterIdentity{}
 	if err := r.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	original := ci.DeepCopy()
 	cfg, err := getConfiguration(ctx, r)
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.end(ctx, ci, original, plan.Outcome{}, requeue{}, err)
 	}
-
-	outcome := plan.ClusterIdentity(ci, cfg)
-	original := ci.DeepCopy()
-	ci.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
-	ci.Status.ObservedGeneration = ci.Generation
-	previous := setReady(&ci.Status.Conditions, ci.Generation, outcome)
-	changed := !equality.Semantic.DeepEqual(original.Status, ci.Status)
-	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, ci, original, changed, previous, outcome))
+	return r.end(ctx, ci, original, plan.ClusterIdentity(ci, cfg), requeue{}, nil)
 }
 
 // SetupWithManager registers the controller: a DNSConfiguration change re-validates the identity.

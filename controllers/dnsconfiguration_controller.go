@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -18,30 +21,35 @@ import (
 // its rules (at least one controller, unique DNS-label names); the DNSPolicy and ServiceRoute
 // controllers read it from the shared informer cache.
 type DNSConfigurationReconciler struct {
-	client.Client
-	Recorder events.EventRecorder
+	base
+	APIs *OptionalAPIs
 }
 
+// Reconcile reports the DNSConfiguration in status: its controllers, whether the DNSEndpoint API
+// is installed (Ready), and whether the mass-deletion guard holds deletions (DeletionsHeld). It
+// writes nothing else.
 func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if err := r.Get(ctx, req.NamespacedName, cfg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-
-	outcome := plan.DNSConfiguration(cfg)
 	original := cfg.DeepCopy()
-	cfg.Status.Phase = clusterv1alpha1.Phase(outcome.Phase)
 	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
-	cfg.Status.ObservedGeneration = cfg.Generation
-	previous := setReady(&cfg.Status.Conditions, cfg.Generation, outcome)
-	changed := !equality.Semantic.DeepEqual(original.Status, cfg.Status)
-	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, cfg, original, changed, previous, outcome))
+	held := r.Deletions.State()
+	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
+	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{}, nil)
 }
 
-// SetupWithManager registers the controller.
-func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API
+// appearing, and the mass-deletion guard tripping or settling.
+func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager, guardChanges <-chan event.GenericEvent) error {
+	singleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dnsconfiguration").
 		For(&clusterv1alpha1.DNSConfiguration{}).
+		WatchesRawSource(apiChanges(r.APIs, singleton)).
+		WatchesRawSource(source.Channel(guardChanges, singleton)).
 		Complete(metrics.Instrument("dnsconfiguration", r))
 }

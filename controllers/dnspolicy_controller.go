@@ -2,10 +2,7 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -20,13 +17,16 @@ import (
 // DNSPolicyReconciler computes status.active and status.activeControllers of each DNSPolicy from
 // the ClusterIdentity and the DNSConfiguration. ServiceRoutes act on that status.
 type DNSPolicyReconciler struct {
-	client.Client
-	Recorder events.EventRecorder
+	base
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies/status,verbs=get;update;patch
 
+// Reconcile computes a DNSPolicy's status.active and status.activeControllers (plan.Policy) for
+// users and dashboards, and writes its status; it writes nothing else. ServiceRoutes evaluate the
+// policy in force themselves, against the same current inputs, so a stale policy status never
+// removes a record.
 func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pol := &routingv1alpha1.DNSPolicy{}
 	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
@@ -35,22 +35,17 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pol.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	original := pol.DeepCopy()
 	in, err := r.gather(ctx, pol)
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.end(ctx, pol, original, plan.Outcome{}, requeue{}, err)
 	}
-
 	p := plan.Policy(in)
-	original := pol.DeepCopy()
-	pol.Status.Phase = routingv1alpha1.Phase(p.Phase)
 	if !p.KeepActivation {
 		pol.Status.Active = p.Active
 		pol.Status.ActiveControllers = p.ActiveControllers
 	}
-	pol.Status.ObservedGeneration = pol.Generation
-	previous := setReady(&pol.Status.Conditions, pol.Generation, p.Outcome)
-	changed := !equality.Semantic.DeepEqual(original.Status, pol.Status)
-	return finish(ctrl.Result{}, writeStatus(ctx, r.Client, r.Recorder, pol, original, changed, previous, p.Outcome))
+	return r.end(ctx, pol, original, p.Outcome, requeue{}, nil)
 }
 
 func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.DNSPolicy) (plan.PolicyInputs, error) {
@@ -64,22 +59,6 @@ func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.D
 	}
 	in.InForce, err = policyInForce(ctx, r, pol.Namespace)
 	return in, err
-}
-
-// policyInForce returns the oldest DNSPolicy of a namespace, nil when there is none. A namespace
-// should have one policy; when it has several, the oldest decides and the others report
-// DuplicatePolicy.
-func policyInForce(ctx context.Context, c client.Reader, namespace string) (*routingv1alpha1.DNSPolicy, error) {
-	list := &routingv1alpha1.DNSPolicyList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing DNSPolicies in %s: %w", namespace, err)
-	}
-	policies := make([]*routingv1alpha1.DNSPolicy, len(list.Items))
-	for i := range list.Items {
-		policies[i] = &list.Items[i]
-	}
-	oldest, _ := plan.Oldest(policies)
-	return oldest, nil
 }
 
 // SetupWithManager registers the controller. A ClusterIdentity or DNSConfiguration change

@@ -40,15 +40,6 @@ func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
 	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
 }
 
-// ingressOfEndpoint reads the pair a gateway address DNSEndpoint belongs to from its labels.
-func ingressOfEndpoint(ep *externaldnsv1alpha1.DNSEndpoint) (desired.Ingress, bool) {
-	l := ep.Labels
-	if l[naming.LabelResourceType] != naming.ResourceTypeGateway || l[naming.LabelIstioController] == "" || l[naming.LabelTargetPostfix] == "" {
-		return desired.Ingress{}, false
-	}
-	return desired.Ingress{Controller: l[naming.LabelIstioController], TargetPostfix: l[naming.LabelTargetPostfix]}, true
-}
-
 type indexer interface {
 	IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error
 }
@@ -86,7 +77,7 @@ func addIndexes(ctx context.Context, idx indexer) error {
 			return nil
 		}},
 		{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointIngress, func(o client.Object) []string {
-			if pair, ok := ingressOfEndpoint(o.(*externaldnsv1alpha1.DNSEndpoint)); ok {
+			if pair, ok := desired.IngressOfLabels(o.GetLabels()); ok {
 				return []string{ingressKey(pair)}
 			}
 			return nil

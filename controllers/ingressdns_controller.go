@@ -3,20 +3,20 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -29,17 +29,20 @@ import (
 // ingress LoadBalancer Service. Its unit of work is that pair, not a single object: several
 // Gateways may share one entry point.
 type IngressDNSReconciler struct {
-	client.Client
-	// APIReader reads past the cache, only to check who owns a DNSEndpoint whose name is taken.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
-	// ConflictRetry is how soon an ownership conflict is checked again.
-	ConflictRetry time.Duration
+	base
+	APIs *OptionalAPIs
 	// Conflicts records the pairs in an ownership conflict, for the metrics (no status has them).
 	Conflicts *metrics.ConflictSet
 }
 
+// Reconcile makes the address DNSEndpoints of one (controller, targetPostfix) pair — one per
+// ExternalDNS controller, in the ingress Service's namespace — match plan.Ingress. It has no
+// status of its own: the Gateways report the address, and conflicts go to the oldest Gateway of
+// the pair as events and to the metrics.
 func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
+	if !r.APIs.Served(dnsEndpointKind) {
+		return ctrl.Result{}, nil // reconciled again when the API appears
+	}
 	in, err := r.gather(ctx, pair)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -52,32 +55,23 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 	if err := r.List(ctx, list, client.MatchingFields{indexEndpointIngress: ingressKey(pair)}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing address DNSEndpoints: %w", err)
 	}
-	current := make([]*externaldnsv1alpha1.DNSEndpoint, len(list.Items))
-	for i := range list.Items {
-		current[i] = &list.Items[i]
-	}
 	// Events go to the oldest Gateway of the pair; when none is left there is nobody to tell.
 	var eventTarget runtime.Object
 	if oldest, ok := plan.Oldest(in.Gateways); ok {
 		eventTarget = oldest
 	}
-	syncer := endpointSyncer{client: r.Client, apiReader: r.APIReader, recorder: r.Recorder}
-	res, err := syncer.sync(ctx, p.Endpoints, current, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
-		got, ok := ingressOfEndpoint(ep)
-		return ok && got == pair && desired.IsManaged(ep)
-	}, eventTarget, routingv1alpha1.ReasonGatewayCreated)
+	kind := desired.AddressEndpointKind(pair)
+	w, err := applyChanges(ctx, r.base, kind, apply.Diff(kind, p.Endpoints, listItems(list.Items)),
+		notice[*externaldnsv1alpha1.DNSEndpoint]{target: eventTarget, reason: routingv1alpha1.ReasonGatewayCreated, describe: describeRecords})
 	if err != nil {
-		return finish(ctrl.Result{}, err)
+		return r.finish(requeue{}, err)
 	}
-	r.Conflicts.Set(ingressKey(pair), len(res.Conflicts) > 0)
-	if len(res.Conflicts) == 0 {
-		return ctrl.Result{}, nil
-	}
-	if eventTarget != nil {
+	r.Conflicts.Set(ingressKey(pair), len(w.Conflicts) > 0)
+	if len(w.Conflicts) > 0 && eventTarget != nil {
 		r.Recorder.Eventf(eventTarget, nil, "Warning", routingv1alpha1.ReasonOwnershipConflict, "Reconcile",
-			"DNSEndpoint(s) %v exist and are not managed by the operator; they were left untouched", res.Conflicts)
+			"DNSEndpoint(s) %v exist and are not managed by the operator; they were left untouched", w.Conflicts)
 	}
-	return ctrl.Result{RequeueAfter: r.ConflictRetry}, nil
+	return r.finish(requeueOf(w), nil)
 }
 
 func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress) (plan.IngressInputs, error) {
@@ -113,17 +107,12 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPairs := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []desired.Ingress {
 		return r.allPairs(ctx)
 	})
-	return builder.TypedControllerManagedBy[desired.Ingress](mgr).
+	c, err := builder.TypedControllerManagedBy[desired.Ingress](mgr).
 		Named("ingressdns").
+		WatchesRawSource(apiChanges(r.APIs, allPairs)).
 		Watches(&routingv1alpha1.Gateway{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
 			return []desired.Ingress{ingressOf(o.(*routingv1alpha1.Gateway))}
 		}), specChanges).
-		Watches(&externaldnsv1alpha1.DNSEndpoint{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
-			if pair, ok := ingressOfEndpoint(o.(*externaldnsv1alpha1.DNSEndpoint)); ok {
-				return []desired.Ingress{pair}
-			}
-			return nil
-		})).
 		Watches(&corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []desired.Ingress {
 			controller := o.GetLabels()[ingressLabel]
 			if controller == "" {
@@ -133,7 +122,19 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allPairs, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allPairs, specChanges).
-		Complete(metrics.Instrument("ingressdns", r))
+		Build(metrics.Instrument("ingressdns", r))
+	if err != nil {
+		return err
+	}
+	return r.APIs.WhenServed(dnsEndpointKind, func() error {
+		return c.Watch(source.TypedKind(mgr.GetCache(), client.Object(&externaldnsv1alpha1.DNSEndpoint{}),
+			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
+				if pair, ok := desired.IngressOfLabels(o.GetLabels()); ok {
+					return []desired.Ingress{pair}
+				}
+				return nil
+			})))
+	})
 }
 
 // pairs lists the distinct pairs of the Gateways matching opts.
@@ -163,12 +164,15 @@ func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
 		seen[p] = true
 	}
 	list := &externaldnsv1alpha1.DNSEndpointList{}
+	if !r.APIs.Served(dnsEndpointKind) {
+		return out
+	}
 	if err := r.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing address DNSEndpoints to reconcile")
 		return out
 	}
 	for i := range list.Items {
-		if pair, ok := ingressOfEndpoint(&list.Items[i]); ok && !seen[pair] {
+		if pair, ok := desired.IngressOfLabels(list.Items[i].Labels); ok && !seen[pair] {
 			seen[pair] = true
 			out = append(out, pair)
 		}

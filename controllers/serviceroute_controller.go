@@ -6,9 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,18 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
-
-// cacheLagRetry is how soon a reconcile that met cache lag runs again.
-const cacheLagRetry = 500 * time.Millisecond
 
 // routeWorkers reconcile ServiceRoutes in parallel: routes are independent of each other and a
 // reconcile mostly waits on API round-trips (BenchmarkOperator_ConvergeRoutes: 1000 routes
@@ -39,18 +36,18 @@ const routeWorkers = 4
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.
 type ServiceRouteReconciler struct {
-	client.Client
-	// APIReader reads past the cache, only to check who owns an object whose name is taken.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
-	// ConflictRetry is how soon an ownership conflict is checked again.
-	ConflictRetry time.Duration
+	base
+	APIs *OptionalAPIs
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;patch;delete
 
+// Reconcile makes a ServiceRoute's DNSEndpoints (one CNAME per active ExternalDNS controller,
+// named {route}-{controller}, controlled by the route) match what plan.Route decides from the
+// route, the ClusterIdentity, the DNSConfiguration, the namespace's DNSPolicy in force and the
+// Gateway, and writes the route's status once. Records are removed only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	route := &routingv1alpha1.ServiceRoute{}
 	if err := r.Get(ctx, req.NamespacedName, route); err != nil {
@@ -59,34 +56,41 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !route.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector removes the DNSEndpoints it controls
 	}
+	original := route.DeepCopy()
 	in, err := r.gather(ctx, route)
 	if err != nil {
-		return ctrl.Result{}, err // nothing is deleted on a failed read
+		return r.end(ctx, route, original, plan.Outcome{}, requeue{}, err) // nothing is deleted on a failed read
 	}
 	p := plan.Route(in)
-
-	original := route.DeepCopy()
-	var result ctrl.Result
+	var rq requeue
 	if p.Sync {
-		res, err := r.syncEndpoints(ctx, route, p)
+		w, err := r.syncEndpoints(ctx, route, p)
 		if err != nil {
-			return finish(ctrl.Result{}, err)
+			return r.end(ctx, route, original, p.Outcome, rq, err)
 		}
-		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(res.Applied)
-		if len(res.Conflicts) > 0 {
-			result.RequeueAfter = r.ConflictRetry
-			p.Outcome = plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
-				Message: fmt.Sprintf("DNSEndpoint(s) %s exist and are not managed by this ServiceRoute; they were left untouched", strings.Join(res.Conflicts, ", "))}
-		}
-	}
-	if p.Hostname != "" {
+		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(w.Applied)
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
+		p.Outcome = routeOutcome(p.Outcome, w)
+		rq = requeueOf(w)
 	}
-	route.Status.Phase = routingv1alpha1.Phase(p.Phase)
-	route.Status.ObservedGeneration = route.Generation
-	previous := setReady(&route.Status.Conditions, route.Generation, p.Outcome)
-	changed := !equality.Semantic.DeepEqual(original.Status, route.Status)
-	return finish(result, writeStatus(ctx, r.Client, r.Recorder, route, original, changed, previous, p.Outcome))
+	return r.end(ctx, route, original, p.Outcome, rq, nil)
+}
+
+// routeOutcome adds what the write step found to the plan's outcome: ownership conflicts fail
+// the route, deletions held by the mass-deletion guard are announced.
+func routeOutcome(o plan.Outcome, w written[*externaldnsv1alpha1.DNSEndpoint]) plan.Outcome {
+	if len(w.Conflicts) > 0 {
+		keys := make([]string, len(w.Conflicts))
+		for i, c := range w.Conflicts {
+			keys[i] = c.Key
+		}
+		return plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
+			Message: fmt.Sprintf("DNSEndpoint(s) %s exist and are not managed by this ServiceRoute; they were left untouched", strings.Join(keys, ", "))}
+	}
+	if !w.HeldUntil.IsZero() {
+		o.Message += fmt.Sprintf("; the deletion of its other DNSEndpoint(s) waits until %s (mass-deletion guard)", w.HeldUntil.UTC().Format(time.RFC3339))
+	}
+	return o
 }
 
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
@@ -95,11 +99,10 @@ func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alp
 	if in.Identity, err = getIdentity(ctx, r); err != nil {
 		return in, err
 	}
-	cfg, err := getConfiguration(ctx, r)
-	if err != nil {
+	if in.Configuration, err = getConfiguration(ctx, r); err != nil {
 		return in, err
 	}
-	in.Controllers = plan.ControllersOf(cfg)
+	in.EndpointsAPIMissing = !r.APIs.Served(dnsEndpointKind)
 	if in.Policy, err = policyInForce(ctx, r, route.Namespace); err != nil {
 		return in, err
 	}
@@ -146,19 +149,16 @@ func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1
 	return out, nil
 }
 
-func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (syncResult, error) {
+// syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
+// (by the route label index), the changes from apply.Diff.
+func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
 	list := &externaldnsv1alpha1.DNSEndpointList{}
 	if err := r.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingFields{indexEndpointRoute: route.Namespace + "/" + route.Name}); err != nil {
-		return syncResult{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
+		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
-	current := make([]*externaldnsv1alpha1.DNSEndpoint, len(list.Items))
-	for i := range list.Items {
-		current[i] = &list.Items[i]
-	}
-	syncer := endpointSyncer{client: r.Client, apiReader: r.APIReader, recorder: r.Recorder}
-	return syncer.sync(ctx, p.Endpoints, current, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
-		return desired.OwnedBy(ep, "ServiceRoute", route.Name)
-	}, route, p.Reason)
+	kind := desired.RouteEndpointKind(route.Name)
+	changes := apply.Diff(kind, p.Endpoints, listItems(list.Items))
+	return applyChanges(ctx, r.base, kind, changes, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
 }
 
 func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1alpha1.ManagedEndpoint, string) {
@@ -173,27 +173,35 @@ func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1al
 }
 
 // SetupWithManager registers the controller with the watches of the architecture's "What
-// Triggers Reconciliation" table, plus DNSConfiguration (controller regions label the endpoints)
-// and other routes claiming the same hostname (promotion when the winner goes).
+// Triggers Reconciliation" table, plus DNSConfiguration (controller regions label the endpoints),
+// other routes claiming the same hostname (promotion when the winner goes), and the DNSEndpoint
+// API appearing. The watch on the route's own DNSEndpoints starts once that API is served.
 func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allRoutes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{})
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
 		WithOptions(controller.Options{MaxConcurrentReconciles: routeWorkers}).
 		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&externaldnsv1alpha1.DNSEndpoint{}).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(o.GetNamespace()))
-		})).
+		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(o).String()})
 		}), specChanges).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
-		Complete(metrics.Instrument("serviceroute", r))
+		WatchesRawSource(apiChanges(r.APIs, allRoutes)).
+		Build(metrics.Instrument("serviceroute", r))
+	if err != nil {
+		return err
+	}
+	return r.APIs.WhenServed(dnsEndpointKind, func() error {
+		return c.Watch(source.Kind(mgr.GetCache(), client.Object(&externaldnsv1alpha1.DNSEndpoint{}),
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &routingv1alpha1.ServiceRoute{}, handler.OnlyControllerOwner())))
+	})
 }
 
 // claimantsHandler enqueues the other routes claiming the hostname of a route that was created,

@@ -12,8 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 )
@@ -45,10 +48,14 @@ type Options struct {
 	// again whether the foreign object is gone (it is not in the cache, so its deletion raises no
 	// event). Default one minute.
 	ConflictRetryInterval time.Duration
+	// DeletionGuard tunes the mass-deletion guard; the zero value disables it (main sets
+	// guard.DefaultSettings unless flags say otherwise).
+	DeletionGuard guard.Settings
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
-// for the per-controller health metrics, and the collector of the resource-state metrics.
+// for the per-controller health metrics, the collector of the resource-state metrics, and the
+// watcher of the optional APIs (DNSEndpoint, Istio Gateway).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ConflictRetryInterval <= 0 {
 		opts.ConflictRetryInterval = time.Minute
@@ -56,27 +63,68 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("registering field indexes: %w", err)
 	}
-	c, apiReader := mgr.GetClient(), mgr.GetAPIReader()
-	recorder := mgr.GetEventRecorder("service-router-operator")
+	apis := NewOptionalAPIs(mgr.GetRESTMapper())
+	if err := mgr.Add(apis); err != nil {
+		return fmt.Errorf("adding the optional API watcher: %w", err)
+	}
+	guardChanges := make(chan event.GenericEvent, 1)
+	deletions := guard.New(opts.DeletionGuard, managedEndpointCount(mgr.GetClient(), apis), func(tripped bool) {
+		if tripped {
+			metrics.DeletionGuardTripped()
+		}
+		select {
+		case guardChanges <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
+		default: // one pending notification is enough
+		}
+	})
+	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("service-router-operator"),
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions}
 	ingressConflicts := metrics.NewConflictSet()
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
-		{"clusteridentity", (&ClusterIdentityReconciler{Client: c, Recorder: recorder}).SetupWithManager},
-		{"dnsconfiguration", (&DNSConfigurationReconciler{Client: c, Recorder: recorder}).SetupWithManager},
-		{"dnspolicy", (&DNSPolicyReconciler{Client: c, Recorder: recorder}).SetupWithManager},
-		{"serviceroute", (&ServiceRouteReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
-		{"gateway", (&GatewayReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval}).SetupWithManager},
-		{"ingressdns", (&IngressDNSReconciler{Client: c, APIReader: apiReader, Recorder: recorder, ConflictRetry: opts.ConflictRetryInterval, Conflicts: ingressConflicts}).SetupWithManager},
+		{"clusteridentity", (&ClusterIdentityReconciler{base: b}).SetupWithManager},
+		{"dnsconfiguration", func(mgr ctrl.Manager) error {
+			return (&DNSConfigurationReconciler{base: b, APIs: apis}).SetupWithManager(mgr, guardChanges)
+		}},
+		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
+		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis}).SetupWithManager},
+		{"gateway", (&GatewayReconciler{base: b, APIs: apis}).SetupWithManager},
+		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {
 		if err := s.setup(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
 		}
 	}
-	if err := mgr.Add(metrics.NewStateCollector(c, ingressConflicts)); err != nil {
+	metrics.RegisterDeletionsHeld(func() int { return deletions.State().Held })
+	collector := metrics.NewStateCollector(mgr.GetClient(), ingressConflicts, func(l client.ObjectList) bool {
+		switch l.(type) {
+		case *externaldnsv1alpha1.DNSEndpointList:
+			return apis.Served(dnsEndpointKind)
+		case *istionetworkingv1.GatewayList:
+			return apis.Served(istioGatewayKind)
+		}
+		return true
+	})
+	if err := mgr.Add(collector); err != nil {
 		return fmt.Errorf("adding the state metrics collector: %w", err)
 	}
 	return nil
+}
+
+// managedEndpointCount counts the DNSEndpoints the operator manages, from the cache, for the
+// mass-deletion guard's share.
+func managedEndpointCount(c client.Reader, apis *OptionalAPIs) func() int {
+	return func() int {
+		if !apis.Served(dnsEndpointKind) {
+			return 0
+		}
+		list := &externaldnsv1alpha1.DNSEndpointList{}
+		if err := c.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+			return 0 // unknown: every request counts against an empty total, so the guard trips
+		}
+		return len(list.Items)
+	}
 }

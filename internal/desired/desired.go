@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/external-dns/endpoint"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/policy"
 )
@@ -186,4 +187,77 @@ func endpointsEqual(a, b []*endpoint.Endpoint) bool {
 		return x.DNSName == y.DNSName && x.RecordType == y.RecordType && x.RecordTTL == y.RecordTTL &&
 			x.SetIdentifier == y.SetIdentifier && slices.Equal(x.Targets, y.Targets)
 	})
+}
+
+// adoptable reports whether a platform admin marked a foreign object for takeover.
+func adoptable(obj metav1.Object) bool {
+	return obj.GetAnnotations()[naming.AnnotationAdopt] == "true"
+}
+
+// ownership classifies an existing object: owned when owns says so, adoptable when marked for
+// adoption, foreign otherwise.
+func ownership(obj metav1.Object, owns func(metav1.Object) bool) apply.Ownership {
+	switch {
+	case owns(obj):
+		return apply.Owned
+	case adoptable(obj):
+		return apply.Adoptable
+	}
+	return apply.Foreign
+}
+
+// RouteEndpointKind is how route DNSEndpoints are judged: owned when controlled by the
+// ServiceRoute of that name.
+func RouteEndpointKind(routeName string) apply.Kind[*externaldnsv1alpha1.DNSEndpoint] {
+	return endpointKind(func(o metav1.Object) bool { return OwnedBy(o, "ServiceRoute", routeName) })
+}
+
+// AddressEndpointKind is how gateway address DNSEndpoints are judged: owned when managed and
+// labelled with the (controller, targetPostfix) pair.
+func AddressEndpointKind(pair Ingress) apply.Kind[*externaldnsv1alpha1.DNSEndpoint] {
+	return endpointKind(func(o metav1.Object) bool {
+		got, ok := IngressOfLabels(o.GetLabels())
+		return ok && got == pair && IsManaged(o)
+	})
+}
+
+func endpointKind(owns func(metav1.Object) bool) apply.Kind[*externaldnsv1alpha1.DNSEndpoint] {
+	return apply.Kind[*externaldnsv1alpha1.DNSEndpoint]{
+		Name:      "DNSEndpoint",
+		Ownership: func(ep *externaldnsv1alpha1.DNSEndpoint) apply.Ownership { return ownership(ep, owns) },
+		UpToDate:  EndpointUpToDate,
+		Merge: func(current, desired *externaldnsv1alpha1.DNSEndpoint) *externaldnsv1alpha1.DNSEndpoint {
+			merged := current.DeepCopy()
+			MergeMeta(merged, desired)
+			merged.Spec = *desired.Spec.DeepCopy()
+			return merged
+		},
+	}
+}
+
+// IstioGatewayKind is how the Istio Gateway of a Gateway is judged: owned when controlled by
+// the Gateway of that name.
+func IstioGatewayKind(gatewayName string) apply.Kind[*istionetworkingv1.Gateway] {
+	return apply.Kind[*istionetworkingv1.Gateway]{
+		Name: "Istio Gateway",
+		Ownership: func(g *istionetworkingv1.Gateway) apply.Ownership {
+			return ownership(g, func(o metav1.Object) bool { return OwnedBy(o, "Gateway", gatewayName) })
+		},
+		UpToDate: IstioGatewayUpToDate,
+		Merge: func(current, desired *istionetworkingv1.Gateway) *istionetworkingv1.Gateway {
+			merged := current.DeepCopy()
+			MergeMeta(merged, desired)
+			desired.Spec.DeepCopyInto(&merged.Spec)
+			return merged
+		},
+	}
+}
+
+// IngressOfLabels reads the (controller, targetPostfix) pair of a gateway address DNSEndpoint
+// from its labels.
+func IngressOfLabels(l map[string]string) (Ingress, bool) {
+	if l[naming.LabelResourceType] != naming.ResourceTypeGateway || l[naming.LabelIstioController] == "" || l[naming.LabelTargetPostfix] == "" {
+		return Ingress{}, false
+	}
+	return Ingress{Controller: l[naming.LabelIstioController], TargetPostfix: l[naming.LabelTargetPostfix]}, true
 }

@@ -36,13 +36,15 @@ const collectTimeout = 10 * time.Second
 type StateCollector struct {
 	reader           client.Reader
 	ingressConflicts *ConflictSet
+	listable         func(client.ObjectList) bool
 	descs            map[string]*prometheus.Desc
 }
 
 // NewStateCollector returns a collector reading from reader (the manager's cached client) and
-// counting the IngressDNS conflicts recorded in ingressConflicts.
-func NewStateCollector(reader client.Reader, ingressConflicts *ConflictSet) *StateCollector {
-	c := &StateCollector{reader: reader, ingressConflicts: ingressConflicts, descs: map[string]*prometheus.Desc{}}
+// counting the IngressDNS conflicts recorded in ingressConflicts. listable says whether a kind can be listed (its API is installed); kinds that cannot are left
+// out of the scrape, so that a missing optional CRD never blocks it.
+func NewStateCollector(reader client.Reader, ingressConflicts *ConflictSet, listable func(client.ObjectList) bool) *StateCollector {
+	c := &StateCollector{reader: reader, ingressConflicts: ingressConflicts, listable: listable, descs: map[string]*prometheus.Desc{}}
 	for _, name := range stateMetrics {
 		c.descs[name] = desc(name)
 	}
@@ -81,6 +83,9 @@ func (c *StateCollector) read(ctx context.Context) (State, error) {
 	istioGateways := &istionetworkingv1.GatewayList{}
 	var errs []error
 	for _, list := range []client.ObjectList{identities, configurations, policies, gateways, routes, endpoints, istioGateways} {
+		if !c.listable(list) {
+			continue
+		}
 		if err := c.reader.List(ctx, list); err != nil {
 			errs = append(errs, fmt.Errorf("listing %T: %w", list, err))
 		}

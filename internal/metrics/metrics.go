@@ -14,6 +14,7 @@
 package metrics
 
 import (
+	"errors"
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,9 @@ const (
 	ActiveDNSPoliciesName          = "service_router_active_dnspolicies"
 	DNSPolicyActiveControllersName = "service_router_dnspolicy_active_controllers"
 	IstioGatewayHostsName          = "service_router_istio_gateway_hosts"
+	APIServedName                  = "service_router_api_served"
+	DeletionsHeldName              = "service_router_deletions_held"
+	DeletionGuardTripsName         = "service_router_deletion_guard_trips_total"
 )
 
 // Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
@@ -76,6 +80,13 @@ var Definitions = []Definition{
 		"DNSPolicies whose status.activeControllers lists the ExternalDNS controller.", []string{"external_dns_controller"}},
 	{IstioGatewayHostsName, "gauge",
 		"Hosts served by the Istio Gateways the operator generated, by Istio ingress controller (the istio selector).", []string{"istio_controller"}},
+	{APIServedName, "gauge",
+		"1 when the optional API (the ExternalDNS DNSEndpoint or the Istio Gateway) is installed and in use, 0 while its CRD is missing. Exported by every replica.",
+		[]string{"group", "kind"}},
+	{DeletionsHeldName, "gauge",
+		"DNSEndpoint deletions the mass-deletion guard holds back for their grace period (0 when the guard has not tripped).", nil},
+	{DeletionGuardTripsName, "counter",
+		"Times the mass-deletion guard tripped: one change asked for more DNS records to go at once than the guard allows.", nil},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with
@@ -102,11 +113,42 @@ func newGaugeVec(name string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, d.Labels)
 }
 
-var buildInfo = newGaugeVec(BuildInfoName)
+var (
+	buildInfo          = newGaugeVec(BuildInfoName)
+	apiServed          = newGaugeVec(APIServedName)
+	deletionGuardTrips = prometheus.NewCounter(prometheus.CounterOpts{Name: DeletionGuardTripsName, Help: definition(DeletionGuardTripsName).Help})
+)
 
 func init() {
 	buildInfo.WithLabelValues(version()).Set(1)
-	ctrlmetrics.Registry.MustRegister(buildInfo, lastReconcileSuccess, lastReconcileTimestamp, lastSuccessTimestamp, failingRequests)
+	ctrlmetrics.Registry.MustRegister(buildInfo, lastReconcileSuccess, lastReconcileTimestamp, lastSuccessTimestamp, failingRequests,
+		apiServed, deletionGuardTrips)
+}
+
+// SetAPIServed records whether an optional API is installed.
+func SetAPIServed(group, kind string, served bool) {
+	v := 0.0
+	if served {
+		v = 1
+	}
+	apiServed.WithLabelValues(group, kind).Set(v)
+}
+
+// DeletionGuardTripped counts a trip of the mass-deletion guard.
+func DeletionGuardTripped() { deletionGuardTrips.Inc() }
+
+// RegisterDeletionsHeld exports how many deletions the mass-deletion guard holds, read at scrape
+// time. A later call (a new manager in the same process, as in tests) replaces the earlier one.
+func RegisterDeletionsHeld(held func() int) {
+	d := definition(DeletionsHeldName)
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, func() float64 { return float64(held()) })
+	if err := ctrlmetrics.Registry.Register(g); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+			ctrlmetrics.Registry.MustRegister(g)
+		}
+	}
 }
 
 func version() string {

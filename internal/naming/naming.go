@@ -29,6 +29,10 @@ const (
 	ResourceTypeGateway    = "gateway-service"
 	AnnotationController   = "external-dns.alpha.kubernetes.io/controller"
 	IngressServiceSelector = "istio"
+	// AnnotationAdopt, set to "true" by a platform admin on an existing DNSEndpoint or Istio
+	// Gateway that has the name the operator would generate, lets the operator take it over in
+	// place (same UID, no gap in the records) instead of reporting an ownership conflict.
+	AnnotationAdopt = "router.io/adopt"
 )
 
 // SourceLabel is the first label of a service hostname:

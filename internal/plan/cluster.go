@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -47,8 +50,25 @@ func ClusterIdentity(ci *clusterv1alpha1.ClusterIdentity, cfg *clusterv1alpha1.D
 }
 
 // DNSConfiguration has nothing to check beyond admission (at least one controller, unique DNS-label
-// names); it reports the controllers in use.
-func DNSConfiguration(cfg *clusterv1alpha1.DNSConfiguration) Outcome {
+// names); it reports the controllers in use, or that nothing can be published because the
+// DNSEndpoint API is not installed.
+func DNSConfiguration(cfg *clusterv1alpha1.DNSConfiguration, endpointsAPIMissing bool) Outcome {
+	if endpointsAPIMissing {
+		return Outcome{Phase: string(clusterv1alpha1.PhaseActive), Reason: clusterv1alpha1.ReasonExternalDNSNotInstalled,
+			Message: "the DNSEndpoint API (externaldns.k8s.io/v1alpha1) is not installed: no DNS record can be published; install ExternalDNS's DNSEndpoint CRD and publishing starts without a restart"}
+	}
 	return Outcome{Phase: string(clusterv1alpha1.PhaseActive), Ready: true, Reason: clusterv1alpha1.ReasonConfigurationValid,
 		Message: fmt.Sprintf("DNSConfiguration is valid: %d ExternalDNS controller(s)", len(cfg.Spec.ExternalDNSControllers))}
+}
+
+// DeletionsHeldCondition is the DNSConfiguration's DeletionsHeld condition: True while the
+// mass-deletion guard holds deletions of DNS records back.
+func DeletionsHeldCondition(held int, until time.Time, generation int64) metav1.Condition {
+	if held == 0 {
+		return metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+			Reason: clusterv1alpha1.ReasonNoDeletionsHeld, Message: "no deletion of DNS records is held back"}
+	}
+	return metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+		Reason: clusterv1alpha1.ReasonMassDeletionHeld,
+		Message: fmt.Sprintf("%d DNSEndpoint deletion(s) requested at once by one change are held until %s; revert the change before then to keep the records", held, until.UTC().Format(time.RFC3339))}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/policy"
 )
 
 func identity(adopts ...string) *clusterv1alpha1.ClusterIdentity {
@@ -143,16 +142,19 @@ func evaluated(p *routingv1alpha1.DNSPolicy, active bool, controllers ...string)
 
 func TestRoute(t *testing.T) {
 	t0 := time.Now()
-	controllers := []policy.Controller{{Name: "external-dns-weu", Region: "weu"}, {Name: "external-dns-neu", Region: "neu"}}
-	activePolicy := evaluated(dnsPolicy("myapp-dns", t0, "RegionBound", "weu"), true, "external-dns-weu", "external-dns-neu")
-	stalePolicy := activePolicy.DeepCopy()
-	stalePolicy.Generation = 2
-	pendingPolicy := activePolicy.DeepCopy()
-	pendingPolicy.Status.Phase = routingv1alpha1.PhasePending
+	regionBound := dnsPolicy("myapp-dns", t0, "RegionBound", "weu")
+	// A policy whose status is stale or wrong: the route evaluates the spec itself, so these
+	// never decide anything (GitOps renames, no-op edits, a status computed before a change).
+	staleInactive := evaluated(regionBound, false)
+	staleInactive.Generation = 2
+	duplicateStatus := regionBound.DeepCopy()
+	duplicateStatus.Status = routingv1alpha1.DNSPolicyStatus{Phase: routingv1alpha1.PhaseFailed, ObservedGeneration: 1}
+	otherRegion := dnsPolicy("myapp-dns", t0, "RegionBound", "neu")
+	active := dnsPolicy("myapp-dns", t0, "Active", "")
 	winner := serviceRoute()
 	winner.Namespace = "other"
 
-	base := RouteInputs{Route: serviceRoute(), Identity: identity(), Policy: activePolicy, Gateway: gateway("cert"), Controllers: controllers}
+	base := RouteInputs{Route: serviceRoute(), Identity: identity(), Configuration: configuration("weu", "neu"), Policy: regionBound, Gateway: gateway("cert")}
 	with := func(mutate func(*RouteInputs)) RouteInputs { in := base; mutate(&in); return in }
 
 	tests := []struct {
@@ -163,16 +165,22 @@ func TestRoute(t *testing.T) {
 		wantSync      bool
 		wantEndpoints []string
 	}{
-		{"active in every region", base, "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"RegionBound in its source region: every region", base, "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"Active: own region only", with(func(in *RouteInputs) { in.Policy = active }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu"}},
+		// Missing inputs: nothing definite, everything is kept.
 		{"identity missing keeps records", with(func(in *RouteInputs) { in.Identity = nil }), "Pending", "ClusterIdentityNotFound", false, nil},
+		{"configuration missing keeps records", with(func(in *RouteInputs) { in.Configuration = nil }), "Pending", "DNSConfigurationNotFound", false, nil},
+		{"DNSEndpoint API missing keeps everything", with(func(in *RouteInputs) { in.EndpointsAPIMissing = true }), "Pending", "ExternalDNSNotInstalled", false, nil},
+		// A policy's status is never taken as the answer.
+		{"stale inactive policy status is ignored", with(func(in *RouteInputs) { in.Policy = staleInactive }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"a younger policy's DuplicatePolicy status is ignored once it is in force", with(func(in *RouteInputs) { in.Policy = duplicateStatus }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		// Definite answers: the records go.
 		{"policy missing deletes records", with(func(in *RouteInputs) { in.Policy = nil }), "Pending", "DNSPolicyNotFound", true, nil},
-		{"policy inactive deletes records", with(func(in *RouteInputs) { in.Policy = evaluated(activePolicy, false) }), "Pending", "DNSPolicyInactive", true, nil},
-		{"policy not evaluated for its generation keeps records", with(func(in *RouteInputs) { in.Policy = stalePolicy }), "Pending", "DNSPolicyNotReady", false, nil},
-		{"policy waiting for configuration keeps records", with(func(in *RouteInputs) { in.Policy = pendingPolicy }), "Pending", "DNSPolicyNotReady", false, nil},
+		{"policy inactive here deletes records", with(func(in *RouteInputs) { in.Policy = otherRegion }), "Pending", "DNSPolicyInactive", true, nil},
 		{"gateway missing", with(func(in *RouteInputs) { in.Gateway = nil }), "Failed", "GatewayNotFound", true, nil},
 		{"hostname claimed by an older route", with(func(in *RouteInputs) { in.Winner = winner }), "Pending", "HostnameConflict", true, nil},
-		{"no active controllers", with(func(in *RouteInputs) { in.Policy = evaluated(activePolicy, true) }), "Pending", "NoActiveControllers", true, nil},
-		{"controller gone from DNSConfiguration is skipped", with(func(in *RouteInputs) { in.Controllers = controllers[1:] }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-neu"}},
+		{"no controller for the policy's regions", with(func(in *RouteInputs) { in.Policy = active; in.Configuration = configuration("neu") }), "Pending", "NoActiveControllers", true, nil},
+		{"controller gone from the DNSConfiguration loses its record", with(func(in *RouteInputs) { in.Configuration = configuration("neu") }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-neu"}},
 		{"hostname too long", with(func(in *RouteInputs) {
 			in.Identity = identity()
 			in.Identity.Spec.Domain = longDomain()
@@ -191,6 +199,12 @@ func TestRoute(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantEndpoints, names)
 			assert.NotEmpty(t, got.Message)
+			if !tt.wantSync {
+				assert.Contains(t, got.Message, "kept", "a kept state says so")
+			}
+			if tt.wantReason == "InvalidHostname" {
+				assert.Empty(t, got.Hostname, "an invalid name never reaches status")
+			}
 		})
 	}
 
@@ -227,6 +241,11 @@ func TestGateway(t *testing.T) {
 		{"no credential: no Istio Gateway", with(func(in *GatewayInputs) { in.Gateway = gateway("") }), "Failed", "CredentialNameMissing", true, nil, ""},
 		{"no load balancer", with(func(in *GatewayInputs) { in.Service = nil }), "Pending", "LoadBalancerNotFound", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
 		{"load balancer without address", with(func(in *GatewayInputs) { in.Service = &noAddr }), "Pending", "LoadBalancerAddressPending", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
+		{"Istio not installed: nothing generated, address reported", with(func(in *GatewayInputs) { in.IstioAPIMissing = true }), "Pending", "IstioNotInstalled", false, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
+		{"target hostname invalid", with(func(in *GatewayInputs) {
+			in.Identity = identity()
+			in.Identity.Spec.Domain = longDomain() + ".d1234567890123456789012345678901234567890123456789012345678.com"
+		}), "Failed", "InvalidHostname", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,6 +255,9 @@ func TestGateway(t *testing.T) {
 			assert.Equal(t, tt.wantSync, got.SyncIstio)
 			assert.Equal(t, tt.wantHosts, got.Hosts)
 			assert.Equal(t, tt.wantIP, got.LoadBalancerIP)
+			if tt.wantReason == "InvalidHostname" {
+				assert.Empty(t, got.Target, "an invalid name never reaches status")
+			}
 		})
 	}
 	assert.Equal(t, "aks01-weu-internal.example.com", Gateway(base).Target)
@@ -256,8 +278,14 @@ func TestIngress(t *testing.T) {
 			"gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-weu",
 			"gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-neu"}},
 		{"no gateway left: delete", with(func(in *IngressInputs) { in.Gateways = nil }), true, nil},
-		{"no load balancer: no record", with(func(in *IngressInputs) { in.Service = nil }), true, nil},
-		{"no address yet: no record", with(func(in *IngressInputs) { in.Service = &IngressService{Namespace: "x"} }), true, nil},
+		{"no load balancer: existing records kept", with(func(in *IngressInputs) { in.Service = nil }), false, nil},
+		{"no address yet: existing records kept", with(func(in *IngressInputs) { in.Service = &IngressService{Namespace: "x"} }), false, nil},
+		{"target hostname invalid: delete", with(func(in *IngressInputs) {
+			in.Identity = identity()
+			in.Identity.Spec.Domain = longDomain() + ".d1234567890123456789012345678901234567890123456789012345678.com"
+		}), true, nil},
+		{"one controller left in the configuration", with(func(in *IngressInputs) { in.Configuration = configuration("neu") }), true, []string{
+			"gateway-controller-aks-istio-ingressgateway-internal-internal-external-dns-neu"}},
 		{"identity missing: keep", with(func(in *IngressInputs) { in.Identity = nil }), false, nil},
 		{"configuration missing: keep", with(func(in *IngressInputs) { in.Configuration = nil }), false, nil},
 	}
@@ -273,5 +301,46 @@ func TestIngress(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, names)
 		})
+	}
+}
+
+func TestPublishes(t *testing.T) {
+	published := serviceRoute()
+	published.Status.Hostname = "api-ns-d-dev-myapp.example.com"
+	published.Status.Endpoints = []routingv1alpha1.ManagedEndpoint{{Name: "api-route-external-dns-weu"}}
+	assert.True(t, Publishes(published))
+
+	keptWhileNotReady := published.DeepCopy()
+	keptWhileNotReady.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "DNSConfigurationNotFound"}}
+	assert.True(t, Publishes(keptWhileNotReady), "a route keeping its records keeps its Istio host")
+
+	noRecords := published.DeepCopy()
+	noRecords.Status.Endpoints = nil
+	assert.False(t, Publishes(noRecords))
+	noHostname := published.DeepCopy()
+	noHostname.Status.Hostname = ""
+	assert.False(t, Publishes(noHostname))
+	deleting := published.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	assert.False(t, Publishes(deleting))
+}
+
+func TestMissing(t *testing.T) {
+	_, _, missing := Missing(identity(), configuration("weu"), false)
+	assert.False(t, missing)
+	for name, tc := range map[string]struct {
+		ci     *clusterv1alpha1.ClusterIdentity
+		cfg    *clusterv1alpha1.DNSConfiguration
+		noAPI  bool
+		reason string
+	}{
+		"identity":        {nil, configuration("weu"), false, "ClusterIdentityNotFound"},
+		"configuration":   {identity(), nil, false, "DNSConfigurationNotFound"},
+		"DNSEndpoint API": {identity(), configuration("weu"), true, "ExternalDNSNotInstalled"},
+	} {
+		reason, message, missing := Missing(tc.ci, tc.cfg, tc.noAPI)
+		assert.True(t, missing, name)
+		assert.Equal(t, tc.reason, reason, name)
+		assert.NotEmpty(t, message, name)
 	}
 }

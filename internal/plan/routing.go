@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -73,12 +74,9 @@ func Policy(in PolicyInputs) PolicyPlan {
 	case in.InForce != nil && in.InForce.UID != in.Policy.UID:
 		return PolicyPlan{Outcome: Outcome{Phase: failed, Reason: routingv1alpha1.ReasonDuplicatePolicy,
 			Message: fmt.Sprintf("DNSPolicy %s is older and is the one in force in namespace %s; delete this one", in.InForce.Name, in.Policy.Namespace)}}
-	case in.Identity == nil:
-		return PolicyPlan{KeepActivation: true, Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
-			Message: fmt.Sprintf("ClusterIdentity %s does not exist", clusterv1alpha1.ClusterIdentityName)}}
-	case in.Configuration == nil:
-		return PolicyPlan{KeepActivation: true, Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonDNSConfigurationNotFound,
-			Message: fmt.Sprintf("DNSConfiguration %s does not exist", clusterv1alpha1.DNSConfigurationName)}}
+	}
+	if reason, message, missing := Missing(in.Identity, in.Configuration, false); missing {
+		return PolicyPlan{KeepActivation: true, Outcome: Outcome{Phase: pending, Reason: reason, Message: message}}
 	}
 	d := policy.Decide(in.Policy.Spec, IdentityOf(in.Identity), ControllersOf(in.Configuration))
 	out := PolicyPlan{Active: d.Active, ActiveControllers: policy.Names(d.Controllers),
@@ -97,15 +95,16 @@ func Policy(in PolicyInputs) PolicyPlan {
 
 // RouteInputs is what the ServiceRoute reconciler reads.
 type RouteInputs struct {
-	Route    *routingv1alpha1.ServiceRoute
-	Identity *clusterv1alpha1.ClusterIdentity // nil when missing
-	Policy   *routingv1alpha1.DNSPolicy       // the policy in force in the namespace; nil when none
-	Gateway  *routingv1alpha1.Gateway         // nil when missing
-	// Controllers are the DNSConfiguration's controllers (for their regions).
-	Controllers []policy.Controller
+	Route         *routingv1alpha1.ServiceRoute
+	Identity      *clusterv1alpha1.ClusterIdentity  // nil when missing
+	Configuration *clusterv1alpha1.DNSConfiguration // nil when missing
+	Policy        *routingv1alpha1.DNSPolicy        // the policy in force in the namespace; nil when none
+	Gateway       *routingv1alpha1.Gateway          // nil when missing
 	// Winner is the oldest other ServiceRoute claiming the same hostname; nil when this route
 	// is the oldest claimant.
 	Winner *routingv1alpha1.ServiceRoute
+	// EndpointsAPIMissing says the DNSEndpoint API is not served (ExternalDNS not installed).
+	EndpointsAPIMissing bool
 }
 
 // RoutePlan is what a ServiceRoute should produce.
@@ -113,23 +112,27 @@ type RoutePlan struct {
 	Outcome
 	Hostname string
 	Target   string
-	// Sync says the route's DNSEndpoints must become exactly Endpoints (none: delete them all).
-	// When false they are left as they are: an input is missing or not yet evaluated, and
-	// removing records on incomplete information would cause an outage.
+	// Sync says the route's DNSEndpoints must become exactly Endpoints (none: delete them all),
+	// and its status hostnames Hostname and Target. When false everything is left as it is: an
+	// input is missing, and removing records on incomplete information would cause an outage.
 	Sync      bool
 	Endpoints []*externaldnsv1alpha1.DNSEndpoint
 }
 
-// Route decides a ServiceRoute's DNSEndpoints and status.
+// Route decides a ServiceRoute's DNSEndpoints and status. Records are removed only on a definite
+// answer (see Missing): the route is invalid, another route owns the hostname, the namespace has
+// no policy, the policy in force — evaluated here against the current ClusterIdentity and
+// DNSConfiguration, never taken from a possibly stale policy status — does not activate a
+// controller, or the Gateway does not exist.
 func Route(in RouteInputs) RoutePlan {
 	r := in.Route
-	if in.Identity == nil {
-		return RoutePlan{Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
-			Message: fmt.Sprintf("ClusterIdentity %s does not exist; existing DNS records are kept", clusterv1alpha1.ClusterIdentityName)}}
+	if reason, message, missing := Missing(in.Identity, in.Configuration, in.EndpointsAPIMissing); missing {
+		return RoutePlan{Outcome: Outcome{Phase: pending, Reason: reason, Message: message + "; existing DNS records are kept"}}
 	}
 	id := in.Identity.Spec
 	p := RoutePlan{Hostname: naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)}
 	if err := naming.ValidateHostname(p.Hostname); err != nil {
+		p.Hostname = "" // never published, not even in status
 		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the route's hostname is not a valid DNS name: "+err.Error())
 	}
 	if in.Winner != nil {
@@ -137,16 +140,13 @@ func Route(in RouteInputs) RoutePlan {
 			fmt.Sprintf("hostname %s is claimed by the older ServiceRoute %s/%s; this route publishes nothing until that one is deleted or changed", p.Hostname, in.Winner.Namespace, in.Winner.Name))
 	}
 	pol := in.Policy
-	switch {
-	case pol == nil:
+	if pol == nil {
 		return p.without(pending, routingv1alpha1.ReasonDNSPolicyNotFound, fmt.Sprintf("namespace %s has no DNSPolicy", r.Namespace))
-	case !policyEvaluated(pol):
-		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonDNSPolicyNotReady,
-			Message: fmt.Sprintf("DNSPolicy %s has not been evaluated for its current spec and cluster configuration; existing DNS records are kept", pol.Name)}
-		return p
-	case !pol.Status.Active:
+	}
+	d := policy.Decide(pol.Spec, IdentityOf(in.Identity), ControllersOf(in.Configuration))
+	if !d.Active {
 		return p.without(pending, routingv1alpha1.ReasonDNSPolicyInactive,
-			fmt.Sprintf("DNSPolicy %s does not apply to this cluster", pol.Name))
+			fmt.Sprintf("DNSPolicy %s does not apply to this cluster: %s", pol.Name, d.Message))
 	}
 	gw := in.Gateway
 	if gw == nil {
@@ -155,19 +155,12 @@ func Route(in RouteInputs) RoutePlan {
 	}
 	p.Target = naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain)
 	if err := naming.ValidateHostname(p.Target); err != nil {
+		p.Target = ""
 		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the gateway target hostname is not a valid DNS name: "+err.Error())
 	}
-	regions := map[string]string{}
-	for _, c := range in.Controllers {
-		regions[c.Name] = c.Region
-	}
 	p.Sync = true
-	for _, name := range pol.Status.ActiveControllers {
-		region, ok := regions[name]
-		if !ok {
-			continue // removed from the DNSConfiguration; the policy is about to drop it too
-		}
-		p.Endpoints = append(p.Endpoints, desired.RouteEndpoint(r, policy.Controller{Name: name, Region: region}, p.Hostname, p.Target))
+	for _, c := range d.Controllers {
+		p.Endpoints = append(p.Endpoints, desired.RouteEndpoint(r, c, p.Hostname, p.Target))
 	}
 	if len(p.Endpoints) == 0 {
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonNoActiveControllers,
@@ -179,6 +172,22 @@ func Route(in RouteInputs) RoutePlan {
 	return p
 }
 
+// Missing is the one place that says whether the cluster-wide inputs every decision depends on
+// are there. When one is missing — not created yet, deleted for a moment by a GitOps replace,
+// restored in the wrong order, or its API not installed — no decision can be definite, so the
+// callers keep what exists and report the reason returned here.
+func Missing(identity *clusterv1alpha1.ClusterIdentity, configuration *clusterv1alpha1.DNSConfiguration, endpointsAPIMissing bool) (reason, message string, missing bool) {
+	switch {
+	case identity == nil:
+		return routingv1alpha1.ReasonClusterIdentityNotFound, fmt.Sprintf("ClusterIdentity %s does not exist", clusterv1alpha1.ClusterIdentityName), true
+	case configuration == nil:
+		return routingv1alpha1.ReasonDNSConfigurationNotFound, fmt.Sprintf("DNSConfiguration %s does not exist", clusterv1alpha1.DNSConfigurationName), true
+	case endpointsAPIMissing:
+		return routingv1alpha1.ReasonExternalDNSNotInstalled, "the DNSEndpoint API (externaldns.k8s.io/v1alpha1) is not installed in this cluster", true
+	}
+	return "", "", false
+}
+
 // without returns the plan with no DNSEndpoints at all and the given outcome.
 func (p RoutePlan) without(phase, reason, message string) RoutePlan {
 	p.Outcome = Outcome{Phase: phase, Reason: reason, Message: message}
@@ -186,17 +195,11 @@ func (p RoutePlan) without(phase, reason, message string) RoutePlan {
 	return p
 }
 
-// policyEvaluated reports whether a policy's status reflects its current spec and was computed
-// with the cluster configuration present.
-func policyEvaluated(pol *routingv1alpha1.DNSPolicy) bool {
-	if pol.Status.ObservedGeneration != pol.Generation {
-		return false
-	}
-	switch pol.Status.Phase {
-	case routingv1alpha1.PhaseActive, routingv1alpha1.PhaseInactive, routingv1alpha1.PhaseFailed:
-		return true
-	}
-	return false
+// Publishes reports whether a route's status says it has DNS records: its hostname then belongs
+// on its gateway's Istio Gateway. A route that is temporarily not Ready because an input is
+// missing keeps its records, and so keeps its host.
+func Publishes(r *routingv1alpha1.ServiceRoute) bool {
+	return r.DeletionTimestamp.IsZero() && r.Status.Hostname != "" && len(r.Status.Endpoints) > 0
 }
 
 func gatewayNamespace(r *routingv1alpha1.ServiceRoute) string {
@@ -220,12 +223,15 @@ func endpointControllers(eps []*externaldnsv1alpha1.DNSEndpoint) []string {
 type GatewayInputs struct {
 	Gateway  *routingv1alpha1.Gateway
 	Identity *clusterv1alpha1.ClusterIdentity // nil when missing
-	// Hosts are the hostnames of the Ready ServiceRoutes referencing the gateway.
+	// Hosts are the hostnames of the ServiceRoutes referencing the gateway that publish DNS
+	// records (see Publishes).
 	Hosts []string
 	// Service is the ingress LoadBalancer Service; nil when there is none.
 	Service *ingress.Addresses
 	// ServiceName is namespace/name of that Service, for messages.
 	ServiceName string
+	// IstioAPIMissing says the Istio Gateway API is not served (Istio not installed).
+	IstioAPIMissing bool
 }
 
 // GatewayPlan is what a Gateway should produce.
@@ -248,7 +254,7 @@ func Gateway(in GatewayInputs) GatewayPlan {
 			Message: fmt.Sprintf("ClusterIdentity %s does not exist; the Istio Gateway is left as it is", clusterv1alpha1.ClusterIdentityName)}}
 	}
 	id := in.Identity.Spec
-	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: true}
+	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: !in.IstioAPIMissing}
 	if gw.Spec.CredentialName == "" {
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonCredentialNameMissing,
 			Message: "spec.credentialName is empty: the HTTPS server of the Istio Gateway needs a TLS Secret; no Istio Gateway is generated"}
@@ -257,20 +263,25 @@ func Gateway(in GatewayInputs) GatewayPlan {
 	p.Hosts = slices.Sorted(slices.Values(in.Hosts))
 	p.Hosts = slices.Compact(p.Hosts)
 	if err := naming.ValidateHostname(p.Target); err != nil {
+		p.Target = "" // never published, not even in status
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonInvalidHostname, Message: "the target hostname is not a valid DNS name: " + err.Error()}
 		return p
 	}
 	switch {
 	case in.Service == nil:
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerNotFound,
-			Message: fmt.Sprintf("no Service of type LoadBalancer is labelled %s=%s: no address record is published for %s", naming.IngressServiceSelector, gw.Spec.Controller, p.Target)}
+			Message: fmt.Sprintf("no Service of type LoadBalancer is labelled %s=%s: no address record is published for %s (existing ones are kept)", naming.IngressServiceSelector, gw.Spec.Controller, p.Target)}
 	case in.Service.Empty():
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerAddressPending,
-			Message: fmt.Sprintf("Service %s has no load balancer address yet: no address record is published for %s", in.ServiceName, p.Target)}
+			Message: fmt.Sprintf("Service %s has no load balancer address yet: no address record is published for %s (existing ones are kept)", in.ServiceName, p.Target)}
+	case in.IstioAPIMissing:
+		p.LoadBalancerIP = in.Service.Primary()
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonIstioNotInstalled,
+			Message: fmt.Sprintf("the Istio Gateway API (networking.istio.io/v1) is not installed: no Istio Gateway is generated for %d host(s); DNS is published (%s → %s)", len(p.Hosts), p.Target, p.LoadBalancerIP)}
 	case len(p.Hosts) == 0:
 		p.LoadBalancerIP = in.Service.Primary()
 		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonNoServiceRoutes,
-			Message: fmt.Sprintf("%s → %s; no Ready ServiceRoute uses this gateway yet, so there is no Istio Gateway", p.Target, p.LoadBalancerIP)}
+			Message: fmt.Sprintf("%s → %s; no ServiceRoute publishes through this gateway yet, so there is no Istio Gateway", p.Target, p.LoadBalancerIP)}
 	default:
 		p.LoadBalancerIP = in.Service.Primary()
 		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonGatewayCreated,
@@ -297,7 +308,8 @@ type IngressService struct {
 
 // IngressPlan is the set of address DNSEndpoints a pair should have.
 type IngressPlan struct {
-	// Sync false leaves existing records alone: the cluster configuration is missing.
+	// Sync false leaves existing records alone: the cluster configuration or the ingress
+	// address is missing, which says nothing definite about the records.
 	Sync      bool
 	Target    string
 	Endpoints []*externaldnsv1alpha1.DNSEndpoint
@@ -305,22 +317,29 @@ type IngressPlan struct {
 
 // Ingress decides the address records of a gateway target hostname: one DNSEndpoint per
 // ExternalDNS controller of the DNSConfiguration (every regional zone that can hold a CNAME to it
-// needs the address too), in the namespace of the ingress Service.
+// needs the address too), in the namespace of the ingress Service. The records go only when the
+// last Gateway of the pair is deleted, when the target hostname is definitely invalid, or when a
+// controller leaves the DNSConfiguration; an ingress Service that is missing or has no address
+// (being re-created, or Istio being upgraded) keeps them.
 func Ingress(in IngressInputs) IngressPlan {
 	if len(in.Gateways) == 0 {
 		return IngressPlan{Sync: true}
 	}
-	if in.Identity == nil || in.Configuration == nil {
+	if _, _, missing := Missing(in.Identity, in.Configuration, false); missing {
 		return IngressPlan{}
 	}
 	id := in.Identity.Spec
 	p := IngressPlan{Sync: true, Target: naming.TargetHostname(id.Cluster, id.Region, in.Ingress.TargetPostfix, id.Domain)}
-	if in.Service == nil || naming.ValidateHostname(p.Target) != nil {
+	if naming.ValidateHostname(p.Target) != nil {
+		p.Target = ""
 		return p
 	}
-	records := in.Service.Addresses.Records(p.Target)
+	var records []*endpoint.Endpoint
+	if in.Service != nil {
+		records = in.Service.Addresses.Records(p.Target)
+	}
 	if len(records) == 0 {
-		return p
+		return IngressPlan{Target: p.Target}
 	}
 	for _, c := range ControllersOf(in.Configuration) {
 		p.Endpoints = append(p.Endpoints, desired.GatewayEndpoint(in.Ingress, c, in.Service.Namespace, p.Target, records))

@@ -6,6 +6,7 @@ import (
 
 // ClusterIdentitySpec says which cluster this is: the values every generated hostname is built from.
 // +kubebuilder:validation:XValidation:rule="!has(self.adoptsRegions) || !(self.region in self.adoptsRegions)",message="adoptsRegions must not contain the cluster's own region",fieldPath=".adoptsRegions"
+// +kubebuilder:validation:XValidation:rule="size(self.cluster) + size(self.region) + size(self.domain) + 4 <= 253",message="cluster, region and domain leave no room for a gateway target hostname {cluster}-{region}-{targetPostfix}.{domain} within the 253 characters a DNS name may have",fieldPath=".domain"
 type ClusterIdentitySpec struct {
 	// region is this cluster's region code (for example weu, neu, frc). It selects the
 	// ExternalDNS controllers an Active DNSPolicy uses and is part of the gateway target hostname
@@ -24,10 +25,13 @@ type ClusterIdentitySpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	Cluster string `json:"cluster"`
 
-	// domain is the DNS zone every record is written under (for example aks.vecd.vczc.nl).
+	// domain is the DNS zone every record is written under (for example aks.vecd.vczc.nl). At
+	// most 242 characters, so that the shortest service hostname (a 10-character first label)
+	// still fits in a DNS name; longer service names under a long domain are reported on their
+	// ServiceRoute as InvalidHostname.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=242
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?([.][a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$')",message="domain must be a lowercase DNS name: dot-separated labels of at most 63 lowercase letters, digits and '-', each starting and ending with a letter or digit"
 	Domain string `json:"domain"`
 

@@ -42,4 +42,24 @@ const (
 	ReasonTargetHostnameTooLong = "TargetHostnameTooLong"
 	// ReasonConfigurationValid: the DNSConfiguration is valid and in use.
 	ReasonConfigurationValid = "ConfigurationValid"
+	// ReasonExternalDNSNotInstalled: the DNSEndpoint API (externaldns.k8s.io/v1alpha1) is not
+	// served, so no DNS record can be written; existing ones are kept and publishing starts when
+	// the CRD is installed.
+	ReasonExternalDNSNotInstalled = "ExternalDNSNotInstalled"
+	// ReasonReconcileError: the last reconcile failed (the message says why); the status
+	// otherwise still describes the generation in status.observedGeneration.
+	ReasonReconcileError = "ReconcileError"
+)
+
+// ConditionDeletionsHeld is the DNSConfiguration condition of the mass-deletion guard: True
+// while deletions of DNS records wait for their grace period.
+const ConditionDeletionsHeld = "DeletionsHeld"
+
+// Reasons of the DeletionsHeld condition.
+const (
+	// ReasonMassDeletionHeld: one change asked for more records to go than the guard allows at
+	// once; they wait for the grace period, and reverting the change keeps them.
+	ReasonMassDeletionHeld = "MassDeletionHeld"
+	// ReasonNoDeletionsHeld: nothing waits.
+	ReasonNoDeletionsHeld = "NoDeletionsHeld"
 )

@@ -47,8 +47,15 @@ const (
 	// ReasonOwnershipConflict: an object with the name the operator would generate exists and is
 	// not managed by the operator; it is left untouched.
 	ReasonOwnershipConflict = "OwnershipConflict"
-	// ReasonInvalidHostname: the generated hostname is not a valid DNS name (too long).
+	// ReasonInvalidHostname: the generated hostname is not a valid DNS name (too long). It is
+	// never published: the route's records and Istio host are removed.
 	ReasonInvalidHostname = "InvalidHostname"
+	// ReasonReconcileError: the last reconcile failed (the message says why); what exists is
+	// kept, and the status otherwise still describes status.observedGeneration.
+	ReasonReconcileError = "ReconcileError"
+	// ReasonExternalDNSNotInstalled: the DNSEndpoint API (externaldns.k8s.io/v1alpha1) is not
+	// served; nothing can be published until the CRD is installed.
+	ReasonExternalDNSNotInstalled = "ExternalDNSNotInstalled"
 )
 
 // Reasons of the Ready condition on ServiceRoute.
@@ -60,9 +67,8 @@ const (
 	// ReasonDNSPolicyInactive: the namespace's DNSPolicy does not apply to this cluster; the
 	// route's DNSEndpoints are removed.
 	ReasonDNSPolicyInactive = "DNSPolicyInactive"
-	// ReasonDNSPolicyNotReady: the DNSPolicy has not been evaluated for its current spec or is
-	// waiting for cluster configuration; existing DNSEndpoints are kept until it is.
-	ReasonDNSPolicyNotReady = "DNSPolicyNotReady"
+	// ReasonDNSConfigurationNotFound (shared with DNSPolicy): without the DNSConfiguration no
+	// policy can be evaluated; the route's existing DNSEndpoints are kept until it is back.
 	// ReasonGatewayNotFound: the referenced Gateway does not exist; the route's DNSEndpoints are removed.
 	ReasonGatewayNotFound = "GatewayNotFound"
 	// ReasonHostnameConflict: an older ServiceRoute claims the same hostname and publishes it.
@@ -83,4 +89,8 @@ const (
 	// ReasonLoadBalancerAddressPending: the ingress Service has no address yet, so no address
 	// record can be published for the target hostname.
 	ReasonLoadBalancerAddressPending = "LoadBalancerAddressPending"
+	// ReasonIstioNotInstalled: the Istio Gateway API (networking.istio.io/v1 Gateway) is not
+	// served, so no Istio Gateway is generated; DNS is still published, and generation starts
+	// when the CRD is installed.
+	ReasonIstioNotInstalled = "IstioNotInstalled"
 )

@@ -1,0 +1,111 @@
+// Package controllers holds the operator's six reconcilers. Each gathers its inputs from the
+// informer cache, asks internal/plan what should exist, lets internal/apply compute the writes,
+// executes them with the one write step (write.go) and ends with the one status write (status.go).
+// Decisions live in internal/plan and internal/apply; this package is wiring and I/O.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// fieldOwner names the operator in managedFields of everything it writes.
+const fieldOwner = client.FieldOwner("service-router-operator")
+
+// ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
+const ingressLabel = naming.IngressServiceSelector
+
+// Watch filters. Status writes bump no generation, so specChanges ignores them: a cluster-wide
+// watch must not fan out to every object on each status update.
+var (
+	specChanges    = builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	createOrDelete = builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})
+	// createOrDeleteOrSpec also passes spec changes and the start of a deletion.
+	createOrDeleteOrSpec = builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+	}})
+)
+
+// getIdentity reads the ClusterIdentity singleton from the cache; nil when it does not exist.
+func getIdentity(ctx context.Context, c client.Reader) (*clusterv1alpha1.ClusterIdentity, error) {
+	ci := &clusterv1alpha1.ClusterIdentity{}
+	return getOptional(ctx, c, clusterv1alpha1.ClusterIdentityName, ci)
+}
+
+// getConfiguration reads the DNSConfiguration singleton from the cache; nil when it does not exist.
+func getConfiguration(ctx context.Context, c client.Reader) (*clusterv1alpha1.DNSConfiguration, error) {
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	return getOptional(ctx, c, clusterv1alpha1.DNSConfigurationName, cfg)
+}
+
+// getOptional reads a cluster-scoped singleton; nil (not an error) when it does not exist. A
+// failed read is an error, never "absent": nothing may be removed on an unreadable input.
+func getOptional[T client.Object](ctx context.Context, c client.Reader, name string, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, fmt.Errorf("reading %T %s: %w", obj, name, err)
+	}
+	return obj, nil
+}
+
+// policyInForce returns the oldest DNSPolicy of a namespace, nil when there is none. A namespace
+// should have one policy; when it has several, the oldest decides and the others report
+// DuplicatePolicy.
+func policyInForce(ctx context.Context, c client.Reader, namespace string) (*routingv1alpha1.DNSPolicy, error) {
+	list := &routingv1alpha1.DNSPolicyList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing DNSPolicies in %s: %w", namespace, err)
+	}
+	policies := make([]*routingv1alpha1.DNSPolicy, len(list.Items))
+	for i := range list.Items {
+		policies[i] = &list.Items[i]
+	}
+	oldest, _ := plan.Oldest(policies)
+	return oldest, nil
+}
+
+// ingressService finds the ingress LoadBalancer Service of an Istio ingress controller (see
+// package ingress for the rule); nil when there is none.
+func ingressService(ctx context.Context, c client.Reader, controller string) (*corev1.Service, error) {
+	list := &corev1.ServiceList{}
+	if err := c.List(ctx, list, client.MatchingFields{indexServiceIstio: controller}); err != nil {
+		return nil, fmt.Errorf("listing ingress Services labelled istio=%s: %w", controller, err)
+	}
+	return ingress.SelectService(list.Items), nil
+}
+
+// requestsFor lists the objects of list's kind that match opts (from the cache) and returns a
+// reconcile request for each: the mapping of every "this change affects those objects" watch.
+func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
+		return nil
+	}
+	var reqs []reconcile.Request
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.(client.Object))})
+		return nil
+	})
+	return reqs
+}

@@ -1,0 +1,123 @@
+package guard
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+var testSettings = Settings{Share: 0.25, Minimum: 3, Window: 30 * time.Second, Observe: 5 * time.Second, Grace: 2 * time.Minute}
+
+func newGuard(total int) (*Guard, *int) {
+	changes := 0
+	return New(testSettings, func() int { return total }, func(bool) { changes++ }), &changes
+}
+
+func TestGuard_NilAndDisabledNeverHold(t *testing.T) {
+	var g *Guard
+	_, held := g.Hold("a", t0)
+	assert.False(t, held)
+	g.Forget("a")
+	assert.Equal(t, State{}, g.State())
+
+	off := New(Settings{}, func() int { return 1 }, nil)
+	_, held = off.Hold("a", t0)
+	assert.False(t, held, "a zero grace disables the guard")
+}
+
+func TestGuard_SingleDeletionWaitsOnlyTheObserveDelay(t *testing.T) {
+	g, changes := newGuard(100)
+	until, held := g.Hold("ns/a", t0)
+	assert.True(t, held)
+	assert.Equal(t, t0.Add(5*time.Second), until)
+	_, held = g.Hold("ns/a", t0.Add(2*time.Second))
+	assert.True(t, held, "asked again before the delay: still waits")
+	_, held = g.Hold("ns/a", t0.Add(5*time.Second))
+	assert.False(t, held, "after the delay it goes")
+	assert.Equal(t, 0, *changes)
+	assert.False(t, g.State().Tripped)
+}
+
+func TestGuard_MassDeletionWaitsTheGracePeriod(t *testing.T) {
+	g, changes := newGuard(8) // 25% of 8 = 2 records; minimum 3
+	for i := range 3 {
+		g.Hold(fmt.Sprintf("ns/r%d", i), t0.Add(time.Duration(i)*time.Second))
+	}
+	st := g.State()
+	assert.True(t, st.Tripped, "3 of 8 records asked to go together")
+	assert.Equal(t, 3, st.Held)
+	assert.Equal(t, t0.Add(2*time.Second).Add(2*time.Minute), st.Until)
+	assert.Equal(t, 1, *changes, "tripping is announced once")
+
+	_, held := g.Hold("ns/r0", t0.Add(time.Minute))
+	assert.True(t, held, "past the observe delay but within the grace period")
+	until, held := g.Hold("ns/r0", t0.Add(2*time.Minute))
+	assert.False(t, held, "grace period over: it goes, counted from the first request")
+	assert.Equal(t, t0.Add(2*time.Minute), until)
+}
+
+func TestGuard_RevertingWithinTheGracePeriodCancelsAndSettles(t *testing.T) {
+	g, changes := newGuard(8)
+	for i := range 4 {
+		g.Hold(fmt.Sprintf("ns/r%d", i), t0)
+	}
+	assert.True(t, g.State().Tripped)
+	for i := range 4 {
+		g.Forget(fmt.Sprintf("ns/r%d", i))
+	}
+	assert.Equal(t, State{}, g.State(), "every record wanted again: nothing held")
+	assert.Equal(t, 2, *changes, "tripped, then settled")
+
+	// A later deletion asks afresh: the cancelled requests do not count.
+	until, held := g.Hold("ns/r0", t0.Add(time.Minute))
+	assert.True(t, held)
+	assert.Equal(t, t0.Add(time.Minute+5*time.Second), until)
+}
+
+func TestGuard_BelowTheShareOrMinimumDoesNotTrip(t *testing.T) {
+	g, _ := newGuard(100) // 25% of 100 = 25
+	for i := range 20 {
+		g.Hold(fmt.Sprintf("ns/r%d", i), t0)
+	}
+	assert.False(t, g.State().Tripped, "20 of 100 is under a quarter")
+
+	small, _ := newGuard(2)
+	small.Hold("a", t0)
+	small.Hold("b", t0)
+	assert.False(t, small.State().Tripped, "under the minimum: a small cluster behaves as the architecture describes")
+}
+
+func TestGuard_DeletionsSpreadOverTheWindowCountAsOneChange(t *testing.T) {
+	g, _ := newGuard(8)
+	g.Hold("a", t0)
+	g.Hold("a", t0.Add(5*time.Second)) // goes
+	g.Hold("b", t0.Add(10*time.Second))
+	g.Hold("b", t0.Add(15*time.Second)) // goes
+	assert.False(t, g.State().Tripped)
+	g.Hold("c", t0.Add(20*time.Second))
+	assert.True(t, g.State().Tripped, "a and b went within the window; c makes three")
+
+	fresh, _ := newGuard(8)
+	fresh.Hold("a", t0)
+	fresh.Hold("a", t0.Add(5*time.Second))
+	fresh.Hold("b", t0.Add(40*time.Second))
+	fresh.Hold("b", t0.Add(45*time.Second))
+	fresh.Hold("c", t0.Add(80*time.Second))
+	assert.False(t, fresh.State().Tripped, "deletions further apart than the window are separate changes")
+}
+
+func TestGuard_AbandonedRequestsExpire(t *testing.T) {
+	g, _ := newGuard(8)
+	for i := range 3 {
+		g.Hold(fmt.Sprintf("r%d", i), t0)
+	}
+	assert.True(t, g.State().Tripped)
+	// Nobody asks again (the routes were deleted and the garbage collector took the records).
+	_, held := g.Hold("other", t0.Add(3*time.Minute))
+	assert.True(t, held, "observe delay of the new request")
+	assert.False(t, g.State().Tripped, "the abandoned requests expired and the guard settled")
+}
