@@ -69,6 +69,6 @@ func DeletionsHeldCondition(held int, until time.Time, generation int64) metav1.
 			Reason: clusterv1alpha1.ReasonNoDeletionsHeld, Message: "no deletion of DNS records is held back"}
 	}
 	return metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionTrue, ObservedGeneration: generation,
-		Reason: clusterv1alpha1.ReasonMassDeletionHeld,
+		Reason:  clusterv1alpha1.ReasonMassDeletionHeld,
 		Message: fmt.Sprintf("%d DNSEndpoint deletion(s) requested at once by one change are held until %s; revert the change before then to keep the records", held, until.UTC().Format(time.RFC3339))}
 }
