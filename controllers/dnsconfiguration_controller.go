@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,9 +36,11 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	original := cfg.DeepCopy()
 	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
-	held := r.Deletions.State()
+	held := r.Deletions.State(time.Now())
 	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
-	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{}, nil)
+	// Looked at again once every held deletion has had its turn, so that the condition clears
+	// even when the last of them needed no reconcile (its object was deleted by someone else).
+	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{at: held.Recheck}, nil)
 }
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API

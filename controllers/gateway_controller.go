@@ -65,9 +65,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		rq = requeueOf(w)
 	}
-	gw.Status.TargetHostname = p.Target
-	gw.Status.LoadBalancerIP = p.LoadBalancerIP
-	gw.Status.Hosts = int32(len(p.Hosts))
+	if !p.Keep {
+		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
+	}
 	return r.end(ctx, gw, original, p.Outcome, rq, nil)
 }
 

@@ -98,7 +98,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
 		}
 	}
-	metrics.RegisterDeletionsHeld(func() int { return deletions.State().Held })
+	metrics.RegisterDeletionsHeld(func() int { return deletions.State(time.Now()).Held })
 	collector := metrics.NewStateCollector(mgr.GetClient(), ingressConflicts, func(l client.ObjectList) bool {
 		switch l.(type) {
 		case *externaldnsv1alpha1.DNSEndpointList:

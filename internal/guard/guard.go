@@ -93,7 +93,7 @@ func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 	settled = g.settle() || settled
 	g.mu.Unlock()
 	if tripped || settled {
-		g.onChange(g.State().Tripped)
+		g.onChange(tripped)
 	}
 	return until, held
 }
@@ -121,15 +121,28 @@ type State struct {
 	Held int
 	// Until is when the last of them may proceed.
 	Until time.Time
+	// Recheck is when State will have forgotten any of them nobody asked for again.
+	Recheck time.Time
 }
 
-// State reports the guard's current state.
-func (g *Guard) State() State {
+// State reports the guard's state at now, forgetting abandoned deletions first. Call it again
+// at Recheck to see the guard settle even when no deletion is asked for any more.
+func (g *Guard) State(now time.Time) State {
 	if g == nil {
 		return State{}
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.expire(now)
+	settled := g.settle()
+	s := g.state()
+	g.mu.Unlock()
+	if settled {
+		g.onChange(false)
+	}
+	return s
+}
+
+func (g *Guard) state() State {
 	s := State{Tripped: g.tripped}
 	if !g.tripped {
 		return s
@@ -140,19 +153,29 @@ func (g *Guard) State() State {
 			s.Until = until
 		}
 	}
+	s.Recheck = s.Until.Add(abandonAfter + time.Second)
 	return s
 }
 
-// expire forgets deletions done longer ago than the window, and held ones nobody asked for again
-// well after their grace period (their owner was deleted, so the garbage collector took them).
+// abandonAfter is how long after its time a waiting deletion that nobody asked for again is
+// forgotten. Every holder asks again when its time comes; one that does not had its object
+// removed by someone else (a route deleted, so the garbage collector took its records). Should a
+// slow holder ask later after all, its deletion just starts waiting afresh: the error is safe.
+const abandonAfter = 15 * time.Second
+
+// expire forgets deletions done longer ago than the window, and abandoned waiting ones.
 func (g *Guard) expire(now time.Time) {
 	for k, at := range g.done {
 		if now.Sub(at) > g.settings.Window {
 			delete(g.done, k)
 		}
 	}
+	wait := g.settings.Observe
+	if g.tripped {
+		wait = g.settings.Grace
+	}
 	for k, first := range g.pending {
-		if now.Sub(first) > g.settings.Grace+g.settings.Window {
+		if now.Sub(first) > wait+abandonAfter {
 			delete(g.pending, k)
 		}
 	}

@@ -22,7 +22,7 @@ func TestGuard_NilAndDisabledNeverHold(t *testing.T) {
 	_, held := g.Hold("a", t0)
 	assert.False(t, held)
 	g.Forget("a")
-	assert.Equal(t, State{}, g.State())
+	assert.Equal(t, State{}, g.State(t0))
 
 	off := New(Settings{}, func() int { return 1 }, nil)
 	_, held = off.Hold("a", t0)
@@ -39,7 +39,7 @@ func TestGuard_SingleDeletionWaitsOnlyTheObserveDelay(t *testing.T) {
 	_, held = g.Hold("ns/a", t0.Add(5*time.Second))
 	assert.False(t, held, "after the delay it goes")
 	assert.Equal(t, 0, *changes)
-	assert.False(t, g.State().Tripped)
+	assert.False(t, g.State(t0).Tripped)
 }
 
 func TestGuard_MassDeletionWaitsTheGracePeriod(t *testing.T) {
@@ -47,7 +47,7 @@ func TestGuard_MassDeletionWaitsTheGracePeriod(t *testing.T) {
 	for i := range 3 {
 		g.Hold(fmt.Sprintf("ns/r%d", i), t0.Add(time.Duration(i)*time.Second))
 	}
-	st := g.State()
+	st := g.State(t0)
 	assert.True(t, st.Tripped, "3 of 8 records asked to go together")
 	assert.Equal(t, 3, st.Held)
 	assert.Equal(t, t0.Add(2*time.Second).Add(2*time.Minute), st.Until)
@@ -65,11 +65,11 @@ func TestGuard_RevertingWithinTheGracePeriodCancelsAndSettles(t *testing.T) {
 	for i := range 4 {
 		g.Hold(fmt.Sprintf("ns/r%d", i), t0)
 	}
-	assert.True(t, g.State().Tripped)
+	assert.True(t, g.State(t0).Tripped)
 	for i := range 4 {
 		g.Forget(fmt.Sprintf("ns/r%d", i))
 	}
-	assert.Equal(t, State{}, g.State(), "every record wanted again: nothing held")
+	assert.Equal(t, State{}, g.State(t0), "every record wanted again: nothing held")
 	assert.Equal(t, 2, *changes, "tripped, then settled")
 
 	// A later deletion asks afresh: the cancelled requests do not count.
@@ -83,12 +83,12 @@ func TestGuard_BelowTheShareOrMinimumDoesNotTrip(t *testing.T) {
 	for i := range 20 {
 		g.Hold(fmt.Sprintf("ns/r%d", i), t0)
 	}
-	assert.False(t, g.State().Tripped, "20 of 100 is under a quarter")
+	assert.False(t, g.State(t0).Tripped, "20 of 100 is under a quarter")
 
 	small, _ := newGuard(2)
 	small.Hold("a", t0)
 	small.Hold("b", t0)
-	assert.False(t, small.State().Tripped, "under the minimum: a small cluster behaves as the architecture describes")
+	assert.False(t, small.State(t0).Tripped, "under the minimum: a small cluster behaves as the architecture describes")
 }
 
 func TestGuard_DeletionsSpreadOverTheWindowCountAsOneChange(t *testing.T) {
@@ -97,9 +97,9 @@ func TestGuard_DeletionsSpreadOverTheWindowCountAsOneChange(t *testing.T) {
 	g.Hold("a", t0.Add(5*time.Second)) // goes
 	g.Hold("b", t0.Add(10*time.Second))
 	g.Hold("b", t0.Add(15*time.Second)) // goes
-	assert.False(t, g.State().Tripped)
+	assert.False(t, g.State(t0).Tripped)
 	g.Hold("c", t0.Add(20*time.Second))
-	assert.True(t, g.State().Tripped, "a and b went within the window; c makes three")
+	assert.True(t, g.State(t0).Tripped, "a and b went within the window; c makes three")
 
 	fresh, _ := newGuard(8)
 	fresh.Hold("a", t0)
@@ -107,7 +107,7 @@ func TestGuard_DeletionsSpreadOverTheWindowCountAsOneChange(t *testing.T) {
 	fresh.Hold("b", t0.Add(40*time.Second))
 	fresh.Hold("b", t0.Add(45*time.Second))
 	fresh.Hold("c", t0.Add(80*time.Second))
-	assert.False(t, fresh.State().Tripped, "deletions further apart than the window are separate changes")
+	assert.False(t, fresh.State(t0).Tripped, "deletions further apart than the window are separate changes")
 }
 
 func TestGuard_AbandonedRequestsExpire(t *testing.T) {
@@ -115,9 +115,19 @@ func TestGuard_AbandonedRequestsExpire(t *testing.T) {
 	for i := range 3 {
 		g.Hold(fmt.Sprintf("r%d", i), t0)
 	}
-	assert.True(t, g.State().Tripped)
+	assert.True(t, g.State(t0).Tripped)
+	st := g.State(t0)
+	assert.Equal(t, t0.Add(2*time.Minute+abandonAfter+time.Second), st.Recheck)
 	// Nobody asks again (the routes were deleted and the garbage collector took the records).
-	_, held := g.Hold("other", t0.Add(3*time.Minute))
+	assert.True(t, g.State(st.Recheck.Add(-2*time.Second)).Tripped, "still within the slack")
+	assert.Equal(t, State{}, g.State(st.Recheck), "the abandoned requests expired and the guard settled")
+
+	g2, changes := newGuard(8)
+	for i := range 3 {
+		g2.Hold(fmt.Sprintf("r%d", i), t0)
+	}
+	_, held := g2.Hold("other", t0.Add(3*time.Minute))
 	assert.True(t, held, "observe delay of the new request")
-	assert.False(t, g.State().Tripped, "the abandoned requests expired and the guard settled")
+	assert.False(t, g2.State(t0.Add(3*time.Minute)).Tripped, "a later request also clears them")
+	assert.Equal(t, 2, *changes, "tripped, then settled")
 }

@@ -255,6 +255,7 @@ func TestGateway(t *testing.T) {
 			assert.Equal(t, tt.wantSync, got.SyncIstio)
 			assert.Equal(t, tt.wantHosts, got.Hosts)
 			assert.Equal(t, tt.wantIP, got.LoadBalancerIP)
+			assert.Equal(t, tt.wantReason == "ClusterIdentityNotFound", got.Keep)
 			if tt.wantReason == "InvalidHostname" {
 				assert.Empty(t, got.Target, "an invalid name never reaches status")
 			}

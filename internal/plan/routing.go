@@ -244,14 +244,17 @@ type GatewayPlan struct {
 	LoadBalancerIP string
 	// SyncIstio says the Istio Gateway must be made to match (or removed when Hosts is empty).
 	SyncIstio bool
+	// Keep leaves the Istio Gateway and the status' target, address and host count as they are:
+	// the ClusterIdentity they are computed from is missing.
+	Keep bool
 }
 
 // Gateway decides the Istio Gateway and status of a Gateway.
 func Gateway(in GatewayInputs) GatewayPlan {
 	gw := in.Gateway
 	if in.Identity == nil {
-		return GatewayPlan{Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
-			Message: fmt.Sprintf("ClusterIdentity %s does not exist; the Istio Gateway is left as it is", clusterv1alpha1.ClusterIdentityName)}}
+		return GatewayPlan{Keep: true, Outcome: Outcome{Phase: pending, Reason: routingv1alpha1.ReasonClusterIdentityNotFound,
+			Message: fmt.Sprintf("ClusterIdentity %s does not exist; the Istio Gateway and the address records are kept", clusterv1alpha1.ClusterIdentityName)}}
 	}
 	id := in.Identity.Spec
 	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: !in.IstioAPIMissing}

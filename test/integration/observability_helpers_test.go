@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/service-router/service-router-operator/controllers"
+	"github.com/service-router/service-router-operator/internal/guard"
 )
 
 // operatorOptions vary the manager startOperatorWith runs.
@@ -38,6 +39,9 @@ type operatorOptions struct {
 	metrics *metricsserver.Options
 	// noControllers starts only the manager (for the metrics endpoint alone).
 	noControllers bool
+	// deletionGuard enables the mass-deletion guard (off by default in tests, so that deletions
+	// are immediate).
+	deletionGuard guard.Settings
 }
 
 // startOperatorWith is startOperator with options.
@@ -69,7 +73,7 @@ func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop 
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	if !o.noControllers {
-		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second}))
+		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard}))
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
