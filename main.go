@@ -112,6 +112,7 @@ func managerOptions(opts options) ctrl.Options {
 	return ctrl.Options{
 		Scheme:                        operatorscheme.New(),
 		Cache:                         controllers.CacheOptions(),
+		MapperProvider:                controllers.MapperProvider,
 		Metrics:                       metrics.ServerOptions(opts.metricsAddr, opts.metricsSecure, opts.enableHTTP2),
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,

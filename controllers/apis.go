@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -46,7 +48,11 @@ type OptionalAPIs struct {
 }
 
 // NewOptionalAPIs looks the optional APIs up once; Start keeps looking for the missing ones.
+// mapper is the manager's; the real discovery behind MapperProvider is used.
 func NewOptionalAPIs(mapper meta.RESTMapper) *OptionalAPIs {
+	if o, ok := mapper.(optionalKindsMapper); ok {
+		mapper = o.RESTMapper
+	}
 	a := &OptionalAPIs{mapper: mapper, interval: apiPollInterval, served: map[schema.GroupVersionKind]bool{},
 		starts: map[schema.GroupVersionKind][]func() error{}}
 	for _, gvk := range []schema.GroupVersionKind{dnsEndpointKind, istioGatewayKind} {
@@ -148,19 +154,54 @@ func (a *OptionalAPIs) markServed(gvk schema.GroupVersionKind) error {
 // discovery hiccup never switches publishing off.
 func (a *OptionalAPIs) lookUp(gvk schema.GroupVersionKind) bool {
 	_, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return !kindMissing(err)
+}
+
+// kindMissing reports whether a REST mapping error says the kind does not exist.
+func kindMissing(err error) bool {
 	var failed *apiutil.ErrResourceDiscoveryFailed
 	switch {
 	case err == nil:
-		return true
-	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
 		return false
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+		return true
 	case errors.As(err, &failed):
 		for _, e := range *failed {
 			if !apierrors.IsNotFound(e) && !meta.IsNoMatchError(e) {
-				return true
+				return false
 			}
 		}
-		return false
+		return true
 	}
-	return true
+	return false
+}
+
+// MapperProvider builds the manager's REST mapper: controller-runtime's dynamic one, except that
+// the optional kinds always map, to their known resources. The informer cache is configured for
+// them (label selectors) when the manager is built, which needs their mapping even before their
+// CRDs exist; nothing reads them until OptionalAPIs says they are served.
+func MapperProvider(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	m, err := apiutil.NewDynamicRESTMapper(c, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return optionalKindsMapper{RESTMapper: m}, nil
+}
+
+// optionalMappings are the REST mappings of the optional kinds, as their CRDs define them.
+var optionalMappings = map[schema.GroupKind]*meta.RESTMapping{
+	dnsEndpointKind.GroupKind(): {GroupVersionKind: dnsEndpointKind, Scope: meta.RESTScopeNamespace,
+		Resource: externaldnsv1alpha1.GroupVersion.WithResource("dnsendpoints")},
+	istioGatewayKind.GroupKind(): {GroupVersionKind: istioGatewayKind, Scope: meta.RESTScopeNamespace,
+		Resource: istionetworkingv1.SchemeGroupVersion.WithResource("gateways")},
+}
+
+type optionalKindsMapper struct{ meta.RESTMapper }
+
+func (m optionalKindsMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
+	if known, ok := optionalMappings[gk]; ok && kindMissing(err) {
+		return known, nil
+	}
+	return mapping, err
 }

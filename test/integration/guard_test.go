@@ -176,7 +176,7 @@ func TestAdoption_AnnotatedObjectsAreTakenOverInPlace(t *testing.T) {
 	legacyGateway := &istionetworkingv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-gateway", Namespace: f.gatewayNS, Annotations: adopt},
 		Spec: istioapinetworkingv1.Gateway{Selector: map[string]string{"istio": "legacy"}, Servers: []*istioapinetworkingv1.Server{{
-			Port: &istioapinetworkingv1.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{f.hostname("api", "example.com")}}}},
+			Port: &istioapinetworkingv1.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"legacy.example.com"}}}},
 	}
 	require.NoError(t, env.Client.Create(f.ctx, legacyGateway))
 	startOperator(t, env.Config)

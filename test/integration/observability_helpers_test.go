@@ -62,6 +62,7 @@ func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        env.Scheme,
 		Cache:                         cacheOpts,
+		MapperProvider:                controllers.MapperProvider,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                o.leaderElection,

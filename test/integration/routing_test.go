@@ -277,9 +277,21 @@ func TestIngressService_AddressKinds(t *testing.T) {
 	f.setLoadBalancer(svc, corev1.LoadBalancerIngress{Hostname: "lb-1234.elb.example.net"})
 	f.waitAddressRecords("internal", target, map[string][]string{"CNAME": {"lb-1234.elb.example.net"}}, "external-dns-weu")
 
+	// The load balancer losing its address (an ingress being re-created or upgraded) says nothing
+	// definite about the records: they are kept, and the Gateway says what is going on.
+	kept := f.addressEndpoints()
 	f.setLoadBalancer(svc)
-	f.waitAddressRecords("internal", target, nil /* none */)
 	f.waitGateway(gw.Name, routingv1alpha1.PhasePending, routingv1alpha1.ReasonLoadBalancerAddressPending)
+	f.waitAddressRecords("internal", target, map[string][]string{"CNAME": {"lb-1234.elb.example.net"}}, "external-dns-weu")
+	require.NoError(t, env.Client.Delete(f.ctx, svc))
+	f.waitGateway(gw.Name, routingv1alpha1.PhasePending, routingv1alpha1.ReasonLoadBalancerNotFound)
+	after := f.addressEndpoints()
+	require.Len(t, after, 1)
+	assert.Equal(t, kept[0].UID, after[0].UID, "the address record outlives its Service")
+
+	// Only the last Gateway of the entry point going is a definite answer.
+	require.NoError(t, env.Client.Delete(f.ctx, gw))
+	f.waitAddressRecords("internal", target, nil /* none */)
 }
 
 // TestDeleteServiceRoute removes its endpoints (garbage collector) and its Istio host.

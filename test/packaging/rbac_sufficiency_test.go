@@ -116,6 +116,7 @@ func startOperatorAs(t *testing.T, cfg *rest.Config) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controlPlane(t).Scheme,
 		Cache:                   controllers.CacheOptions(),
+		MapperProvider:          controllers.MapperProvider,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
