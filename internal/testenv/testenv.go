@@ -40,6 +40,12 @@ type Options struct {
 	// ControllerManager also starts kube-controller-manager with the garbage collector and the
 	// namespace controller.
 	ControllerManager bool
+	// SkipIstioCRDs starts the control plane without the Istio CRDs, as a cluster without Istio
+	// (or with Istio being reinstalled); InstallIstioCRDs adds them later.
+	SkipIstioCRDs bool
+	// SkipExternalDNSCRDs starts the control plane without the DNSEndpoint CRD, as a cluster where
+	// ExternalDNS is not installed yet; InstallExternalDNSCRDs adds it later.
+	SkipExternalDNSCRDs bool
 }
 
 // Env is a running control plane.
@@ -58,6 +64,7 @@ type Env struct {
 	kcmExited  chan struct{}
 	kcmLog     *bytes.Buffer
 	scratchDir string
+	crds       crdFiles
 }
 
 // Start boots the control plane. Call Stop when done.
@@ -75,13 +82,20 @@ func Start(opts Options) (*Env, error) {
 			return nil, fmt.Errorf("control-plane binary %s not found in %s: run `make test` (it builds them once into bin/): %w", name, assets, err)
 		}
 	}
-	crdPaths, err := crdPaths(root)
+	crds, err := locateCRDs(root)
 	if err != nil {
 		return nil, err
 	}
+	crdPaths := []string{crds.operator}
+	if !opts.SkipExternalDNSCRDs {
+		crdPaths = append(crdPaths, crds.externalDNS)
+	}
+	if !opts.SkipIstioCRDs {
+		crdPaths = append(crdPaths, crds.istio)
+	}
 
 	scheme := operatorscheme.New()
-	e := &Env{Scheme: scheme, RepoRoot: root}
+	e := &Env{Scheme: scheme, RepoRoot: root, crds: crds}
 	e.env = &envtest.Environment{
 		Scheme:                scheme,
 		BinaryAssetsDirectory: assets,
@@ -212,20 +226,44 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// crdPaths returns the operator's CRD directory and the third-party CRD files from the module cache.
-func crdPaths(root string) ([]string, error) {
+// InstallIstioCRDs installs the Istio CRDs (from the same pinned module file Start uses) into a
+// control plane started with SkipIstioCRDs, and waits until the API server serves them.
+func (e *Env) InstallIstioCRDs() error {
+	return e.installCRDs(e.crds.istio)
+}
+
+// InstallExternalDNSCRDs installs the DNSEndpoint CRD (from the same pinned module file Start
+// uses) into a control plane started with SkipExternalDNSCRDs, and waits until it is served.
+func (e *Env) InstallExternalDNSCRDs() error {
+	return e.installCRDs(e.crds.externalDNS)
+}
+
+func (e *Env) installCRDs(path string) error {
+	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{path}, ErrorIfPathMissing: true})
+	if err != nil {
+		return fmt.Errorf("installing the CRDs of %s: %w", path, err)
+	}
+	return nil
+}
+
+// crdFiles are the operator's CRD directory and the third-party CRD files from the module cache.
+type crdFiles struct {
+	operator, externalDNS, istio string
+}
+
+func locateCRDs(root string) (crdFiles, error) {
 	externalDNS, err := moduleDir(root, externalDNSModule)
 	if err != nil {
-		return nil, err
+		return crdFiles{}, err
 	}
 	istioAPI, err := moduleDir(root, istioAPIModule)
 	if err != nil {
-		return nil, err
+		return crdFiles{}, err
 	}
-	return []string{
-		filepath.Join(root, "config", "crd", "bases"),
-		filepath.Join(externalDNS, externalDNSCRDPath),
-		filepath.Join(istioAPI, istioCRDPath),
+	return crdFiles{
+		operator:    filepath.Join(root, "config", "crd", "bases"),
+		externalDNS: filepath.Join(externalDNS, externalDNSCRDPath),
+		istio:       filepath.Join(istioAPI, istioCRDPath),
 	}, nil
 }
 
