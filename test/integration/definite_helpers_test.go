@@ -375,6 +375,7 @@ func startObservedOperator(t testing.TB, cfg *rest.Config) *runningOperator {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  controllers.CacheOptions(),
+		MapperProvider:         controllers.MapperProvider,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},

@@ -24,11 +24,10 @@ import (
 	"github.com/service-router/service-router-operator/internal/testenv"
 )
 
-// Reasons the operator reports when an optional CRD is missing. Spelled out here (the API
-// package gets constants of the same value) so that these tests say what a user reads.
+// Reasons the operator reports when an optional CRD is missing.
 const (
-	reasonIstioNotInstalled       = "IstioNotInstalled"
-	reasonExternalDNSNotInstalled = "ExternalDNSNotInstalled"
+	reasonIstioNotInstalled       = routingv1alpha1.ReasonIstioNotInstalled
+	reasonExternalDNSNotInstalled = clusterv1alpha1.ReasonExternalDNSNotInstalled
 )
 
 // controllerRuntimeCacheSyncTimeout is how long controller-runtime waits, by default, for a
