@@ -8,10 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -123,7 +121,10 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
-		For(&routingv1alpha1.Gateway{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Every change, its own status writes included: a reconcile that started from a cached
+		// copy older than the last status write may find nothing to write; the write's own
+		// event then runs it again on the fresh copy, so a status never stays stale.
+		For(&routingv1alpha1.Gateway{}).
 		WatchesRawSource(apiChanges(r.APIs, allGateways)).
 		Watches(&routingv1alpha1.ServiceRoute{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute))}}

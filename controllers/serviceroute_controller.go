@@ -9,12 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -183,7 +181,10 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
 		WithOptions(controller.Options{MaxConcurrentReconciles: routeWorkers}).
-		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Every change, its own status writes included: a reconcile that started from a cached
+		// copy older than the last status write may find nothing to write; the write's own
+		// event then runs it again on the fresh copy, so a status never stays stale.
+		For(&routingv1alpha1.ServiceRoute{}).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(o.GetNamespace()))

@@ -81,8 +81,10 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.domain", "domain must be a lowercase DNS name"}},
 		{"ClusterIdentity domain has no empty label", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example..com\n  environmentLetter: d"),
 			[]string{"spec.domain", "domain must be a lowercase DNS name"}},
-		{"ClusterIdentity domain at most 253 characters", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(260)+"\n  environmentLetter: d"),
-			[]string{"spec.domain", "Too long"}},
+		{"ClusterIdentity domain at most 242 characters (room for the shortest service hostname)", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(243)+"\n  environmentLetter: d"),
+			[]string{"spec.domain", "Too long", "242"}},
+		{"ClusterIdentity leaves room for a gateway target hostname", clusterIdentity("cluster-identity", "\n  region: "+strings.Repeat("r", 63)+"\n  cluster: "+strings.Repeat("c", 63)+"\n  domain: "+longDomain(130)+"\n  environmentLetter: d"),
+			[]string{"spec.domain", "leave no room for a gateway target hostname"}},
 		{"ClusterIdentity environmentLetter is one character", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example.com\n  environmentLetter: dev"),
 			[]string{"spec.environmentLetter", "Too long"}},
 		{"ClusterIdentity environmentLetter lowercase", clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: example.com\n  environmentLetter: D"),
@@ -173,7 +175,8 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 	ensureNamespace(t, "admission")
 	accepted := []string{
-		clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(253)+"\n  environmentLetter: \"7\"\n  adoptsRegions: ["+regionList(32)+"]"),
+		// {aks01}-{weu}-{p}.{domain} is exactly 253 characters with the shortest postfix.
+		clusterIdentity("cluster-identity", "\n  region: weu\n  cluster: aks01\n  domain: "+longDomain(241)+"\n  environmentLetter: \"7\"\n  adoptsRegions: ["+regionList(32)+"]"),
 		clusterIdentity("cluster-identity", "\n  region: "+strings.Repeat("r", 63)+"\n  cluster: a\n  domain: com\n  environmentLetter: p"),
 		namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  sourceCluster: vec-weu-p-aks01"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  sourceCluster: \"\""),
