@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -78,6 +79,15 @@ func (a *OptionalAPIs) WhenServed(gvk schema.GroupVersionKind, start func() erro
 	}
 	a.starts[gvk] = append(a.starts[gvk], start)
 	return nil
+}
+
+// watchOwnedWhenServed starts, once the optional kind of generated is served, c's watch on the
+// generated objects controlled by an owner of owner's kind: the Owns() of the builder, deferred.
+func watchOwnedWhenServed(mgr ctrl.Manager, apis *OptionalAPIs, c controller.Controller, gvk schema.GroupVersionKind, generated, owner client.Object) error {
+	return apis.WhenServed(gvk, func() error {
+		return c.Watch(source.Kind(mgr.GetCache(), generated,
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())))
+	})
 }
 
 // apiChanges is a source that fires once whenever an optional API appears, mapped by h to the

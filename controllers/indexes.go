@@ -44,49 +44,61 @@ type indexer interface {
 	IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error
 }
 
-// addIndexes registers every field index on the manager's cache.
-func addIndexes(ctx context.Context, idx indexer) error {
-	indexes := []struct {
+// addIndexes registers every field index on the manager's cache. The indexes on DNSEndpoints are
+// registered once their API is served: registering one creates the informer, and an informer of
+// a kind that does not exist never syncs, which would hold the whole cache (and the manager) back.
+func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
+	type index struct {
 		obj   client.Object
 		field string
 		fn    client.IndexerFunc
-	}{
-		{&routingv1alpha1.ServiceRoute{}, indexRouteGateway, func(o client.Object) []string {
+	}
+	register := func(indexes ...index) error {
+		for _, i := range indexes {
+			if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := register(
+		index{&routingv1alpha1.ServiceRoute{}, indexRouteGateway, func(o client.Object) []string {
 			return []string{plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute)).String()}
 		}},
-		{&routingv1alpha1.ServiceRoute{}, indexRouteHostnameKey, func(o client.Object) []string {
+		index{&routingv1alpha1.ServiceRoute{}, indexRouteHostnameKey, func(o client.Object) []string {
 			r := o.(*routingv1alpha1.ServiceRoute)
 			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}
 		}},
-		{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
+		index{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
 			return []string{ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))}
 		}},
-		{&routingv1alpha1.Gateway{}, indexGatewayController, func(o client.Object) []string {
+		index{&routingv1alpha1.Gateway{}, indexGatewayController, func(o client.Object) []string {
 			return []string{o.(*routingv1alpha1.Gateway).Spec.Controller}
 		}},
-		{&corev1.Service{}, indexServiceIstio, func(o client.Object) []string {
+		index{&corev1.Service{}, indexServiceIstio, func(o client.Object) []string {
 			if v := o.GetLabels()[naming.IngressServiceSelector]; v != "" {
 				return []string{v}
 			}
 			return nil
 		}},
-		{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointRoute, func(o client.Object) []string {
-			if route := o.GetLabels()[naming.LabelServiceRoute]; route != "" {
-				return []string{o.GetNamespace() + "/" + route}
-			}
-			return nil
-		}},
-		{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointIngress, func(o client.Object) []string {
-			if pair, ok := desired.IngressOfLabels(o.GetLabels()); ok {
-				return []string{ingressKey(pair)}
-			}
-			return nil
-		}},
+	)
+	if err != nil {
+		return err
 	}
-	for _, i := range indexes {
-		if err := idx.IndexField(ctx, i.obj, i.field, i.fn); err != nil {
-			return err
-		}
-	}
-	return nil
+	return apis.WhenServed(dnsEndpointKind, func() error {
+		return register(
+			index{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointRoute, func(o client.Object) []string {
+				if route := o.GetLabels()[naming.LabelServiceRoute]; route != "" {
+					return []string{o.GetNamespace() + "/" + route}
+				}
+				return nil
+			}},
+			index{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointIngress, func(o client.Object) []string {
+				if pair, ok := desired.IngressOfLabels(o.GetLabels()); ok {
+					return []string{ingressKey(pair)}
+				}
+				return nil
+			}},
+		)
+	})
 }

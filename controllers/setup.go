@@ -60,12 +60,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ConflictRetryInterval <= 0 {
 		opts.ConflictRetryInterval = time.Minute
 	}
-	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("registering field indexes: %w", err)
-	}
 	apis := NewOptionalAPIs(mgr.GetRESTMapper())
 	if err := mgr.Add(apis); err != nil {
 		return fmt.Errorf("adding the optional API watcher: %w", err)
+	}
+	if err := addIndexes(ctx, mgr.GetFieldIndexer(), apis); err != nil {
+		return fmt.Errorf("registering field indexes: %w", err)
 	}
 	guardChanges := make(chan event.GenericEvent, 1)
 	deletions := guard.New(opts.DeletionGuard, managedEndpointCount(mgr.GetClient(), apis), func(tripped bool) {
