@@ -9,6 +9,7 @@ require (
 	github.com/prometheus/common v0.70.1
 	github.com/prometheus/prometheus v0.314.0
 	github.com/stretchr/testify v1.12.0
+	github.com/yuin/gopher-lua v1.1.1
 	google.golang.org/protobuf v1.36.12
 	istio.io/api v1.30.3
 	istio.io/client-go v1.30.3
