@@ -1,7 +1,8 @@
 -- Argo CD health check for the Service Router Operator's kinds: cluster.router.io ClusterIdentity
 -- and DNSConfiguration, routing.router.io Gateway, DNSPolicy and ServiceRoute. The same script
--- serves all five (argocd-cm.yaml installs it for each); docs/OPERATOR-GUIDE.md#argo-cd explains
--- the mapping. It uses only Lua's base library, which Argo CD opens for argocd-cm health checks.
+-- serves all five (kustomization.yaml puts it into argocd-cm for each); docs/OPERATOR-GUIDE.md#argo-cd
+-- explains the mapping. It uses only Lua's base library: Argo CD opens base, table and package for
+-- argocd-cm health checks (and a safe part of os), not string.
 --
 --   Progressing  the operator has not yet reconciled the current spec (status.observedGeneration
 --                or the Ready condition's observedGeneration is behind metadata.generation), or
