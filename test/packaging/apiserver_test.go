@@ -20,6 +20,7 @@ import (
 // kindsWithoutAPI are rendered kinds whose CRDs the test control plane does not have.
 var kindsWithoutAPI = map[string]string{
 	"ServiceMonitor": "the Prometheus Operator CRDs are not part of the test control plane",
+	"PrometheusRule": "the Prometheus Operator CRDs are not part of the test control plane",
 }
 
 // restrictedNamespace creates a namespace enforcing the restricted Pod Security Standard.

@@ -162,7 +162,7 @@ func TestChart_ServiceMonitorAndBudget(t *testing.T) {
 	ep := endpoints[0].(map[string]any)
 	require.Equal(t, "https", ep["scheme"])
 	require.Equal(t, "https", ep["port"], "the endpoint names the Service's port")
-	require.NotEmpty(t, ep["bearerTokenFile"], "Prometheus authenticates to the secure endpoint")
+	require.NotEmpty(t, ep["authorization"], "Prometheus authenticates to the secure endpoint")
 
 	binding := findObject(t, objs, "ClusterRoleBinding", releaseName+"-metrics-reader")
 	roleRef, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")

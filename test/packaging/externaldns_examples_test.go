@@ -1,0 +1,103 @@
+package packaging
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/external-dns/pkg/apis/externaldns"
+	"sigs.k8s.io/external-dns/pkg/apis/externaldns/validation"
+)
+
+// externalDNSChart returns the ExternalDNS Helm chart shipped in the module of the ExternalDNS
+// version go.mod selects (the version the end-to-end suite runs).
+func externalDNSChart(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/external-dns")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	require.NoError(t, err, "locating the sigs.k8s.io/external-dns module")
+	var module struct{ Dir string }
+	require.NoError(t, json.Unmarshal(out, &module))
+	require.NotEmpty(t, module.Dir)
+	return filepath.Join(module.Dir, "charts", "external-dns")
+}
+
+// TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags renders ExternalDNS' own chart
+// with each per-zone values file of docs/examples/external-dns, parses the container arguments with
+// ExternalDNS' flag parser and configuration validation, and checks the configuration
+// docs/EXTERNALDNS-INTEGRATION.md recommends: DNSEndpoints only, this zone's annotation, sync with
+// TXT ownership, an owner ID per cluster and a prefix per zone, and the RBAC to read DNSEndpoints.
+// The rendered objects are then accepted by a real API server (dry run).
+func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing.T) {
+	chart := externalDNSChart(t)
+	env := controlPlane(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "external-dns"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(repoPath("docs", "examples", "external-dns", "*-values.yaml"))
+	require.NoError(t, err)
+	var zones []string
+	for _, f := range files {
+		zone := strings.TrimSuffix(filepath.Base(f), "-values.yaml")
+		zones = append(zones, zone)
+		t.Run(zone, func(t *testing.T) {
+			release := "external-dns-" + zone
+			out, err := helm(t, "template", release, chart, "--namespace", "external-dns", "--kube-version", renderKubeVersion, "-f", f)
+			require.NoError(t, err)
+			objs, err := parseObjects([]byte(out))
+			require.NoError(t, err)
+
+			deployments := objectsOfKind(objs, "Deployment")
+			require.Len(t, deployments, 1)
+			d := &appsv1.Deployment{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(deployments[0].Object, d))
+			container := d.Spec.Template.Spec.Containers[0]
+			cfg := externaldns.NewConfig()
+			require.NoError(t, cfg.ParseFlags(container.Args), "ExternalDNS rejects the arguments %v", container.Args)
+			require.NoError(t, validation.ValidateConfig(cfg))
+
+			assert.Equal(t, []string{"crd"}, cfg.Sources)
+			assert.Equal(t, "externaldns.k8s.io/v1alpha1", cfg.CRDSourceAPIVersion)
+			assert.Equal(t, "DNSEndpoint", cfg.CRDSourceKind)
+			assert.Equal(t, "external-dns.alpha.kubernetes.io/controller="+release, cfg.AnnotationFilter,
+				"the instance publishes the DNSEndpoints the operator annotates for controller %s", release)
+			assert.Equal(t, "sync", cfg.Policy)
+			assert.Equal(t, "txt", cfg.Registry)
+			assert.True(t, strings.HasPrefix(cfg.TXTOwnerID, release+"-"), "owner ID %q is <controller>-<cluster>", cfg.TXTOwnerID)
+			assert.Equal(t, zone+"-p-", cfg.TXTPrefix, "one prefix per zone, the same in every cluster")
+			assert.Equal(t, "azure-private-dns", cfg.Provider)
+			assert.Equal(t, "rg-dns-"+zone, cfg.AzureResourceGroup)
+			assert.Equal(t, release, d.Spec.Template.Spec.ServiceAccountName, "the federated credential names this service account")
+
+			roles := objectsOfKind(objs, "ClusterRole")
+			require.Len(t, roles, 1)
+			rules, _ := json.Marshal(roles[0].Object["rules"])
+			assert.Contains(t, string(rules), `"dnsendpoints"`)
+
+			for _, obj := range objs {
+				err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
+					client.DryRunAll, client.FieldOwner("packaging-test"), client.ForceOwnership)
+				require.NoError(t, err, "server-side apply (dry run) of %s %s", obj.GetKind(), obj.GetName())
+			}
+		})
+	}
+	slices.Sort(zones)
+	assert.Equal(t, []string{"frc", "neu", "weu"}, zones, "one values file per regional zone of the DNSConfiguration example")
+}
