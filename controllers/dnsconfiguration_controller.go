@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -37,10 +38,26 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	original := cfg.DeepCopy()
 	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
 	held := r.Deletions.State(time.Now())
-	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
+	r.setDeletionsHeld(cfg, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
 	// Looked at again once every held deletion has had its turn, so that the condition clears
 	// even when the last of them needed no reconcile (its object was deleted by someone else).
 	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{at: held.Recheck}, nil)
+}
+
+// setDeletionsHeld sets the DeletionsHeld condition and announces a change of its status: a
+// Warning when the guard starts holding deletions, a Normal event when it no longer does.
+func (r *DNSConfigurationReconciler) setDeletionsHeld(cfg *clusterv1alpha1.DNSConfiguration, c metav1.Condition) {
+	previous := meta.FindStatusCondition(cfg.Status.Conditions, c.Type)
+	changed := previous == nil && c.Status == metav1.ConditionTrue || previous != nil && previous.Status != c.Status
+	meta.SetStatusCondition(&cfg.Status.Conditions, c)
+	if !changed {
+		return
+	}
+	eventType := "Normal"
+	if c.Status == metav1.ConditionTrue {
+		eventType = "Warning"
+	}
+	r.Recorder.Eventf(cfg, nil, eventType, c.Reason, "Reconcile", "%s", c.Message)
 }
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,14 @@ func TestDeletionGuard_MassDeletionWaitsAndRevertKeepsRecords(t *testing.T) {
 		return ""
 	})
 	assert.Empty(t, deletions.names(), "nothing is deleted while the guard holds")
+	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName}}
+	waitFor(t, "a MassDeletionHeld event on dns-config", func() string {
+		reasons := eventReasons(t, cfg)
+		if !slices.Contains(reasons, clusterv1alpha1.ReasonMassDeletionHeld) {
+			return "events: " + join(reasons)
+		}
+		return ""
+	})
 
 	f.setControllers("weu", "neu") // reverted within the grace period
 	f.waitDeletionsHeld(metav1.ConditionFalse)
