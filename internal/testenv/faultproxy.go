@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,7 +39,9 @@ const (
 	// FaultConflict answers 409 Conflict to a POST, PUT or PATCH without forwarding it, as when
 	// another writer changed the object in between.
 	FaultConflict FaultKind = "Conflict"
-	// FaultWatchCut forwards a watch and cuts its stream after a random 0.2–3 s.
+	// FaultWatchCut cuts watch streams: a new watch is cut after a random 0.2–3 s, and at the
+	// start of every burst each open watch is cut with probability Faults.Share (as when an API
+	// server restarts).
 	FaultWatchCut FaultKind = "WatchCut"
 )
 
@@ -106,6 +109,14 @@ type FaultProxy struct {
 	faultsOn time.Time
 	rng      *rand.Rand
 	requests []Request
+	// watches are the open watch streams, to cut at the start of a burst.
+	watches     map[*openWatch]struct{}
+	stopCutting chan struct{}
+}
+
+type openWatch struct {
+	cancel context.CancelFunc
+	cut    bool // guarded by FaultProxy.mu
 }
 
 // StartFaultProxy starts a proxy to the API server of upstream, using upstream's credentials.
@@ -119,7 +130,7 @@ func StartFaultProxy(upstream *rest.Config) (*FaultProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building a transport to the API server: %w", err)
 	}
-	p := &FaultProxy{rng: rand.New(rand.NewPCG(1, 2))}
+	p := &FaultProxy{rng: rand.New(rand.NewPCG(1, 2)), watches: map[*openWatch]struct{}{}}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport: transport,
@@ -142,6 +153,7 @@ func (e *Env) StartFaultProxy() (*FaultProxy, error) { return StartFaultProxy(e.
 
 // Close stops the proxy and cuts every connection through it.
 func (p *FaultProxy) Close() {
+	p.FaultsOff()
 	p.server.CloseClientConnections()
 	p.server.Close()
 }
@@ -174,6 +186,39 @@ func (p *FaultProxy) SetFaults(f Faults) {
 	defer p.mu.Unlock()
 	p.faults, p.faultsOn = f, time.Now()
 	p.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	if p.stopCutting != nil {
+		close(p.stopCutting)
+		p.stopCutting = nil
+	}
+	if f.Share > 0 && slices.Contains(f.Kinds, FaultWatchCut) {
+		p.stopCutting = make(chan struct{})
+		go p.cutWatchesEachBurst(f.Burst+f.Pause, p.stopCutting)
+	}
+}
+
+// cutWatchesEachBurst cuts a share of the open watches now and at the start of every burst.
+func (p *FaultProxy) cutWatchesEachBurst(cycle time.Duration, stop <-chan struct{}) {
+	var tick <-chan time.Time
+	if cycle > 0 {
+		ticker := time.NewTicker(cycle)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	for {
+		p.mu.Lock()
+		for w := range p.watches {
+			if !w.cut && p.rng.Float64() < p.faults.Share {
+				w.cut = true
+				w.cancel()
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-stop:
+			return
+		case <-tick:
+		}
+	}
 }
 
 // FaultsOff stops injecting faults; requests in flight finish as decided.
@@ -275,7 +320,25 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 
 	switch info.Fault {
 	case "":
-		p.proxy.ServeHTTP(rec, r)
+		if info.Verb != "watch" {
+			p.proxy.ServeHTTP(rec, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		w := &openWatch{cancel: cancel}
+		p.mu.Lock()
+		p.watches[w] = struct{}{}
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			delete(p.watches, w)
+			if w.cut {
+				info.Fault = FaultWatchCut
+			}
+			p.mu.Unlock()
+		}()
+		p.proxy.ServeHTTP(rec, r.WithContext(ctx))
 	case FaultServerError:
 		if p.coin() {
 			writeStatus(rec, http.StatusInternalServerError, metav1.StatusReasonInternalError,
