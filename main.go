@@ -32,6 +32,9 @@ type options struct {
 	probeAddr            string
 	leaderElect          bool
 	leaderElectNamespace string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
 	enableHTTP2          bool
 	deletionGuard        guard.Settings
 }
@@ -49,6 +52,12 @@ func main() {
 		"Elect a leader so that only one replica reconciles at a time. Defaults to true inside a cluster, false outside.")
 	flag.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "",
 		"Namespace of the leader-election Lease. Defaults to the operator's own namespace in a cluster.")
+	flag.DurationVar(&opts.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a standby replica waits after the leader's last renewal before it takes over; bounds the failover time when the leader dies.")
+	flag.DurationVar(&opts.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps retrying to renew its lease before it gives up leading (and exits). Must be shorter than the lease duration.")
+	flag.DurationVar(&opts.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often replicas try to acquire or renew the lease.")
 	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false,
 		"Serve the metrics endpoint over HTTP/2 as well. Off by default because of the HTTP/2 rapid-reset CVEs.")
 	opts.deletionGuard = guard.DefaultSettings
@@ -119,6 +128,9 @@ func managerOptions(opts options) ctrl.Options {
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.leaseDuration,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryPeriod,
 	}
 }
 
