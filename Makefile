@@ -41,10 +41,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and +kubebuilder markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and +kubebuilder markers, and the chart's CRD templates.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=service-router-operator paths=./... output:rbac:artifacts:config=config/rbac
-	rm -f $(CHART_DIR)/crds/*.yaml && cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	$(GO) run ./hack/chartcrds --crd-dir=config/crd/bases --chart-dir=$(CHART_DIR)/templates/crds
 
 .PHONY: spec-manifests
 spec-manifests: ## Re-extract the architecture document's manifests into test/testdata (needs ../shared/seeds).

@@ -1,7 +1,8 @@
 ##@ Helm chart
 
 # The chart never carries hand-written copies of generated things:
-# - crds/ is copied from config/crd/bases by `make manifests`;
+# - the CRD templates in templates/crds/ are generated from config/crd/bases by `make manifests`
+#   (hack/chartcrds): templates, not crds/, so that `helm upgrade` carries every schema change;
 # - the rules (and aggregation labels) of every Role and ClusterRole in templates/rbac/ are copied
 #   from config/rbac by `make chart-rbac` (hack/chartrbac); only the names, namespaces, conditions
 #   and Helm labels around them come from the generator's table. Bindings, the Deployment and the
