@@ -15,6 +15,8 @@ IMAGE_REGISTRY ?= ghcr.io/service-router
 IMG ?= $(IMAGE_REGISTRY)/service-router-operator:v$(VERSION)
 
 BIN := $(CURDIR)/bin
+# The version service_router_build_info reports, for `make build`, `make image` and the Dockerfile.
+MANAGER_LDFLAGS := -X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)
 GO ?= go
 GO_TEST_FLAGS ?=
 # The architecture document the API implements; test/testdata/spec-manifests.yaml is extracted from it.
@@ -83,6 +85,7 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy
 	cd hack/tools/external-dns && $(GO) mod tidy
+	cd hack/image && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree differs from what the generators produce; run 'make manifests generate fmt' and commit:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \
@@ -93,14 +96,14 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 
 .PHONY: build
 build: generate fmt vet ## Build the operator binary into bin/manager.
-	$(GO) build -trimpath -ldflags "-X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)" -o $(MANAGER) .
+	$(GO) build -trimpath -ldflags "$(MANAGER_LDFLAGS)" -o $(MANAGER) .
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster in $KUBECONFIG (plain-HTTP metrics on :8080).
 	$(GO) run . --metrics-bind-address=:8080 --metrics-secure=false
 
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a Docker engine).
+docker-build: ## Build the operator image with the Dockerfile (needs a Docker engine; `make image` does not).
 	docker build --build-arg VERSION=v$(VERSION) -t $(IMG) .
 
 # Feature areas (packaging, end-to-end, demo) keep their targets in their own files.

@@ -16,7 +16,7 @@ import (
 // tell a user to run, each of which must work on a fresh clone with an empty bin/.
 var firstRunTargets = []string{
 	"demo", "demo-down", "test", "test-go", "e2e", "verify", "build", "run", "lint", "bench",
-	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package",
+	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package", "image",
 	"tools", "control-plane", "external-dns",
 }
 
