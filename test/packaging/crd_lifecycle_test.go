@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -218,7 +219,10 @@ func crdClient(t *testing.T, env *testenv.Env) client.Client {
 	t.Helper()
 	scheme := operatorscheme.New()
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	cfg := rest.CopyConfig(env.Config)
+	// The API server warns about the field the installed schema does not know yet: expected here.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	return c
 }
@@ -266,7 +270,7 @@ func deleteCRDs(t *testing.T, c client.Client, names ...string) {
 }
 
 // removeCRDForTest deletes a CRD until the end of the test, waits until discovery no longer lists
-// its group version, and puts it back afterwards.
+// its resource in groupVersion, and puts it back afterwards.
 func removeCRDForTest(t *testing.T, env *testenv.Env, c client.Client, name, groupVersion string) {
 	t.Helper()
 	ctx := context.Background()
@@ -283,11 +287,21 @@ func removeCRDForTest(t *testing.T, env *testenv.Env, c client.Client, name, gro
 	})
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	require.NoError(t, err)
-	waitUntil(t, "discovery to drop "+groupVersion, func() string {
-		if _, err := dc.ServerResourcesForGroupVersion(groupVersion); apierrors.IsNotFound(err) {
-			return ""
+	plural := saved.Spec.Names.Plural
+	waitUntil(t, "discovery to drop "+plural+" from "+groupVersion, func() string {
+		resources, err := dc.ServerResourcesForGroupVersion(groupVersion)
+		if apierrors.IsNotFound(err) {
+			return "" // the group version had no other resource
 		}
-		return groupVersion + " is still served"
+		if err != nil {
+			return err.Error()
+		}
+		for _, r := range resources.APIResources {
+			if r.Name == plural {
+				return plural + " is still served"
+			}
+		}
+		return ""
 	})
 }
 
