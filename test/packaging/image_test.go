@@ -290,4 +290,3 @@ func chartAppVersion(t *testing.T) string {
 	t.Fatal("Chart.yaml has no appVersion")
 	return ""
 }
-
