@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# The operator image: a static binary on distroless, running as an unprivileged user.
+# The operator image for people with Docker: the static manager binary alone on scratch (no shell),
+# running as an unprivileged user. `make image` builds the same image without Docker (hack/image);
+# test/packaging checks that both have the same base, user and entrypoint.
 
 FROM golang:1.26 AS builder
 ARG TARGETOS
@@ -20,7 +22,7 @@ COPY internal/ internal/
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags="-s -w -X github.com/service-router/service-router-operator/internal/metrics.Version=${VERSION}" -o manager .
 
-FROM gcr.io/distroless/static:nonroot
+FROM scratch
 WORKDIR /
 COPY --from=builder /workspace/manager /manager
 USER 65532:65532

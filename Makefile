@@ -15,24 +15,18 @@ IMAGE_REGISTRY ?= ghcr.io/service-router
 IMG ?= $(IMAGE_REGISTRY)/service-router-operator:v$(VERSION)
 
 BIN := $(CURDIR)/bin
+# The version service_router_build_info reports, for `make build`, `make image` and the Dockerfile.
+MANAGER_LDFLAGS := -X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)
 GO ?= go
 GO_TEST_FLAGS ?=
 # The architecture document the API implements; test/testdata/spec-manifests.yaml is extracted from it.
 SPEC_DOC ?= ../shared/seeds/000_ae52c462c3f2aee5.txt
 
-CONTROLLER_GEN := $(BIN)/controller-gen
-KUSTOMIZE := $(BIN)/kustomize
-HELM := $(BIN)/helm
-STATICCHECK := $(BIN)/staticcheck
-KUBE_APISERVER := $(BIN)/kube-apiserver
-KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
-KUBECTL := $(BIN)/kubectl
-ETCD := $(BIN)/etcd
-OPERATOR_SDK := $(BIN)/operator-sdk
-
 CHART_DIR := charts/service-router-operator
 
-CONTROL_PLANE := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
+# Every path under bin/ and how it is built: first, so that every rule below and in the feature
+# files sees them (see the file's header).
+include hack/make/tools.mk
 
 ##@ General
 
@@ -49,10 +43,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and +kubebuilder markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and +kubebuilder markers, and the chart's CRD templates.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=service-router-operator paths=./... output:rbac:artifacts:config=config/rbac
-	rm -f $(CHART_DIR)/crds/*.yaml && cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	$(GO) run ./hack/chartcrds --crd-dir=config/crd/bases --chart-dir=$(CHART_DIR)/templates/crds
 
 .PHONY: spec-manifests
 spec-manifests: ## Re-extract the architecture document's manifests into test/testdata (needs ../shared/seeds).
@@ -91,6 +85,7 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy
 	cd hack/tools/external-dns && $(GO) mod tidy
+	cd hack/image && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree differs from what the generators produce; run 'make manifests generate fmt' and commit:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; \
@@ -101,56 +96,15 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 
 .PHONY: build
 build: generate fmt vet ## Build the operator binary into bin/manager.
-	$(GO) build -trimpath -ldflags "-X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)" -o $(BIN)/manager .
+	$(GO) build -trimpath -ldflags "$(MANAGER_LDFLAGS)" -o $(MANAGER) .
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster in $KUBECONFIG (plain-HTTP metrics on :8080).
 	$(GO) run . --metrics-bind-address=:8080 --metrics-secure=false
 
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a Docker engine).
+docker-build: ## Build the operator image with the Dockerfile (needs a Docker engine; `make image` does not).
 	docker build --build-arg VERSION=v$(VERSION) -t $(IMG) .
 
-##@ Tools (built once into bin/ from the Go module proxy)
-
-.PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) ## Build the development tools.
-
-.PHONY: control-plane
-control-plane: $(CONTROL_PLANE) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl.
-
-$(CONTROLLER_GEN): hack/tools/go.mod
-	@echo "==> building controller-gen into bin/ (first run only)"
-	cd hack/tools && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
-
-$(KUSTOMIZE): hack/tools/go.mod
-	@echo "==> building kustomize into bin/ (first run only)"
-	cd hack/tools && $(GO) build -o $@ sigs.k8s.io/kustomize/kustomize/v5
-
-$(HELM): hack/tools/go.mod
-	@echo "==> building helm into bin/ (first run only)"
-	cd hack/tools && $(GO) build -o $@ helm.sh/helm/v3/cmd/helm
-
-$(STATICCHECK): hack/tools/go.mod
-	@echo "==> building staticcheck into bin/ (first run only)"
-	cd hack/tools && $(GO) build -o $@ honnef.co/go/tools/cmd/staticcheck
-
-$(ETCD): hack/tools/etcd/go.mod hack/tools/etcd/main.go
-	@echo "==> building etcd into bin/ (first run only, about a minute)"
-	cd hack/tools/etcd && $(GO) build -o $@ .
-
-# The version the Kubernetes binaries report (/version, kubectl version): without it they say
-# v0.0.0-master, which no kubeVersion constraint (Helm charts, OLM minKubeVersion) accepts.
-KUBE_VERSION := v1.36.3
-KUBE_VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
-	-X k8s.io/component-base/version.gitTreeState=clean
-
-# One go build for the three Kubernetes commands shares the compilation of k8s.io/kubernetes.
-$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) &: hack/tools/kube/go.mod
-	@echo "==> building kube-apiserver, kube-controller-manager and kubectl into bin/ (first run only, 5-10 minutes on 2 cores)"
-	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
-	@touch $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
-
 # Feature areas (packaging, end-to-end, demo) keep their targets in their own files.
-include $(sort $(wildcard hack/make/*.mk))
+include $(filter-out hack/make/tools.mk,$(sort $(wildcard hack/make/*.mk)))

@@ -17,19 +17,6 @@ BUNDLE_CREATED_AT ?= 2025-06-01T00:00:00Z
 BUNDLE_VALIDATE_K8S_VERSION ?= 1.36
 BUNDLE_CSV := bundle/manifests/service-router-operator.clusterserviceversion.yaml
 
-# The version operator-sdk reports (and writes into the bundle's builder labels) is set at link time
-# from the pinned module version, as its own release build does.
-OPERATOR_SDK_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/operator-framework/operator-sdk") print $$(i + 1) }' hack/tools/operator-sdk/go.mod)
-OPERATOR_SDK_LDFLAGS = $(foreach v,Version GitVersion ImageVersion,-X github.com/operator-framework/operator-sdk/internal/version.$(v)=$(OPERATOR_SDK_VERSION))
-
-$(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
-	@echo "==> building operator-sdk $(OPERATOR_SDK_VERSION) into bin/ (first run only, several minutes)"
-	cd hack/tools/operator-sdk && $(GO) build -tags containers_image_openpgp -ldflags "$(OPERATOR_SDK_LDFLAGS)" \
-		-o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
-
-.PHONY: operator-sdk
-operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
-
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for IMG and VERSION, then validate it.
 	@# The API types carry no operator-sdk CSV markers: --apis-dir names no Go package, so that

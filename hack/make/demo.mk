@@ -2,11 +2,8 @@
 # (hack/demo, docs/DEMO.md). Everything it needs is built or installed by the prerequisites below;
 # the demo's state (kubeconfig, logs, pid file, every temporary directory) lives in DEMO_STATE_DIR
 # and is removed when the demo stops (Ctrl-C, or `make demo-down` from another terminal).
-#
-# Included by the top Makefile, which defines BIN, GO and CONTROL_PLANE; EXTERNAL_DNS comes from
-# e2e.mk.
+# The paths of bin/demo, bin/external-dns and the control plane come from hack/make/tools.mk.
 
-DEMO := $(BIN)/demo
 DEMO_STATE_DIR ?= $(CURDIR)/.demo
 # Extra flags for hack/demo, e.g. DEMO_FLAGS=--check (exit after the report).
 DEMO_FLAGS ?=

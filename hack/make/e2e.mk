@@ -2,22 +2,12 @@
 # the Go end-to-end suite in test/e2e (build tag `e2e`), which starts control planes, `named`
 # processes, ExternalDNS processes and the operator as plain local processes.
 #
-# Included by the top Makefile, which defines BIN, GO and CONTROL_PLANE.
+# bin/external-dns and the control plane are built by the rules of hack/make/tools.mk.
 
-EXTERNAL_DNS := $(BIN)/external-dns
 E2E_TIMEOUT ?= 20m
 E2E_FLAGS ?=
 
 ##@ End-to-end (real ExternalDNS + BIND)
-
-# ExternalDNS links every provider, so the first build takes several minutes on 2 cores.
-$(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum
-	@echo "==> building external-dns into bin/ (first run only, several minutes)"
-	cd hack/tools/external-dns && $(GO) build -trimpath -o $@ sigs.k8s.io/external-dns
-	@touch $@
-
-.PHONY: external-dns
-external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns.
 
 # `named`, `dig` and `nsupdate` come from the distribution (Debian: bind9, bind9-dnsutils).
 # Installing needs root; it runs non-interactively so that it works in CI without a terminal.

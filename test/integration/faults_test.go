@@ -184,14 +184,6 @@ func recordsOf(ep *externaldnsv1alpha1.DNSEndpoint) string {
 	return strings.Join(parts, "; ")
 }
 
-func istioHosts(ig *istionetworkingv1.Gateway) []string {
-	var hosts []string
-	for _, s := range ig.Spec.Servers {
-		hosts = append(hosts, s.Hosts...)
-	}
-	return hosts
-}
-
 // publishedWatch watches the DNSEndpoints and Istio Gateways of a fixture's namespaces on the
 // API server directly (not through any proxy), from a listed resourceVersion on, so that no
 // change escapes it, and records every deletion, re-creation (a new UID under a known name),

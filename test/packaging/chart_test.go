@@ -1,6 +1,7 @@
 package packaging
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,23 +176,30 @@ func TestChart_ServiceMonitorAndBudget(t *testing.T) {
 	require.EqualValues(t, 1, minAvailable)
 }
 
+// The chart's CRDs are config/crd/bases, with only the chart's labels and the keep annotation added.
 func TestChart_CRDsAreTheGeneratedOnes(t *testing.T) {
-	generated, err := filepath.Glob(repoPath("config", "crd", "bases", "*.yaml"))
-	require.NoError(t, err)
-	inChart, err := filepath.Glob(repoPath(chartPath, "crds", "*.yaml"))
-	require.NoError(t, err)
-	base := func(paths []string) (out []string) {
-		for _, p := range paths {
-			out = append(out, filepath.Base(p))
+	rendered := map[string]*unstructured.Unstructured{}
+	for _, crd := range objectsOfKind(renderChart(t), "CustomResourceDefinition") {
+		rendered[crd.GetName()] = crd
+	}
+	var generated []string
+	for _, f := range operatorCRDFiles(t) {
+		for _, want := range readObjects(t, "config", "crd", "bases", filepath.Base(f)) {
+			generated = append(generated, want.GetName())
+			got, ok := rendered[want.GetName()]
+			require.True(t, ok, "the chart renders no CRD %s: run `make manifests`", want.GetName())
+			got = got.DeepCopy()
+			require.Equal(t, releaseName, got.GetLabels()["app.kubernetes.io/instance"], "the chart's labels on %s", got.GetName())
+			got.SetLabels(nil)
+			annotations := got.GetAnnotations()
+			delete(annotations, "helm.sh/resource-policy")
+			got.SetAnnotations(annotations)
+			require.Equal(t, want.Object, got.Object, "%s differs from config/crd/bases: run `make manifests`", want.GetName())
 		}
-		return out
 	}
-	require.Equal(t, base(generated), base(inChart), "crds/ is copied from config/crd/bases by `make manifests`")
-	for _, p := range generated {
-		want := readFile(t, p)
-		got := readFile(t, repoPath(chartPath, "crds", filepath.Base(p)))
-		require.True(t, want == got, "%s differs from config/crd/bases: run `make manifests`", filepath.Base(p))
-	}
+	require.Len(t, rendered, len(generated), "the chart renders CRDs that config/crd/bases does not have")
+	_, err := os.Stat(repoPath(chartPath, "crds"))
+	require.True(t, os.IsNotExist(err), "crds/ must not exist: Helm never upgrades the CRDs in it")
 }
 
 func TestChart_NotesNameEveryResourceToCreate(t *testing.T) {

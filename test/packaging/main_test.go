@@ -42,6 +42,10 @@ var (
 	envOnce sync.Once
 	env     *testenv.Env
 	envErr  error
+
+	crdEnvOnce sync.Once
+	crdEnv     *testenv.Env
+	crdEnvErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -52,9 +56,11 @@ func TestMain(m *testing.M) {
 	}
 	repoRoot = root
 	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+	for _, e := range []*testenv.Env{env, crdEnv} {
+		if e != nil {
+			if err := e.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping a test control plane:", err)
+			}
 		}
 	}
 	os.Exit(code)
@@ -69,6 +75,18 @@ func controlPlane(t *testing.T) *testenv.Env {
 		t.Fatalf("starting the test control plane: %v", envErr)
 	}
 	return env
+}
+
+// crdControlPlane starts a second control plane, for the tests that install, upgrade and delete
+// CRDs (the chart's, ExternalDNS', Istio's): cluster-wide changes the tests sharing controlPlane
+// must never see. Those tests run one after the other and each sets up the CRDs it needs.
+func crdControlPlane(t *testing.T) *testenv.Env {
+	t.Helper()
+	crdEnvOnce.Do(func() { crdEnv, crdEnvErr = testenv.Start(testenv.Options{}) })
+	if crdEnvErr != nil {
+		t.Fatalf("starting the CRD test control plane: %v", crdEnvErr)
+	}
+	return crdEnv
 }
 
 // repoPath returns a path inside the repository.
@@ -106,7 +124,8 @@ func helm(t *testing.T, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// No user or cluster configuration leaks into the tests.
 	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home, "KUBECONFIG="+filepath.Join(home, "none"))
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home,
+		"KUBECONFIG="+filepath.Join(home, "none"), "KUBECACHEDIR="+filepath.Join(home, "kube-cache"))
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}

@@ -84,6 +84,27 @@ Scheme and port name of the metrics endpoint.
 {{- end }}
 
 {{/*
+"true" when Helm renders against a cluster (install, upgrade, template --dry-run=server), empty when
+it renders offline (helm template, helm lint, client-side dry runs). Offline, lookup returns
+nothing and .Capabilities lists only Kubernetes' built-in APIs, so checks of the cluster's APIs
+must not run there; the kube-system namespace exists in every cluster.
+*/}}
+{{- define "service-router-operator.talksToCluster" -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks of the cluster the release is installed in, with a clear message. Only against a cluster.
+*/}}
+{{- define "service-router-operator.checkCluster" -}}
+{{- if and .Values.installChecks.dnsEndpointCRD (include "service-router-operator.talksToCluster" .) }}
+{{- if not (.Capabilities.APIVersions.Has "externaldns.k8s.io/v1alpha1/DNSEndpoint") }}
+{{- fail "this cluster does not serve the ExternalDNS DNSEndpoint API (externaldns.k8s.io/v1alpha1, CRD dnsendpoints.externaldns.k8s.io). The operator writes DNSEndpoints for ExternalDNS and cannot start without that API. Install the CRD first: it ships with ExternalDNS as config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml (docs/INSTALLATION.md#prerequisites). To install the operator before ExternalDNS anyway, set installChecks.dnsEndpointCRD=false." }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 Checks across values that the schema cannot express with a clear message.
 */}}
 {{- define "service-router-operator.validate" -}}

@@ -1,0 +1,85 @@
+##@ Tools (built once into bin/ from the Go module proxy)
+
+# The one place where the path of every binary under bin/ is defined, and how each is built. The
+# top Makefile includes this file before anything else: make expands a rule's prerequisites when
+# it reads the rule, so a path defined after a rule that lists it would silently expand to nothing
+# and the tool would never be built (a fresh clone's `make demo` once failed that way). The
+# feature files (hack/make/*.mk) only use these variables; test/packaging/makefile_test.go checks,
+# with `make -n` and an empty bin directory, that every first-run target builds what it runs.
+
+CONTROLLER_GEN := $(BIN)/controller-gen
+KUSTOMIZE := $(BIN)/kustomize
+HELM := $(BIN)/helm
+STATICCHECK := $(BIN)/staticcheck
+ETCD := $(BIN)/etcd
+KUBE_APISERVER := $(BIN)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
+KUBECTL := $(BIN)/kubectl
+OPERATOR_SDK := $(BIN)/operator-sdk
+EXTERNAL_DNS := $(BIN)/external-dns
+# Built by `make build` and `make demo-build` (go build is incremental, so they are phony targets).
+MANAGER := $(BIN)/manager
+DEMO := $(BIN)/demo
+
+CONTROL_PLANE := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) ## Build the development tools.
+
+.PHONY: control-plane
+control-plane: $(CONTROL_PLANE) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl.
+
+.PHONY: operator-sdk
+operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
+
+.PHONY: external-dns
+external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns.
+
+$(CONTROLLER_GEN): hack/tools/go.mod
+	@echo "==> building controller-gen into bin/ (first run only)"
+	cd hack/tools && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(KUSTOMIZE): hack/tools/go.mod
+	@echo "==> building kustomize into bin/ (first run only)"
+	cd hack/tools && $(GO) build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+$(HELM): hack/tools/go.mod
+	@echo "==> building helm into bin/ (first run only)"
+	cd hack/tools && $(GO) build -o $@ helm.sh/helm/v3/cmd/helm
+
+$(STATICCHECK): hack/tools/go.mod
+	@echo "==> building staticcheck into bin/ (first run only)"
+	cd hack/tools && $(GO) build -o $@ honnef.co/go/tools/cmd/staticcheck
+
+$(ETCD): hack/tools/etcd/go.mod hack/tools/etcd/main.go
+	@echo "==> building etcd into bin/ (first run only, about a minute)"
+	cd hack/tools/etcd && $(GO) build -o $@ .
+
+# The version the Kubernetes binaries report (/version, kubectl version): without it they say
+# v0.0.0-master, which no kubeVersion constraint (Helm charts, OLM minKubeVersion) accepts.
+KUBE_VERSION := v1.36.3
+KUBE_VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
+# One go build for the three Kubernetes commands shares the compilation of k8s.io/kubernetes.
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) &: hack/tools/kube/go.mod
+	@echo "==> building kube-apiserver, kube-controller-manager and kubectl into bin/ (first run only, 5-10 minutes on 2 cores)"
+	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+	@touch $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
+
+# The version operator-sdk reports (and writes into the bundle's builder labels) is set at link time
+# from the pinned module version, as its own release build does.
+OPERATOR_SDK_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/operator-framework/operator-sdk") print $$(i + 1) }' hack/tools/operator-sdk/go.mod)
+OPERATOR_SDK_LDFLAGS = $(foreach v,Version GitVersion ImageVersion,-X github.com/operator-framework/operator-sdk/internal/version.$(v)=$(OPERATOR_SDK_VERSION))
+
+$(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
+	@echo "==> building operator-sdk $(OPERATOR_SDK_VERSION) into bin/ (first run only, several minutes)"
+	cd hack/tools/operator-sdk && $(GO) build -tags containers_image_openpgp -ldflags "$(OPERATOR_SDK_LDFLAGS)" \
+		-o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
+
+# ExternalDNS links every provider, so the first build takes several minutes on 2 cores.
+$(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum
+	@echo "==> building external-dns into bin/ (first run only, several minutes)"
+	cd hack/tools/external-dns && $(GO) build -trimpath -o $@ sigs.k8s.io/external-dns
+	@touch $@

@@ -1,0 +1,157 @@
+package packaging
+
+import (
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// firstRunTargets are the make targets README.md, docs/INSTALLATION.md and docs/DEVELOPMENT.md
+// tell a user to run, each of which must work on a fresh clone with an empty bin/.
+var firstRunTargets = []string{
+	"demo", "demo-down", "test", "test-go", "e2e", "verify", "build", "run", "lint", "bench",
+	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package", "image",
+	"tools", "control-plane", "external-dns",
+}
+
+// implicitNeeds are binaries a command uses without naming them: the programs it starts find
+// them in bin/ (envtest, the demo, the end-to-end harness, the packaging tests).
+var implicitNeeds = []struct {
+	command *regexp.Regexp
+	needs   []string
+}{
+	{regexp.MustCompile(`\bKUBEBUILDER_ASSETS=`), []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}},
+	{regexp.MustCompile(`/demo --state-dir`), []string{"manager", "external-dns"}},
+	{regexp.MustCompile(`go test -tags e2e`), []string{"manager", "external-dns", "demo"}},
+	{regexp.MustCompile(`go test \./\.\.\.`), []string{"helm"}},
+}
+
+// TestMakefile_FirstRunTargetsBuildWhatTheyRun reads what each first-run target would do on a
+// fresh clone (`make -n` with an empty bin directory) and fails when a command runs a binary of
+// bin/ that no earlier command of the same target builds: a prerequisite that expands to nothing
+// (a tool path defined after the rule that lists it) is exactly that.
+func TestMakefile_FirstRunTargetsBuildWhatTheyRun(t *testing.T) {
+	makeBinary, err := exec.LookPath("make")
+	require.NoError(t, err, "GNU make is needed to check the Makefile")
+	bin := t.TempDir()
+
+	for _, target := range firstRunTargets {
+		t.Run(target, func(t *testing.T) {
+			cmd := exec.Command(makeBinary, "-n", "--no-print-directory", target, "BIN="+bin)
+			cmd.Dir = repoRoot
+			// Flags of an enclosing make (jobserver, -n, -k) must not change what this one prints.
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+			})
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "make -n %s:\n%s", target, out)
+			for _, problem := range unbuiltBinaries(string(out), bin) {
+				t.Errorf("make %s on a fresh clone: %s", target, problem)
+			}
+		})
+	}
+}
+
+// The check itself must be able to fail: a dry run that starts envtest and ExternalDNS without
+// building them is caught.
+func TestMakefile_UnbuiltBinaryCheckCatchesAHiddenPrerequisite(t *testing.T) {
+	dryRun := strings.Join([]string{
+		"cd hack/tools/etcd && go build -o /b/etcd .",
+		"go build -o /b/demo ./hack/demo",
+		"KUBEBUILDER_ASSETS=/b /b/demo --state-dir=/x/.demo",
+		"/b/helm lint charts/x",
+	}, "\n")
+	problems := unbuiltBinaries(dryRun, "/b")
+	for _, want := range []string{"kube-apiserver", "manager", "external-dns", "helm"} {
+		require.True(t, slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "bin/"+want+" ") }),
+			"%s is used unbuilt; problems found: %q", want, problems)
+	}
+	require.False(t, slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "bin/etcd ") }),
+		"etcd is built before use; problems found: %q", problems)
+}
+
+// unbuiltBinaries returns, for a `make -n` transcript, every use of a binary under bin before a
+// command built it.
+func unbuiltBinaries(dryRun, bin string) []string {
+	built := map[string]bool{}
+	var problems []string
+	use := func(name, line string) {
+		if !built[name] {
+			problems = append(problems, "bin/"+name+" is used before anything builds it: "+line)
+			built[name] = true // report each binary once
+		}
+	}
+	// A recipe line continued with a backslash is one command.
+	for _, line := range strings.Split(strings.ReplaceAll(dryRun, "\\\n", " "), "\n") {
+		line = strings.TrimSpace(line)
+		if outputs := goBuildOutputs(line, bin); outputs != nil {
+			for _, o := range outputs {
+				built[o] = true
+			}
+			continue
+		}
+		for _, n := range implicitNeeds {
+			if n.command.MatchString(line) {
+				for _, name := range n.needs {
+					use(name, line)
+				}
+			}
+		}
+		for _, name := range commandsRun(line, bin) {
+			use(name, line)
+		}
+	}
+	return problems
+}
+
+var commandSeparators = regexp.MustCompile(`&&|\|\||[|;]|\$\(|\bthen\b|\bdo\b|\belse\b`)
+
+// commandsRun returns the names of the bin binaries a shell line runs: the first word of each
+// command, after any VAR=value assignments.
+func commandsRun(line, bin string) []string {
+	var names []string
+	for _, command := range commandSeparators.Split(line, -1) {
+		for _, word := range strings.Fields(command) {
+			if strings.Contains(word, "=") && !strings.HasPrefix(word, "-") {
+				continue // an environment assignment
+			}
+			if strings.HasPrefix(word, bin+"/") {
+				names = append(names, strings.TrimPrefix(word, bin+"/"))
+			}
+			break
+		}
+	}
+	return names
+}
+
+// goBuildOutputs returns the binaries a `go build -o` line writes into bin: the named file, or for
+// `-o bin/` the last element of every package built. It returns nil for other lines.
+func goBuildOutputs(line, bin string) []string {
+	if !strings.Contains(line, "go build") {
+		return nil
+	}
+	words := strings.Fields(line)
+	for i, w := range words {
+		if w != "-o" || i+1 >= len(words) {
+			continue
+		}
+		out := words[i+1]
+		if out == bin+"/" {
+			var names []string
+			for _, pkg := range words[i+2:] {
+				names = append(names, path.Base(pkg))
+			}
+			return names
+		}
+		if strings.HasPrefix(out, bin+"/") {
+			return []string{strings.TrimPrefix(out, bin+"/")}
+		}
+	}
+	return nil
+}
