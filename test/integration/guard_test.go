@@ -135,7 +135,8 @@ func TestDeletionGuard_MassDeletionWaitsAndRevertKeepsRecords(t *testing.T) {
 		return ""
 	})
 	assert.Empty(t, deletions.names(), "nothing is deleted while the guard holds")
-	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName}}
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg))
 	waitFor(t, "a MassDeletionHeld event on dns-config", func() string {
 		reasons := eventReasons(t, cfg)
 		if !slices.Contains(reasons, clusterv1alpha1.ReasonMassDeletionHeld) {
