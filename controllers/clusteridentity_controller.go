@@ -22,14 +22,13 @@ type ClusterIdentityReconciler struct {
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and
 // writes its status; it writes nothing else.
 func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &clusterv1alpha1.ClusterIdentity{}
-	if err := r.Get(ctx, req.NamespacedName, ci); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if ok, err := fetch(ctx, r, req.NamespacedName, ci); !ok {
+		return ctrl.Result{}, err
 	}
 	original := ci.DeepCopy()
 	cfg, err := getConfiguration(ctx, r)

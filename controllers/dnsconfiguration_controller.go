@@ -32,8 +32,8 @@ type DNSConfigurationReconciler struct {
 // writes nothing else.
 func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &clusterv1alpha1.DNSConfiguration{}
-	if err := r.Get(ctx, req.NamespacedName, cfg); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if ok, err := fetch(ctx, r, req.NamespacedName, cfg); !ok {
+		return ctrl.Result{}, err
 	}
 	original := cfg.DeepCopy()
 	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))

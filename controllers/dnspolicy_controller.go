@@ -29,11 +29,8 @@ type DNSPolicyReconciler struct {
 // removes a record.
 func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pol := &routingv1alpha1.DNSPolicy{}
-	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !pol.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if ok, err := fetch(ctx, r, req.NamespacedName, pol); !ok {
+		return ctrl.Result{}, err
 	}
 	original := pol.DeepCopy()
 	in, err := r.gather(ctx, pol)
@@ -51,10 +48,7 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.DNSPolicy) (plan.PolicyInputs, error) {
 	in := plan.PolicyInputs{Policy: pol}
 	var err error
-	if in.Identity, err = getIdentity(ctx, r); err != nil {
-		return in, err
-	}
-	if in.Configuration, err = getConfiguration(ctx, r); err != nil {
+	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
 		return in, err
 	}
 	in.InForce, err = policyInForce(ctx, r, pol.Namespace)

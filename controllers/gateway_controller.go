@@ -30,7 +30,6 @@ type GatewayReconciler struct {
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 
 // Reconcile makes the Istio Gateway of a Gateway (same name and namespace, controlled by it)
 // match plan.Gateway — one HTTPS server whose hosts are the hostnames of the routes that publish
@@ -38,11 +37,8 @@ type GatewayReconciler struct {
 // nothing and says so.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gw := &routingv1alpha1.Gateway{}
-	if err := r.Get(ctx, req.NamespacedName, gw); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !gw.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // the garbage collector removes the Istio Gateway it controls
+	if ok, err := fetch(ctx, r, req.NamespacedName, gw); !ok {
+		return ctrl.Result{}, err
 	}
 	original := gw.DeepCopy()
 	in, err := r.gather(ctx, gw)

@@ -86,10 +86,7 @@ func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress)
 		}
 	}
 	var err error
-	if in.Identity, err = getIdentity(ctx, r); err != nil {
-		return in, err
-	}
-	if in.Configuration, err = getConfiguration(ctx, r); err != nil {
+	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
 		return in, err
 	}
 	svc, err := ingressService(ctx, r, pair.Controller)

@@ -47,11 +47,8 @@ type ServiceRouteReconciler struct {
 // Gateway, and writes the route's status once. Records are removed only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	route := &routingv1alpha1.ServiceRoute{}
-	if err := r.Get(ctx, req.NamespacedName, route); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !route.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // the garbage collector removes the DNSEndpoints it controls
+	if ok, err := fetch(ctx, r, req.NamespacedName, route); !ok {
+		return ctrl.Result{}, err
 	}
 	original := route.DeepCopy()
 	in, err := r.gather(ctx, route)
@@ -93,10 +90,7 @@ func routeOutcome(o plan.Outcome, w written[*externaldnsv1alpha1.DNSEndpoint]) p
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
 	in := plan.RouteInputs{Route: route}
 	var err error
-	if in.Identity, err = getIdentity(ctx, r); err != nil {
-		return in, err
-	}
-	if in.Configuration, err = getConfiguration(ctx, r); err != nil {
+	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
 		return in, err
 	}
 	in.EndpointsAPIMissing = !r.APIs.Served(dnsEndpointKind)

@@ -44,6 +44,25 @@ var (
 	}})
 )
 
+// fetch reads the object a request names from the cache. ok is false when it is gone or being
+// deleted: there is nothing to reconcile (the garbage collector removes what it controls).
+func fetch[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (ok bool, err error) {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return obj.GetDeletionTimestamp().IsZero(), nil
+}
+
+// getSingletons reads the ClusterIdentity and the DNSConfiguration; nil for one that does not exist.
+func getSingletons(ctx context.Context, c client.Reader) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {
+	identity, err := getIdentity(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	configuration, err := getConfiguration(ctx, c)
+	return identity, configuration, err
+}
+
 // getIdentity reads the ClusterIdentity singleton from the cache; nil when it does not exist.
 func getIdentity(ctx context.Context, c client.Reader) (*clusterv1alpha1.ClusterIdentity, error) {
 	ci := &clusterv1alpha1.ClusterIdentity{}
@@ -84,6 +103,8 @@ func policyInForce(ctx context.Context, c client.Reader, namespace string) (*rou
 	oldest, _ := plan.Oldest(policies)
 	return oldest, nil
 }
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 
 // ingressService finds the ingress LoadBalancer Service of an Istio ingress controller (see
 // package ingress for the rule); nil when there is none.

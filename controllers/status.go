@@ -136,6 +136,8 @@ func isOnly(err, target error) bool {
 	return errors.Is(err, target)
 }
 
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // recordTransition emits an Event when the Ready condition changed status or reason. The Event
 // reason is the condition reason, so `kubectl describe` and the conditions tell the same story.
 func recordTransition(rec events.EventRecorder, obj client.Object, previous *metav1.Condition, now metav1.Condition) {
