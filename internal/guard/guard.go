@@ -202,10 +202,3 @@ func (g *Guard) settle() bool {
 	}
 	return false
 }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
