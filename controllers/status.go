@@ -68,8 +68,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	condition := metav1.Condition{Type: conditionReady, Reason: o.Reason, Message: o.Message, ObservedGeneration: obj.GetGeneration()}
 	switch {
 	case err != nil:
-		o = plan.Outcome{Reason: reasonReconcileError, Message: err.Error()}
-		condition = metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: o.Reason, Message: o.Message,
+		condition = metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: reasonReconcileError, Message: err.Error(),
 			ObservedGeneration: *s.observedGeneration}
 	case o.Ready:
 		condition.Status = metav1.ConditionTrue
@@ -103,9 +102,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 // deletions when their time comes. No reconciler sets RequeueAfter itself.
 func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 	switch {
-	case errors.Is(err, errCacheLag) && !isOnly(err, errCacheLag):
-		return ctrl.Result{}, err
-	case errors.Is(err, errCacheLag):
+	case err != nil && isOnly(err, errCacheLag):
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	case err != nil:
 		return ctrl.Result{}, err
