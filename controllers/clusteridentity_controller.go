@@ -21,7 +21,7 @@ type ClusterIdentityReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and

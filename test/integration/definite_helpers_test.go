@@ -201,7 +201,9 @@ func (r *outageRecorder) onNames(ev watch.EventType, obj client.Object, what str
 		}
 	}
 	for _, n := range names {
-		if ev != watch.Deleted && slices.Contains(r.scope.unpublishable, n) {
+		// An Istio host may be namespace-scoped (namespace/hostname): the hostname is what counts.
+		hostname := n[strings.LastIndex(n, "/")+1:]
+		if ev != watch.Deleted && slices.Contains(r.scope.unpublishable, hostname) {
 			r.problem("%s %s lists the unpublishable name %s", key, ev, n)
 		}
 	}
