@@ -232,8 +232,8 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // namespaceHandler enqueues the routes a namespace change affects: a change of its labels
 // affects its own routes (Gateways' allowedRoutes); a change of the applications it lists affects
 // its own routes and, in every namespace, the routes using an application added or removed, and
-// the routes claiming the same hostnames (a route whose application is no longer allowed stops
-// claiming, and the next claimant is promoted).
+// the routes claiming the same hostnames as any of those (a route whose application is no longer
+// allowed stops claiming, and the next claimant is promoted).
 func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
 	enqueue := func(ctx context.Context, old, new client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		ns := new
@@ -246,36 +246,42 @@ func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
 		if old != nil && new != nil && !appsChanged && maps.Equal(old.GetLabels(), new.GetLabels()) {
 			return // no change the routes depend on
 		}
-		for _, req := range requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(ns.GetName())) {
-			q.Add(req)
-		}
-		if !appsChanged {
+		own := &routingv1alpha1.ServiceRouteList{}
+		if err := r.List(ctx, own, client.InNamespace(ns.GetName())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of a namespace", "namespace", ns.GetName())
 			return
 		}
-		ci, err := getIdentity(ctx, r)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "reading the ClusterIdentity")
+		if !appsChanged {
+			for i := range own.Items {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&own.Items[i])})
+			}
+			return
 		}
+		affected := listItems(own.Items)
 		for _, app := range symmetricDifference(oldApps, newApps) {
 			list := &routingv1alpha1.ServiceRouteList{}
 			if err := r.List(ctx, list, client.MatchingFields{indexRouteApplication: app}); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of an application", "application", app)
 				continue
 			}
-			for i := range list.Items {
-				route := &list.Items[i]
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
-				if ci == nil {
-					continue
-				}
-				claimants, err := r.claimants(ctx, route, ci)
-				if err != nil {
-					ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
-					continue
-				}
-				for _, c := range claimants {
-					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-				}
+			affected = append(affected, listItems(list.Items)...)
+		}
+		ci, err := getIdentity(ctx, r)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "reading the ClusterIdentity")
+		}
+		for _, route := range affected {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
+			if ci == nil {
+				continue
+			}
+			claimants, err := r.claimants(ctx, route, ci)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
+				continue
+			}
+			for _, c := range claimants {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 			}
 		}
 	}

@@ -153,7 +153,11 @@ func TestRoute(t *testing.T) {
 	active := dnsPolicy("myapp-dns", t0, "Active", "")
 	winner := serviceRoute()
 	winner.Namespace = "other"
-	sameGateway := func(mutate func(*routingv1alpha1.Gateway)) *routingv1alpha1.Gateway { gw := gateway("cert"); mutate(gw); return gw }
+	sameGateway := func(mutate func(*routingv1alpha1.Gateway)) *routingv1alpha1.Gateway {
+		gw := gateway("cert")
+		mutate(gw)
+		return gw
+	}
 	onlySame := sameGateway(func(gw *routingv1alpha1.Gateway) {
 		gw.Spec.AllowedRoutes = &routingv1alpha1.AllowedRoutes{Namespaces: &routingv1alpha1.RouteNamespaces{From: routingv1alpha1.NamespacesFromSame}}
 	})

@@ -146,6 +146,8 @@ func objectKey(obj client.Object) string {
 		kind = "Istio Gateway"
 	case *routingv1alpha1.ServiceRoute:
 		kind = "ServiceRoute"
+	case *routingv1alpha1.Gateway:
+		kind = "Gateway"
 	}
 	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
 }
