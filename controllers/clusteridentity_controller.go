@@ -21,7 +21,7 @@ type ClusterIdentityReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=patch
 
 // Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and
 // writes its status; it writes nothing else.

@@ -21,7 +21,7 @@ type DNSPolicyReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies/status,verbs=patch
 
 // Reconcile computes a DNSPolicy's status.active and status.activeControllers (plan.Policy) for
 // users and dashboards, and writes its status; it writes nothing else. ServiceRoutes evaluate the

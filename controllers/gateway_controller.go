@@ -7,8 +7,10 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,8 +30,10 @@ type GatewayReconciler struct {
 	APIs *OptionalAPIs
 }
 
-// +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;update;patch;delete
+// The write step creates, updates (with the resourceVersion read) and deletes generated objects,
+// and status is written with a merge patch (status.go): no other verb is needed.
+// +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=patch
+// +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;update;delete
 
 // Reconcile makes the Istio Gateway of a Gateway (same name and namespace, controlled by it)
 // match plan.Gateway — one HTTPS server whose hosts are the hostnames of the routes that publish
@@ -76,10 +80,21 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	}
 	for i := range routes.Items {
 		if route := &routes.Items[i]; plan.Publishes(route) {
-			in.Hosts = append(in.Hosts, route.Status.Hostname)
+			in.Hosts = append(in.Hosts, plan.IstioHost(gw, route.Namespace, route.Status.Hostname))
 		}
 	}
-	svc, err := ingressService(ctx, r, gw.Spec.Controller)
+	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:
+	// only its Services can be the pair's load balancer.
+	pair := &routingv1alpha1.GatewayList{}
+	if err := r.List(ctx, pair, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(gw))}); err != nil {
+		return in, fmt.Errorf("listing the Gateways sharing the target hostname: %w", err)
+	}
+	decider, found := plan.IngressDecider(listItems(pair.Items))
+	if !found {
+		decider = gw // not in the cache yet: it is the only one the reconcile knows of
+	}
+	in.IngressDecider = decider
+	svc, err := ingressService(ctx, r, plan.IngressNamespace(decider), gw.Spec.Controller)
 	if err != nil || svc == nil {
 		return in, err
 	}
@@ -106,6 +121,35 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 	return applyChanges(ctx, r.base, kind, apply.Diff(kind, want, current), notice[*istionetworkingv1.Gateway]{target: gw, reason: p.Reason, describe: describeHosts})
 }
 
+// pairPeers enqueues the Gateways sharing the (controller, targetPostfix) pair of a Gateway that
+// was created, deleted or changed (before and after the change): the oldest of a pair decides the
+// ingress namespace of all of them.
+func (r *GatewayReconciler) pairPeers() handler.EventHandler {
+	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		gw, ok := obj.(*routingv1alpha1.Gateway)
+		if !ok {
+			return
+		}
+		for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(gw))}) {
+			if req.NamespacedName != client.ObjectKeyFromObject(gw) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectOld, q)
+			enqueue(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+	}
+}
+
 // SetupWithManager registers the controller: the hosts follow the referencing ServiceRoutes
 // (status included: only publishing routes count), the address follows the ingress Services, the
 // target hostname follows the ClusterIdentity, and the Istio Gateway watch starts once the Istio
@@ -124,13 +168,16 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&routingv1alpha1.ServiceRoute{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute))}}
 		})).
+		// Only the Gateways that trust the Service's namespace: a Service elsewhere wakes nothing.
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			controller := o.GetLabels()[ingressLabel]
 			if controller == "" {
 				return nil
 			}
-			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayController: controller})
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngressService: ingressServiceKey(o.GetNamespace(), controller)})
 		})).
+		// The other Gateways of a pair: which one decides the ingress namespace can change.
+		Watches(&routingv1alpha1.Gateway{}, r.pairPeers(), createOrDeleteOrSpec).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allGateways, specChanges).
 		Build(metrics.Instrument("gateway", r))
 	if err != nil {

@@ -22,10 +22,17 @@ const (
 	indexRouteHostnameKey = "serviceroute.hostnameKey"
 	// indexGatewayIngress: Gateways by "controller/targetPostfix".
 	indexGatewayIngress = "gateway.ingress"
-	// indexGatewayController: Gateways by spec.controller, for ingress Service events.
-	indexGatewayController = "gateway.controller"
-	// indexServiceIstio: Services by the value of their istio label.
+	// indexGatewayIngressService: Gateways by "ingress namespace/controller" (the only Services
+	// they trust), for ingress Service events.
+	indexGatewayIngressService = "gateway.ingressService"
+	// indexServiceIstio: Services by "namespace/value of their istio label".
 	indexServiceIstio = "service.istioLabel"
+	// indexRouteApplication: ServiceRoutes by spec.application, for changes of the namespaces'
+	// application lists.
+	indexRouteApplication = "serviceroute.application"
+	// indexNamespaceApplication: Namespaces (metadata) by each application their
+	// router.io/applications annotation lists.
+	indexNamespaceApplication = "namespace.application"
 	// indexEndpointRoute: managed DNSEndpoints by the "namespace/name" of their ServiceRoute.
 	indexEndpointRoute = "dnsendpoint.serviceRoute"
 	// indexEndpointIngress: managed gateway address DNSEndpoints by "controller/targetPostfix".
@@ -35,6 +42,9 @@ const (
 // ingressKey is the index value of a (controller, targetPostfix) pair; both are DNS labels, so
 // "/" cannot occur in either.
 func ingressKey(i desired.Ingress) string { return i.Controller + "/" + i.TargetPostfix }
+
+// ingressServiceKey is the index value of the Services labelled istio=controller in namespace.
+func ingressServiceKey(namespace, controller string) string { return namespace + "/" + controller }
 
 func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
 	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
@@ -72,14 +82,22 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 		index{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
 			return []string{ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))}
 		}},
-		index{&routingv1alpha1.Gateway{}, indexGatewayController, func(o client.Object) []string {
-			return []string{o.(*routingv1alpha1.Gateway).Spec.Controller}
+		index{&routingv1alpha1.Gateway{}, indexGatewayIngressService, func(o client.Object) []string {
+			gw := o.(*routingv1alpha1.Gateway)
+			return []string{ingressServiceKey(plan.IngressNamespace(gw), gw.Spec.Controller)}
 		}},
 		index{&corev1.Service{}, indexServiceIstio, func(o client.Object) []string {
 			if v := o.GetLabels()[naming.IngressServiceSelector]; v != "" {
-				return []string{v}
+				return []string{ingressServiceKey(o.GetNamespace(), v)}
 			}
 			return nil
+		}},
+		index{&routingv1alpha1.ServiceRoute{}, indexRouteApplication, func(o client.Object) []string {
+			return []string{o.(*routingv1alpha1.ServiceRoute).Spec.Application}
+		}},
+		index{namespaceMetadata(), indexNamespaceApplication, func(o client.Object) []string {
+			apps, _ := naming.Applications(o.GetAnnotations())
+			return apps
 		}},
 	)
 	if err != nil {

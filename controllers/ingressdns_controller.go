@@ -89,7 +89,13 @@ func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress)
 	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
 		return in, err
 	}
-	svc, err := ingressService(ctx, r, pair.Controller)
+	// Only the ingress namespace the oldest Gateway of the pair names is trusted; with no
+	// Gateway left the records go whatever Services exist.
+	decider, found := plan.IngressDecider(in.Gateways)
+	if !found {
+		return in, nil
+	}
+	svc, err := ingressService(ctx, r, plan.IngressNamespace(decider), pair.Controller)
 	if err != nil || svc == nil {
 		return in, err
 	}
@@ -115,7 +121,7 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			if controller == "" {
 				return nil
 			}
-			return r.pairs(ctx, client.MatchingFields{indexGatewayController: controller})
+			return r.pairs(ctx, client.MatchingFields{indexGatewayIngressService: ingressServiceKey(o.GetNamespace(), controller)})
 		})).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allPairs, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allPairs, specChanges).

@@ -3,10 +3,15 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,13 +43,15 @@ type ServiceRouteReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
-// +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes/status,verbs=patch
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile makes a ServiceRoute's DNSEndpoints (one CNAME per active ExternalDNS controller,
 // named {route}-{controller}, controlled by the route) match what plan.Route decides from the
-// route, the ClusterIdentity, the DNSConfiguration, the namespace's DNSPolicy in force and the
-// Gateway, and writes the route's status once. Records are removed only on a definite answer.
+// route, the ClusterIdentity, the DNSConfiguration, the namespace's DNSPolicy in force, the
+// Gateway, and what the platform says about namespaces (labels for the Gateway's allowedRoutes,
+// the applications they own), and writes the route's status once. Records are removed only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	route := &routingv1alpha1.ServiceRoute{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, route); !ok {
@@ -97,6 +104,14 @@ func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alp
 	if in.Policy, err = policyInForce(ctx, r, route.Namespace); err != nil {
 		return in, err
 	}
+	ns, err := getNamespace(ctx, r, route.Namespace)
+	if err != nil {
+		return in, err
+	}
+	in.NamespaceLabels, in.NamespaceAnnotations = ns.Labels, ns.Annotations
+	if in.ApplicationListedBy, err = namespacesListing(ctx, r, route.Spec.Application); err != nil {
+		return in, err
+	}
 	gw := &routingv1alpha1.Gateway{}
 	switch err := r.Get(ctx, plan.GatewayRef(route), gw); {
 	case err == nil:
@@ -111,17 +126,23 @@ func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alp
 }
 
 // hostnameWinner returns the oldest other ServiceRoute, in any namespace, that generates the same
-// hostname as route; nil when route is the oldest claimant.
+// hostname as route and may use its application (plan.HostnameWinner); nil when route is the
+// oldest such claimant.
 func (r *ServiceRouteReconciler) hostnameWinner(ctx context.Context, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) (*routingv1alpha1.ServiceRoute, error) {
 	claimants, err := r.claimants(ctx, route, ci)
 	if err != nil {
 		return nil, err
 	}
-	oldest, found := plan.Oldest(append(claimants, route))
-	if !found || oldest.UID == route.UID {
-		return nil, nil
+	allowed := make(map[types.UID]bool, len(claimants))
+	for _, c := range claimants {
+		if c.UID == route.UID {
+			continue
+		}
+		if allowed[c.UID], err = applicationAllowed(ctx, r, c); err != nil {
+			return nil, err
+		}
 	}
-	return oldest, nil
+	return plan.HostnameWinner(route, claimants, func(c *routingv1alpha1.ServiceRoute) bool { return allowed[c.UID] }), nil
 }
 
 // claimants lists the ServiceRoutes whose hostname equals route's, route included.
@@ -187,12 +208,112 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}), specChanges).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
+		// Namespaces as metadata only: their labels (Gateways' allowedRoutes) and the applications
+		// they own decide whether routes may publish.
+		WatchesMetadata(&corev1.Namespace{}, r.namespaceHandler()).
 		WatchesRawSource(apiChanges(r.APIs, allRoutes)).
 		Build(metrics.Instrument("serviceroute", r))
 	if err != nil {
 		return err
 	}
 	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, &routingv1alpha1.ServiceRoute{})
+}
+
+// namespaceHandler enqueues the routes a namespace change affects: a change of its labels
+// affects its own routes (Gateways' allowedRoutes); a change of the applications it lists affects
+// its own routes and, in every namespace, the routes using an application added or removed, and
+// the routes claiming the same hostnames as any of those (a route whose application is no longer
+// allowed stops claiming, and the next claimant is promoted).
+func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, old, new client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		ns := new
+		if ns == nil {
+			ns = old
+		}
+		oldApps, oldListed := applicationsOf(old)
+		newApps, newListed := applicationsOf(new)
+		appsChanged := oldListed != newListed || !slices.Equal(oldApps, newApps)
+		if old != nil && new != nil && !appsChanged && maps.Equal(old.GetLabels(), new.GetLabels()) {
+			return // no change the routes depend on
+		}
+		own := &routingv1alpha1.ServiceRouteList{}
+		if err := r.List(ctx, own, client.InNamespace(ns.GetName())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of a namespace", "namespace", ns.GetName())
+			return
+		}
+		if !appsChanged {
+			for i := range own.Items {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&own.Items[i])})
+			}
+			return
+		}
+		affected := listItems(own.Items)
+		for _, app := range symmetricDifference(oldApps, newApps) {
+			list := &routingv1alpha1.ServiceRouteList{}
+			if err := r.List(ctx, list, client.MatchingFields{indexRouteApplication: app}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of an application", "application", app)
+				continue
+			}
+			affected = append(affected, listItems(list.Items)...)
+		}
+		ci, err := getIdentity(ctx, r)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "reading the ClusterIdentity")
+		}
+		for _, route := range affected {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
+			if ci == nil {
+				continue
+			}
+			claimants, err := r.claimants(ctx, route, ci)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
+				continue
+			}
+			for _, c := range claimants {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, nil, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectOld, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, nil, q)
+		},
+	}
+}
+
+// applicationsOf returns the applications a namespace lists, sorted (none for a nil namespace).
+func applicationsOf(ns client.Object) ([]string, bool) {
+	if ns == nil {
+		return nil, false
+	}
+	apps, listed := naming.Applications(ns.GetAnnotations())
+	slices.Sort(apps)
+	return apps, listed
+}
+
+// symmetricDifference returns the names in exactly one of two sorted lists. A list set or unset
+// as a whole changes what its own routes may use, which the caller handles; other namespaces
+// are affected only by the names added or removed.
+func symmetricDifference(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // claimantsHandler enqueues the other routes claiming the hostname of a route that was created,

@@ -24,8 +24,9 @@ import (
 // CacheOptions restricts the informer caches to what the operator manages, so that memory follows
 // the operator's objects rather than the cluster's size: DNSEndpoints and Istio Gateways carrying
 // the managed-by label (objects of others never enter the cache; a name collision with one is
-// detected at create time), and Services carrying an istio label (ingress gateways). Managed
-// fields are stripped from every cached object.
+// detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
+// as metadata with only their labels and the router.io/applications annotation. Managed fields
+// are stripped from every cached object.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{naming.LabelManagedBy: naming.ManagedByValue})
 	hasIstioLabel, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
@@ -38,8 +39,32 @@ func CacheOptions() cache.Options {
 			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed},
 			&istionetworkingv1.Gateway{}:       {Label: managed},
 			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
+			&corev1.Namespace{}:                {Transform: namespaceTransform},
 		},
 	}
+}
+
+// namespaceTransform keeps of a cached Namespace what the operator reads: its name, labels (the
+// Gateways' allowedRoutes selectors) and the applications it owns. Other annotations (a
+// last-applied configuration, for instance) can be large and are dropped, as are managed fields,
+// owner references, finalizers, spec and status.
+func namespaceTransform(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil // a tombstone: passed on as it is
+	}
+	var kept map[string]string
+	if apps, ok := o.GetAnnotations()[naming.AnnotationApplications]; ok {
+		kept = map[string]string{naming.AnnotationApplications: apps}
+	}
+	o.SetAnnotations(kept)
+	o.SetManagedFields(nil)
+	o.SetOwnerReferences(nil)
+	o.SetFinalizers(nil)
+	if ns, ok := o.(*corev1.Namespace); ok {
+		ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+	}
+	return o, nil
 }
 
 // Options tune the controllers.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -106,14 +107,64 @@ func policyInForce(ctx context.Context, c client.Reader, namespace string) (*rou
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 
-// ingressService finds the ingress LoadBalancer Service of an Istio ingress controller (see
-// package ingress for the rule); nil when there is none.
-func ingressService(ctx context.Context, c client.Reader, controller string) (*corev1.Service, error) {
+// ingressService finds the ingress LoadBalancer Service of an Istio ingress controller in the
+// ingress namespace a platform chose (see package ingress for the rule); nil when there is none.
+// Services of other namespaces are never read.
+func ingressService(ctx context.Context, c client.Reader, namespace, controller string) (*corev1.Service, error) {
 	list := &corev1.ServiceList{}
-	if err := c.List(ctx, list, client.MatchingFields{indexServiceIstio: controller}); err != nil {
-		return nil, fmt.Errorf("listing ingress Services labelled istio=%s: %w", controller, err)
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexServiceIstio: ingressServiceKey(namespace, controller)}); err != nil {
+		return nil, fmt.Errorf("listing ingress Services labelled istio=%s in %s: %w", controller, namespace, err)
 	}
 	return ingress.SelectService(list.Items), nil
+}
+
+// namespaceMetadata is an empty Namespace as the cache holds it: metadata only (labels and the
+// router.io/applications annotation, see CacheOptions).
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+}
+
+// getNamespace reads a namespace's metadata from the cache. A namespace that holds an object the
+// operator reconciles exists: when the cache does not show it yet, that is cache lag, never an
+// empty set of labels or annotations (which could remove records).
+func getNamespace(ctx context.Context, c client.Reader, name string) (*metav1.PartialObjectMetadata, error) {
+	ns := namespaceMetadata()
+	switch err := c.Get(ctx, client.ObjectKey{Name: name}, ns); {
+	case apierrors.IsNotFound(err):
+		return nil, errCacheLag
+	case err != nil:
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// namespacesListing returns the names of the namespaces whose router.io/applications annotation
+// lists application.
+func namespacesListing(ctx context.Context, c client.Reader, application string) ([]string, error) {
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
+	if err := c.List(ctx, list, client.MatchingFields{indexNamespaceApplication: application}); err != nil {
+		return nil, fmt.Errorf("listing namespaces that own application %s: %w", application, err)
+	}
+	names := make([]string, len(list.Items))
+	for i := range list.Items {
+		names[i] = list.Items[i].Name
+	}
+	return names, nil
+}
+
+// applicationAllowed reports whether route may use its application in its namespace
+// (plan.ApplicationAllowed), with the namespaces read from the cache.
+func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1alpha1.ServiceRoute) (bool, error) {
+	ns, err := getNamespace(ctx, c, route.Namespace)
+	if err != nil {
+		return false, err
+	}
+	listedBy, err := namespacesListing(ctx, c, route.Spec.Application)
+	if err != nil {
+		return false, err
+	}
+	allowed, _ := plan.ApplicationAllowed(route.Namespace, route.Spec.Application, ns.Annotations, listedBy)
+	return allowed, nil
 }
 
 // requestsFor lists the objects of list's kind that match opts (from the cache) and returns a

@@ -191,7 +191,7 @@ func (d *demo) waitConverged(ctx context.Context) error {
 	}
 	var hosts []string
 	for _, r := range routes {
-		hosts = append(hosts, r.Status.Hostname)
+		hosts = append(hosts, r.Namespace+"/"+r.Status.Hostname) // the default namespace-scoped Istio hosts
 	}
 	slices.Sort(hosts)
 	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}

@@ -2,9 +2,11 @@
 // into DNS records. It is pure and table-tested.
 //
 // The rule: the ingress Service of a Gateway with spec.controller C is a Service of type
-// LoadBalancer labelled istio=C, in any namespace (managed Istio on AKS runs its gateways in
-// aks-istio-ingress while Gateways usually live in istio-system). If several match, the oldest
-// wins (then namespace/name), so every controller picks the same one.
+// LoadBalancer labelled istio=C in the Gateway's ingress namespace (plan.IngressNamespace: the
+// Gateway's spec.ingressNamespace, else its own namespace; managed Istio on AKS runs its gateways
+// in aks-istio-ingress). Services of other namespaces are never candidates: a namespace editor
+// could otherwise capture the gateway's address. If several match, the oldest wins (then
+// namespace/name), so every controller picks the same one.
 package ingress
 
 import (
@@ -16,8 +18,8 @@ import (
 	"sigs.k8s.io/external-dns/endpoint"
 )
 
-// SelectService returns the ingress Service among candidates (Services labelled istio=<controller>),
-// or nil when none is of type LoadBalancer.
+// SelectService returns the ingress Service among candidates (Services of the ingress namespace
+// labelled istio=<controller>), or nil when none is of type LoadBalancer.
 func SelectService(candidates []corev1.Service) *corev1.Service {
 	var best *corev1.Service
 	for i := range candidates {

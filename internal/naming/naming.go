@@ -33,7 +33,27 @@ const (
 	// Gateway that has the name the operator would generate, lets the operator take it over in
 	// place (same UID, no gap in the records) instead of reporting an ownership conflict.
 	AnnotationAdopt = "router.io/adopt"
+	// AnnotationApplications, on a Namespace, lists the application names (comma-separated) the
+	// namespace owns: its ServiceRoutes may use only those, and ServiceRoutes of other namespaces
+	// may not use them. A namespace editor cannot change Namespace objects, so the platform decides.
+	AnnotationApplications = "router.io/applications"
 )
+
+// Applications parses a namespace's router.io/applications annotation: the application names it
+// lists (spaces around names and empty entries ignored), and whether the annotation is set at all.
+// A set annotation that lists nothing allows no application.
+func Applications(annotations map[string]string) (apps []string, listed bool) {
+	value, listed := annotations[AnnotationApplications]
+	if !listed {
+		return nil, false
+	}
+	for _, app := range strings.Split(value, ",") {
+		if app = strings.TrimSpace(app); app != "" {
+			apps = append(apps, app)
+		}
+	}
+	return apps, true
+}
 
 // SourceLabel is the first label of a service hostname:
 // {serviceName}-ns-{environmentLetter}-{environment}-{application}.

@@ -88,3 +88,26 @@ func TestClaimKeys_FindEveryRouteWithTheSameLabel(t *testing.T) {
 		})
 	}
 }
+
+func TestApplications(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        []string
+		wantListed  bool
+	}{
+		{"no annotations", nil, nil, false},
+		{"other annotations", map[string]string{"team": "a"}, nil, false},
+		{"one", map[string]string{AnnotationApplications: "app1"}, []string{"app1"}, true},
+		{"several with spaces and empty entries", map[string]string{AnnotationApplications: " app1, ,app2 ,"}, []string{"app1", "app2"}, true},
+		{"set but empty: a list of nothing", map[string]string{AnnotationApplications: ""}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, listed := Applications(tt.annotations)
+			if !slices.Equal(got, tt.want) || listed != tt.wantListed {
+				t.Errorf("Applications(%v) = %v, %v; want %v, %v", tt.annotations, got, listed, tt.want, tt.wantListed)
+			}
+		})
+	}
+}

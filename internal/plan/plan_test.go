@@ -153,6 +153,19 @@ func TestRoute(t *testing.T) {
 	active := dnsPolicy("myapp-dns", t0, "Active", "")
 	winner := serviceRoute()
 	winner.Namespace = "other"
+	sameGateway := func(mutate func(*routingv1alpha1.Gateway)) *routingv1alpha1.Gateway {
+		gw := gateway("cert")
+		mutate(gw)
+		return gw
+	}
+	onlySame := sameGateway(func(gw *routingv1alpha1.Gateway) {
+		gw.Spec.AllowedRoutes = &routingv1alpha1.AllowedRoutes{Namespaces: &routingv1alpha1.RouteNamespaces{From: routingv1alpha1.NamespacesFromSame}}
+	})
+	bySelector := sameGateway(func(gw *routingv1alpha1.Gateway) {
+		gw.Spec.AllowedRoutes = &routingv1alpha1.AllowedRoutes{Namespaces: &routingv1alpha1.RouteNamespaces{From: routingv1alpha1.NamespacesFromSelector,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gateway-access/internal": "true"}}}}
+	})
+	lists := func(apps string) map[string]string { return map[string]string{naming.AnnotationApplications: apps} }
 
 	base := RouteInputs{Route: serviceRoute(), Identity: identity(), Configuration: configuration("weu", "neu"), Policy: regionBound, Gateway: gateway("cert")}
 	with := func(mutate func(*RouteInputs)) RouteInputs { in := base; mutate(&in); return in }
@@ -181,6 +194,35 @@ func TestRoute(t *testing.T) {
 		{"hostname claimed by an older route", with(func(in *RouteInputs) { in.Winner = winner }), "Pending", "HostnameConflict", true, nil},
 		{"no controller for the policy's regions", with(func(in *RouteInputs) { in.Policy = active; in.Configuration = configuration("neu") }), "Pending", "NoActiveControllers", true, nil},
 		{"controller gone from the DNSConfiguration loses its record", with(func(in *RouteInputs) { in.Configuration = configuration("neu") }), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-neu"}},
+		// Multi-tenancy: what the platform decides about namespaces.
+		{"application reserved for another namespace", with(func(in *RouteInputs) { in.ApplicationListedBy = []string{"myapp-prod"} }), "Failed", "ApplicationNotAllowed", true, nil},
+		{"application not in the namespace's list", with(func(in *RouteInputs) { in.NamespaceAnnotations = lists("other, third") }), "Failed", "ApplicationNotAllowed", true, nil},
+		{"an empty list allows no application", with(func(in *RouteInputs) { in.NamespaceAnnotations = lists("") }), "Failed", "ApplicationNotAllowed", true, nil},
+		{"application in the namespace's list", with(func(in *RouteInputs) {
+			in.NamespaceAnnotations = lists("other, myapp")
+			in.ApplicationListedBy = []string{"myapp", "myapp-prod"}
+		}), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"application reserved by the route's own namespace only", with(func(in *RouteInputs) {
+			in.NamespaceAnnotations = lists("myapp")
+			in.ApplicationListedBy = []string{"myapp"}
+		}), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
+		{"a not allowed application is reported before a hostname conflict", with(func(in *RouteInputs) {
+			in.ApplicationListedBy = []string{"myapp-prod"}
+			in.Winner = winner
+		}), "Failed", "ApplicationNotAllowed", true, nil},
+		{"a not allowed application keeps records while an input is missing", with(func(in *RouteInputs) {
+			in.ApplicationListedBy = []string{"myapp-prod"}
+			in.Configuration = nil
+		}), "Pending", "DNSConfigurationNotFound", false, nil},
+		{"gateway allows only its own namespace", with(func(in *RouteInputs) { in.Gateway = onlySame }), "Failed", "NotAllowedByGateway", true, nil},
+		{"gateway selector does not match the namespace", with(func(in *RouteInputs) {
+			in.Gateway = bySelector
+			in.NamespaceLabels = map[string]string{"gateway-access/internal": "false"}
+		}), "Failed", "NotAllowedByGateway", true, nil},
+		{"gateway selector matches the namespace", with(func(in *RouteInputs) {
+			in.Gateway = bySelector
+			in.NamespaceLabels = map[string]string{"gateway-access/internal": "true", "team": "a"}
+		}), "Active", "ReconciliationSucceeded", true, []string{"api-route-external-dns-weu", "api-route-external-dns-neu"}},
 		{"hostname too long", with(func(in *RouteInputs) {
 			in.Identity = identity()
 			in.Identity.Spec.Domain = longDomain()
@@ -213,7 +255,22 @@ func TestRoute(t *testing.T) {
 	assert.Equal(t, "aks01-weu-internal.example.com", got.Target)
 	assert.Equal(t, endpoint.Targets{"aks01-weu-internal.example.com"}, got.Endpoints[1].Spec.Endpoints[0].Targets)
 	assert.Equal(t, "neu", got.Endpoints[1].Labels[naming.LabelRegion])
-	assert.Contains(t, Route(with(func(in *RouteInputs) { in.Winner = winner })).Message, "other/api-route", "the conflict message names the winner")
+
+	// What a route's author reads in its status names nothing outside the route's namespace and
+	// reference: not the winner of a hostname in another namespace, not who reserved the
+	// application, not the Gateway's selector.
+	elsewhere := Route(with(func(in *RouteInputs) { in.Winner = winner })).Message
+	assert.NotContains(t, elsewhere, "other/")
+	assert.NotContains(t, elsewhere, "api-route")
+	assert.Contains(t, elsewhere, "another namespace")
+	sameNamespaceWinner := serviceRoute()
+	sameNamespaceWinner.Name = "api-route-v1"
+	assert.Contains(t, Route(with(func(in *RouteInputs) { in.Winner = sameNamespaceWinner })).Message, "api-route-v1", "a winner in the same namespace is named")
+	reserved := Route(with(func(in *RouteInputs) { in.ApplicationListedBy = []string{"myapp-prod"} })).Message
+	assert.NotContains(t, reserved, "myapp-prod")
+	notAllowed := Route(with(func(in *RouteInputs) { in.Gateway = bySelector })).Message
+	assert.Contains(t, notAllowed, "istio-system/default-gateway")
+	assert.NotContains(t, notAllowed, "gateway-access")
 }
 
 func longDomain() string {
@@ -246,6 +303,10 @@ func TestGateway(t *testing.T) {
 			in.Identity = identity()
 			in.Identity.Spec.Domain = longDomain() + ".d1234567890123456789012345678901234567890123456789012345678.com"
 		}), "Failed", "InvalidHostname", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
+		{"the gateway decides its pair's ingress namespace", with(func(in *GatewayInputs) { in.IngressDecider = in.Gateway }), "Active", "GatewayCreated", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
+		{"an older gateway of the pair names the same ingress namespace", with(func(in *GatewayInputs) { in.IngressDecider = olderGateway("istio-system", "") }), "Active", "GatewayCreated", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
+		{"an older gateway of the pair takes the ingress from another namespace", with(func(in *GatewayInputs) { in.IngressDecider = olderGateway("platform", "aks-istio-ingress") }), "Failed", "IngressNamespaceConflict", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
+		{"an older gateway elsewhere naming this gateway's namespace agrees", with(func(in *GatewayInputs) { in.IngressDecider = olderGateway("platform", "istio-system") }), "Active", "GatewayCreated", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,6 +323,15 @@ func TestGateway(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "aks01-weu-internal.example.com", Gateway(base).Target)
+}
+
+// olderGateway is another Gateway of the same pair, created before gateway(), in namespace with
+// spec.ingressNamespace ingressNamespace.
+func olderGateway(namespace, ingressNamespace string) *routingv1alpha1.Gateway {
+	gw := gateway("cert")
+	gw.Name, gw.Namespace, gw.UID = "older", namespace, "older-uid"
+	gw.Spec.IngressNamespace = ingressNamespace
+	return gw
 }
 
 func TestIngress(t *testing.T) {

@@ -100,9 +100,18 @@ type RouteInputs struct {
 	Configuration *clusterv1alpha1.DNSConfiguration // nil when missing
 	Policy        *routingv1alpha1.DNSPolicy        // the policy in force in the namespace; nil when none
 	Gateway       *routingv1alpha1.Gateway          // nil when missing
-	// Winner is the oldest other ServiceRoute claiming the same hostname; nil when this route
-	// is the oldest claimant.
+	// Winner is the oldest other ServiceRoute claiming the same hostname among those allowed to
+	// use their application (see HostnameWinner); nil when this route is the oldest claimant.
 	Winner *routingv1alpha1.ServiceRoute
+	// NamespaceLabels and NamespaceAnnotations are those of the route's namespace (read from the
+	// cache; a namespace the cache does not show yet is not a definite answer and is never
+	// passed as empty): the labels for the Gateway's allowedRoutes, the annotations for the
+	// applications the namespace owns.
+	NamespaceLabels      map[string]string
+	NamespaceAnnotations map[string]string
+	// ApplicationListedBy are the namespaces whose router.io/applications annotation lists the
+	// route's application.
+	ApplicationListedBy []string
 	// EndpointsAPIMissing says the DNSEndpoint API is not served (ExternalDNS not installed).
 	EndpointsAPIMissing bool
 }
@@ -120,10 +129,11 @@ type RoutePlan struct {
 }
 
 // Route decides a ServiceRoute's DNSEndpoints and status. Records are removed only on a definite
-// answer (see Missing): the route is invalid, another route owns the hostname, the namespace has
-// no policy, the policy in force — evaluated here against the current ClusterIdentity and
-// DNSConfiguration, never taken from a possibly stale policy status — does not activate a
-// controller, or the Gateway does not exist.
+// answer (see Missing): the route's application is not allowed in its namespace, the route is
+// invalid, another route owns the hostname, the namespace has no policy, the policy in force —
+// evaluated here against the current ClusterIdentity and DNSConfiguration, never taken from a
+// possibly stale policy status — does not activate a controller, the Gateway does not exist, or
+// it does not accept routes from the route's namespace.
 func Route(in RouteInputs) RoutePlan {
 	r := in.Route
 	if reason, message, missing := Missing(in.Identity, in.Configuration, in.EndpointsAPIMissing); missing {
@@ -131,13 +141,15 @@ func Route(in RouteInputs) RoutePlan {
 	}
 	id := in.Identity.Spec
 	p := RoutePlan{Hostname: naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)}
+	if ok, message := ApplicationAllowed(r.Namespace, r.Spec.Application, in.NamespaceAnnotations, in.ApplicationListedBy); !ok {
+		return p.without(failed, routingv1alpha1.ReasonApplicationNotAllowed, message)
+	}
 	if err := naming.ValidateHostname(p.Hostname); err != nil {
 		p.Hostname = "" // never published, not even in status
 		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the route's hostname is not a valid DNS name: "+err.Error())
 	}
 	if in.Winner != nil {
-		return p.without(pending, routingv1alpha1.ReasonHostnameConflict,
-			fmt.Sprintf("hostname %s is claimed by the older ServiceRoute %s/%s; this route publishes nothing until that one is deleted or changed", p.Hostname, in.Winner.Namespace, in.Winner.Name))
+		return p.without(pending, routingv1alpha1.ReasonHostnameConflict, winnerMessage(p.Hostname, r, in.Winner))
 	}
 	pol := in.Policy
 	if pol == nil {
@@ -152,6 +164,9 @@ func Route(in RouteInputs) RoutePlan {
 	if gw == nil {
 		return p.without(failed, routingv1alpha1.ReasonGatewayNotFound,
 			fmt.Sprintf("Gateway %s/%s does not exist", gatewayNamespace(r), r.Spec.GatewayName))
+	}
+	if !AllowsRoutesFrom(gw, r.Namespace, in.NamespaceLabels) {
+		return p.without(failed, routingv1alpha1.ReasonNotAllowedByGateway, notAllowedMessage(gw, r.Namespace))
 	}
 	p.Target = naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain)
 	if err := naming.ValidateHostname(p.Target); err != nil {
@@ -223,10 +238,15 @@ func endpointControllers(eps []*externaldnsv1alpha1.DNSEndpoint) []string {
 type GatewayInputs struct {
 	Gateway  *routingv1alpha1.Gateway
 	Identity *clusterv1alpha1.ClusterIdentity // nil when missing
-	// Hosts are the hostnames of the ServiceRoutes referencing the gateway that publish DNS
-	// records (see Publishes).
+	// Hosts are the Istio hosts (see IstioHost) of the ServiceRoutes referencing the gateway that
+	// publish DNS records (see Publishes).
 	Hosts []string
-	// Service is the ingress LoadBalancer Service; nil when there is none.
+	// IngressDecider is the Gateway that decides the ingress namespace of the gateway's
+	// (controller, targetPostfix) pair (see IngressDecider); nil or the gateway itself when it
+	// decides.
+	IngressDecider *routingv1alpha1.Gateway
+	// Service is the ingress LoadBalancer Service, from the ingress namespace of the pair's
+	// decider only; nil when there is none.
 	Service *ingress.Addresses
 	// ServiceName is namespace/name of that Service, for messages.
 	ServiceName string
@@ -270,10 +290,15 @@ func Gateway(in GatewayInputs) GatewayPlan {
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonInvalidHostname, Message: "the target hostname is not a valid DNS name: " + err.Error()}
 		return p
 	}
+	if d := in.IngressDecider; d != nil && d.UID != gw.UID && IngressNamespace(d) != IngressNamespace(gw) {
+		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonIngressNamespaceConflict,
+			Message: fmt.Sprintf("the older Gateway %s/%s has the same controller and targetPostfix and takes the ingress Service of %s from namespace %s, not %s: set the same spec.ingressNamespace on both", d.Namespace, d.Name, p.Target, IngressNamespace(d), IngressNamespace(gw))}
+		return p
+	}
 	switch {
 	case in.Service == nil:
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerNotFound,
-			Message: fmt.Sprintf("no Service of type LoadBalancer is labelled %s=%s: no address record is published for %s (existing ones are kept)", naming.IngressServiceSelector, gw.Spec.Controller, p.Target)}
+			Message: fmt.Sprintf("no Service of type LoadBalancer in namespace %s is labelled %s=%s: no address record is published for %s (existing ones are kept)", IngressNamespace(gw), naming.IngressServiceSelector, gw.Spec.Controller, p.Target)}
 	case in.Service.Empty():
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerAddressPending,
 			Message: fmt.Sprintf("Service %s has no load balancer address yet: no address record is published for %s (existing ones are kept)", in.ServiceName, p.Target)}

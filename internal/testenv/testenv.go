@@ -37,8 +37,8 @@ const (
 
 // Options choose what runs besides etcd and kube-apiserver.
 type Options struct {
-	// ControllerManager also starts kube-controller-manager with the garbage collector and the
-	// namespace controller.
+	// ControllerManager also starts kube-controller-manager with the garbage collector, the
+	// namespace controller and the cluster role aggregation controller.
 	ControllerManager bool
 	// SkipIstioCRDs starts the control plane without the Istio CRDs, as a cluster without Istio
 	// (or with Istio being reinstalled); InstallIstioCRDs adds them later.
@@ -181,7 +181,9 @@ func (e *Env) startControllerManager(assets string) error {
 	e.kcmLog = &bytes.Buffer{}
 	e.kcm = exec.Command(path,
 		"--kubeconfig="+kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		// clusterrole-aggregation fills the built-in admin, edit and view roles from the roles
+		// labelled to aggregate into them, so a test can act as a namespace editor.
+		"--controllers=garbagecollector,namespace,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

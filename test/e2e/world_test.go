@@ -229,7 +229,8 @@ func configureMember(ctx context.Context, m *member) error {
 		},
 		&routingv1alpha1.Gateway{
 			ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
-			Spec:       routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal"},
+			// The AKS Istio add-on's ingress Services live in aks-istio-ingress, not beside the Gateway.
+			Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace},
 		},
 	}
 	if err := framework.EnsureNamespace(ctx, c, gatewayNamespace); err != nil {

@@ -146,6 +146,8 @@ func objectKey(obj client.Object) string {
 		kind = "Istio Gateway"
 	case *routingv1alpha1.ServiceRoute:
 		kind = "ServiceRoute"
+	case *routingv1alpha1.Gateway:
+		kind = "Gateway"
 	}
 	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
 }
@@ -201,7 +203,9 @@ func (r *outageRecorder) onNames(ev watch.EventType, obj client.Object, what str
 		}
 	}
 	for _, n := range names {
-		if ev != watch.Deleted && slices.Contains(r.scope.unpublishable, n) {
+		// An Istio host may be namespace-scoped (namespace/hostname): the hostname is what counts.
+		hostname := n[strings.LastIndex(n, "/")+1:]
+		if ev != watch.Deleted && slices.Contains(r.scope.unpublishable, hostname) {
 			r.problem("%s %s lists the unpublishable name %s", key, ev, n)
 		}
 	}

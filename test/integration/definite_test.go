@@ -62,7 +62,7 @@ func (f *fixture) waitPublished() {
 		f.waitRouteEndpoints(f.ns, service+"-route", f.hostname(service, "example.com"), definiteTarget, "external-dns-weu")
 		f.waitRoute(f.ns, service+"-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	}
-	f.waitIstioHosts(definiteGateway, f.hostname("api", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(definiteGateway, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 	f.waitAddressRecords("internal", definiteTarget, map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu", "external-dns-neu")
 	f.waitGateway(definiteGateway, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
 }
@@ -261,7 +261,7 @@ func TestDefinite_UnpublishableHostnameIsReportedNeverPublishedAndSettles(t *tes
 	f.route("", "api-route", "api", gw.Name)
 	f.route("", "long-route", longService, gw.Name)
 	f.waitRouteEndpoints(f.ns, "long-route", f.hostname(longService, "example.com"), definiteTarget, "external-dns-weu")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname(longService, "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname(longService, "example.com")))
 
 	domain := longDomain(200)
 	invalid, valid := f.hostname(longService, domain), f.hostname("api", domain)
@@ -279,7 +279,7 @@ func TestDefinite_UnpublishableHostnameIsReportedNeverPublishedAndSettles(t *tes
 	assert.NotEqual(t, invalid, long.Status.Hostname, "status.hostname shows a name that cannot be published")
 	f.waitRouteEndpoints(f.ns, "api-route", valid, target, "external-dns-weu")
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
-	f.waitIstioHosts(gw.Name, valid)
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, valid))
 	waitFor(t, "the invalid route to have no DNSEndpoint", func() string {
 		if eps := routeEndpoints(t, f.ns, "long-route"); len(eps) > 0 {
 			return fmt.Sprintf("%d DNSEndpoint(s), first %s with %d record(s)", len(eps), eps[0].Name, len(eps[0].Spec.Endpoints))
@@ -305,7 +305,7 @@ func TestDefinite_UnpublishableHostnameIsReportedNeverPublishedAndSettles(t *tes
 	f.waitRouteEndpoints(f.ns, "long-route", f.hostname(longService, "example.com"), definiteTarget, "external-dns-weu")
 	f.waitRoute(f.ns, "long-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname(longService, "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname(longService, "example.com")))
 }
 
 // outliveCacheSyncTimeout waits until controller-runtime's cache-sync timeout has passed since
@@ -348,7 +348,7 @@ func TestDefinite_WithoutIstioCRDsPublishesDNSAndGeneratesOnceInstalled(t *testi
 	require.Empty(t, op.stillRunning())
 
 	require.NoError(t, own.InstallIstioCRDs())
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 	f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
 	require.Empty(t, op.stillRunning())
 }
@@ -377,7 +377,7 @@ func TestDefinite_WithoutDNSEndpointCRDReportsAndPublishesOnceInstalled(t *testi
 	f.waitRouteEndpoints(f.ns, "api-route", f.hostname("api", "example.com"), definiteTarget, "external-dns-weu")
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	f.waitAddressRecords("internal", definiteTarget, map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu", "external-dns-neu")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")))
 	waitReady(t, dnsConfig, metav1.ConditionTrue, clusterv1alpha1.ReasonConfigurationValid)
 	require.Empty(t, op.stillRunning())
 }

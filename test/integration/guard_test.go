@@ -202,7 +202,7 @@ func TestAdoption_AnnotatedObjectsAreTakenOverInPlace(t *testing.T) {
 	assert.True(t, desired.OwnedBy(&eps[0], "ServiceRoute", "api-route"))
 	assert.Equal(t, "legacy", eps[0].Labels["team"], "labels others set are kept")
 
-	ig := f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"))
+	ig := f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")))
 	assert.Equal(t, legacyGateway.UID, ig.UID, "the Istio Gateway was taken over in place")
 	assert.True(t, desired.OwnedBy(ig, "Gateway", gw.Name))
 	assert.Equal(t, f.controller, ig.Spec.Selector["istio"])

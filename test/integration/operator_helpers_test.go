@@ -294,6 +294,10 @@ func statusProblem(generation, observed int64, conditions []metav1.Condition, ph
 	return ""
 }
 
+// istioHost is how the Istio Gateway lists hostname of a route in namespace: namespace-scoped,
+// the default istioHostFormat.
+func istioHost(namespace, hostname string) string { return namespace + "/" + hostname }
+
 // waitIstioHosts waits for the Istio Gateway to list exactly hosts (none: the Istio Gateway does
 // not exist) and returns it.
 func (f *fixture) waitIstioHosts(name string, hosts ...string) *istionetworkingv1.Gateway {

@@ -59,7 +59,7 @@ func TestActiveMode_OneRegion(t *testing.T) {
 	assert.True(t, pol.Status.Active)
 	assert.Equal(t, []string{"external-dns-weu"}, pol.Status.ActiveControllers)
 
-	ig := f.waitIstioHosts(gw.Name, host)
+	ig := f.waitIstioHosts(gw.Name, istioHost(f.ns, host))
 	assert.Equal(t, map[string]string{"istio": f.controller}, ig.Spec.Selector)
 	assert.Equal(t, uint32(443), ig.Spec.Servers[0].Port.Number)
 	assert.Equal(t, "HTTPS", ig.Spec.Servers[0].Port.Protocol)
@@ -199,13 +199,13 @@ func TestClusterIdentityChange_EverythingFollows(t *testing.T) {
 	f.route("", "api-route", "api", gw.Name)
 	f.route("", "web-route", "web", gw.Name)
 	f.waitRouteEndpoints(f.ns, "api-route", f.hostname("api", "example.com"), "aks01-weu-internal.example.com", "external-dns-weu")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 
 	f.setIdentity(clusterv1alpha1.ClusterIdentitySpec{Region: "neu", Cluster: "aks01", Domain: "example.org", EnvironmentLetter: "d"})
 	target := "aks01-neu-internal.example.org"
 	f.waitRouteEndpoints(f.ns, "api-route", f.hostname("api", "example.org"), target, "external-dns-neu")
 	f.waitRouteEndpoints(f.ns, "web-route", f.hostname("web", "example.org"), target, "external-dns-neu")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.org"), f.hostname("web", "example.org"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.org")), istioHost(f.ns, f.hostname("web", "example.org")))
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu", "external-dns-neu")
 	waitFor(t, "the Gateway status to show the new target hostname", func() string {
 		g := f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
@@ -306,11 +306,11 @@ func TestDeleteServiceRoute(t *testing.T) {
 	api := f.route("", "api-route", "api", gw.Name)
 	f.route("", "web-route", "web", gw.Name)
 	f.waitRouteEndpoints(f.ns, "api-route", f.hostname("api", "example.com"), "aks01-weu-internal.example.com", "external-dns-weu", "external-dns-neu")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 
 	require.NoError(t, env.Client.Delete(f.ctx, api))
 	f.waitRouteEndpoints(f.ns, "api-route", "", "" /* none */)
-	f.waitIstioHosts(gw.Name, f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("web", "example.com")))
 }
 
 // TestDeleteGateway removes the Istio Gateway and the address records; its routes fail.
@@ -324,7 +324,7 @@ func TestDeleteGateway(t *testing.T) {
 	f.ingressService(lbIP...)
 	f.policy(activeMode)
 	f.route("", "api-route", "api", gw.Name)
-	ig := f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"))
+	ig := f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")))
 	f.waitAddressRecords("internal", "aks01-weu-internal.example.com", map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu")
 
 	require.NoError(t, env.Client.Delete(f.ctx, gw))

@@ -99,15 +99,17 @@ func TestHostnameConflict_OldestClaimWinsAndNextIsPromoted(t *testing.T) {
 	f.route(otherNS, "api-route", "api", gw.Name)
 
 	loser := f.waitRoute(otherNS, "api-route", routingv1alpha1.PhasePending, routingv1alpha1.ReasonHostnameConflict)
-	assert.Contains(t, loser.Status.Conditions[0].Message, f.ns+"/api-route", "the condition names the winner")
+	message := loser.Status.Conditions[0].Message
+	assert.Contains(t, message, "another namespace", "the condition says where the winner is")
+	assert.NotContains(t, message, f.ns, "a winner in another namespace is not named to the loser's author")
 	assert.Empty(t, routeEndpoints(t, otherNS, "api-route"))
 	f.waitRouteEndpoints(f.ns, "api-route", host, "aks01-weu-internal.example.com", "external-dns-weu")
-	f.waitIstioHosts(gw.Name, host)
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, host))
 
 	require.NoError(t, env.Client.Delete(f.ctx, first))
 	f.waitRoute(otherNS, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	f.waitRouteEndpoints(otherNS, "api-route", host, "aks01-weu-internal.example.com", "external-dns-weu")
-	f.waitIstioHosts(gw.Name, host)
+	f.waitIstioHosts(gw.Name, istioHost(otherNS, host)) // only the new owner's VirtualServices bind it now
 }
 
 // writeCounter counts the mutating requests a client sends.
@@ -152,7 +154,7 @@ func TestRestart_ConvergedClusterCausesNoWrites(t *testing.T) {
 	f.route("", "api-route", "api", gw.Name)
 	f.route("", "web-route", "web", gw.Name)
 	f.waitRouteEndpoints(f.ns, "web-route", f.hostname("web", "example.com"), "aks01-weu-internal.example.com", "external-dns-weu", "external-dns-frc")
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 	f.waitAddressRecords("internal", "aks01-weu-internal.example.com", map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu", "external-dns-neu", "external-dns-frc")
 	f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
 	f.waitRoute(f.ns, "web-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)

@@ -73,6 +73,13 @@ const (
 	ReasonGatewayNotFound = "GatewayNotFound"
 	// ReasonHostnameConflict: an older ServiceRoute claims the same hostname and publishes it.
 	ReasonHostnameConflict = "HostnameConflict"
+	// ReasonNotAllowedByGateway: the Gateway's spec.allowedRoutes does not admit routes from the
+	// route's namespace; the route's DNSEndpoints and Istio host are removed.
+	ReasonNotAllowedByGateway = "NotAllowedByGateway"
+	// ReasonApplicationNotAllowed: the route's application is reserved for another namespace, or
+	// its namespace lists its applications (annotation router.io/applications) and this one is
+	// not among them. The route publishes nothing and never claims its hostname.
+	ReasonApplicationNotAllowed = "ApplicationNotAllowed"
 )
 
 // Reasons of the Ready condition on Gateway.
@@ -84,11 +91,16 @@ const (
 	ReasonNoServiceRoutes = "NoServiceRoutes"
 	// ReasonCredentialNameMissing: spec.credentialName is empty; an HTTPS server needs a TLS Secret.
 	ReasonCredentialNameMissing = "CredentialNameMissing"
-	// ReasonLoadBalancerNotFound: no LoadBalancer Service labelled istio=<controller> exists.
+	// ReasonLoadBalancerNotFound: no LoadBalancer Service labelled istio=<controller> exists in
+	// the ingress namespace (spec.ingressNamespace, default the Gateway's namespace).
 	ReasonLoadBalancerNotFound = "LoadBalancerNotFound"
 	// ReasonLoadBalancerAddressPending: the ingress Service has no address yet, so no address
 	// record can be published for the target hostname.
 	ReasonLoadBalancerAddressPending = "LoadBalancerAddressPending"
+	// ReasonIngressNamespaceConflict: an older Gateway with the same controller and targetPostfix
+	// takes the ingress Service from another namespace (spec.ingressNamespace); the older one
+	// decides, this one's ingressNamespace is not used.
+	ReasonIngressNamespaceConflict = "IngressNamespaceConflict"
 	// ReasonIstioNotInstalled: the Istio Gateway API (networking.istio.io/v1 Gateway) is not
 	// served, so no Istio Gateway is generated; DNS is still published, and generation starts
 	// when the CRD is installed.

@@ -28,7 +28,87 @@ type GatewaySpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="targetPostfix must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	TargetPostfix string `json:"targetPostfix"`
+
+	// ingressNamespace is the namespace whose LoadBalancer Services labelled istio=<controller>
+	// may serve this gateway; defaults to the Gateway's own namespace. Services elsewhere are
+	// ignored whatever their age or labels, so a namespace editor cannot capture the gateway's
+	// address. Set it when the ingress gateways run in another namespace than the Gateway (the AKS
+	// Istio add-on runs them in aks-istio-ingress). Gateways sharing a controller and targetPostfix
+	// share one target hostname: the oldest of them decides the ingress namespace, and the others
+	// must name the same one (Ready=False, reason IngressNamespaceConflict, otherwise).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="ingressNamespace must be a namespace name: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	IngressNamespace string `json:"ingressNamespace,omitempty"`
+
+	// allowedRoutes says from which namespaces ServiceRoutes may use this gateway, with the shape
+	// and meaning of the Gateway API's listener field. Defaults to every namespace. A route from a
+	// namespace that is not allowed publishes nothing (Ready=False, reason NotAllowedByGateway).
+	// +optional
+	// +kubebuilder:default={namespaces:{from:All}}
+	AllowedRoutes *AllowedRoutes `json:"allowedRoutes,omitempty"`
+
+	// istioHostFormat is how route hostnames are written into the generated Istio Gateway's hosts.
+	// NamespaceScoped (the default) writes <route namespace>/<hostname>, so that only
+	// VirtualServices in the route's own namespace can bind the hostname on this gateway. Bare
+	// writes <hostname> (the architecture document's form): a VirtualService in any namespace can
+	// bind it; choose it only where VirtualServices live in another namespace than their routes.
+	// +optional
+	// +kubebuilder:default=NamespaceScoped
+	IstioHostFormat IstioHostFormat `json:"istioHostFormat,omitempty"`
 }
+
+// AllowedRoutes restricts which ServiceRoutes may use a Gateway.
+type AllowedRoutes struct {
+	// namespaces selects the namespaces whose ServiceRoutes may use the gateway.
+	// +optional
+	// +kubebuilder:default={from:All}
+	Namespaces *RouteNamespaces `json:"namespaces,omitempty"`
+}
+
+// FromNamespaces names a set of namespaces allowed to use a Gateway.
+// +kubebuilder:validation:Enum=All;Same;Selector
+type FromNamespaces string
+
+const (
+	// NamespacesFromAll allows ServiceRoutes of every namespace.
+	NamespacesFromAll FromNamespaces = "All"
+	// NamespacesFromSame allows only ServiceRoutes in the Gateway's own namespace.
+	NamespacesFromSame FromNamespaces = "Same"
+	// NamespacesFromSelector allows ServiceRoutes in namespaces whose labels match the selector.
+	NamespacesFromSelector FromNamespaces = "Selector"
+)
+
+// RouteNamespaces selects namespaces, as the Gateway API's RouteNamespaces does.
+// +kubebuilder:validation:XValidation:rule="(has(self.from) && self.from == 'Selector') == has(self.selector)",message="selector is required when from is Selector, and allowed only then"
+type RouteNamespaces struct {
+	// from is All (every namespace), Same (the Gateway's namespace only) or Selector (namespaces
+	// whose labels match selector).
+	// +optional
+	// +kubebuilder:default=All
+	From FromNamespaces `json:"from,omitempty"`
+
+	// selector must match a namespace's labels for its ServiceRoutes to use the gateway; required
+	// when from is Selector. Namespace labels are set by whoever may edit Namespace objects (not
+	// a namespace editor with the built-in edit role), so the platform team decides.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector operators must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="In and NotIn need values; Exists and DoesNotExist take none"
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// IstioHostFormat is how a hostname is written into an Istio Gateway's hosts.
+// +kubebuilder:validation:Enum=NamespaceScoped;Bare
+type IstioHostFormat string
+
+const (
+	// IstioHostNamespaceScoped writes <route namespace>/<hostname>: only VirtualServices in the
+	// route's namespace bind it (Istio's documented Gateway host format).
+	IstioHostNamespaceScoped IstioHostFormat = "NamespaceScoped"
+	// IstioHostBare writes <hostname>: VirtualServices in any namespace bind it.
+	IstioHostBare IstioHostFormat = "Bare"
+)
 
 // GatewayStatus is the observed state of the Gateway.
 type GatewayStatus struct {
