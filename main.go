@@ -34,6 +34,7 @@ type options struct {
 	leaderElectNamespace string
 	enableHTTP2          bool
 	deletionGuard        guard.Settings
+	pprofAddr            string
 }
 
 func main() {
@@ -51,6 +52,8 @@ func main() {
 		"Namespace of the leader-election Lease. Defaults to the operator's own namespace in a cluster.")
 	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false,
 		"Serve the metrics endpoint over HTTP/2 as well. Off by default because of the HTTP/2 rapid-reset CVEs.")
+	flag.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
+		"Address to serve Go's net/http/pprof profiles on (for example 127.0.0.1:6060), for memory and CPU investigations. Empty (the default) disables it.")
 	opts.deletionGuard = guard.DefaultSettings
 	flag.Float64Var(&opts.deletionGuard.Share, "deletion-guard-share", guard.DefaultSettings.Share,
 		"Mass-deletion guard: the share (0-1) of all managed DNSEndpoints that, asked to go within the guard window by one change, trips the guard.")
@@ -115,6 +118,7 @@ func managerOptions(opts options) ctrl.Options {
 		MapperProvider:                controllers.MapperProvider,
 		Metrics:                       metrics.ServerOptions(opts.metricsAddr, opts.metricsSecure, opts.enableHTTP2),
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectNamespace,
