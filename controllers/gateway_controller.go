@@ -7,6 +7,7 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -16,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -27,6 +29,10 @@ import (
 type GatewayReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Window coalesces the route changes feeding each Gateway (coalesce.go).
+	Window *gatewayWindow
+	// HostBudget is the byte budget of one Istio Gateway (hostlimit.go).
+	HostBudget int
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=get;update;patch
@@ -44,6 +50,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !gw.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector removes the Istio Gateway it controls
+	}
+	if wait := r.coalesced(gw); wait > 0 {
+		return r.finish(requeue{wait: wait}, nil) // route changes still coming: one write for all
 	}
 	original := gw.DeepCopy()
 	in, err := r.gather(ctx, gw)
@@ -65,6 +74,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
+		setHostLimit(gw, in.HostLimit)
 	}
 	return r.end(ctx, gw, original, p.Outcome, rq, nil)
 }
@@ -76,14 +86,12 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 		return in, err
 	}
 	routes := &routingv1alpha1.ServiceRouteList{}
-	if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}); err != nil {
+	// Read-only (UnsafeDisableDeepCopy): thousands of routes, only their hostnames are used.
+	if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	for i := range routes.Items {
-		if route := &routes.Items[i]; plan.Publishes(route) {
-			in.Hosts = append(in.Hosts, route.Status.Hostname)
-		}
-	}
+	admitted := plan.AdmitHosts(hostCandidates(routes.Items), r.HostBudget)
+	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
 	svc, err := ingressService(ctx, r, gw.Spec.Controller)
 	if err != nil || svc == nil {
 		return in, err
@@ -119,6 +127,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allGateways := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return requestsFor(ctx, r, &routingv1alpha1.GatewayList{})
 	})
+	if r.Window == nil {
+		r.Window = coalesce.New[types.NamespacedName](coalesce.Settings{}) // no coalescing
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
 		// Every change, its own status writes included: a reconcile that started from a cached
@@ -126,9 +137,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// event then runs it again on the fresh copy, so a status never stays stale.
 		For(&routingv1alpha1.Gateway{}).
 		WatchesRawSource(apiChanges(r.APIs, allGateways)).
-		Watches(&routingv1alpha1.ServiceRoute{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute))}}
-		})).
+		Watches(&routingv1alpha1.ServiceRoute{}, routeChangesOfGateways(r.Window)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			controller := o.GetLabels()[ingressLabel]
 			if controller == "" {

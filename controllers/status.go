@@ -48,6 +48,9 @@ type requeue struct {
 	conflict bool
 	// at: a deletion held by the mass-deletion guard may proceed then.
 	at time.Time
+	// wait: changes feeding an aggregate object are still coming (coalesce.go); the write waits
+	// this long so that one write covers them all.
+	wait time.Duration
 }
 
 // after is the requeue of written: conflicts and held deletions.
@@ -99,8 +102,8 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 }
 
 // finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache
-// lag retries shortly, ownership conflicts are checked again after ConflictRetry and held
-// deletions when their time comes. No reconciler sets RequeueAfter itself.
+// lag retries shortly, ownership conflicts are checked again after ConflictRetry, held
+// deletions when their time comes and coalesced writes when their window is due. No reconciler sets RequeueAfter itself.
 func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 	switch {
 	case errors.Is(err, errCacheLag) && !isOnly(err, errCacheLag):
@@ -119,6 +122,9 @@ func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 		if after == 0 || held < after {
 			after = held
 		}
+	}
+	if rq.wait > 0 && (after == 0 || rq.wait < after) {
+		after = rq.wait
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }
