@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +120,12 @@ func runScale(b *testing.B, n, nsCount int) {
 	op.heapProfile(b, "fanout")
 	m2 := w.quiet()
 	rep.fanOutWrites = m2.since(m1)
-	rep.peakRSS = op.peakRSS(b)
+	rep.peakRSS, rep.peakAnon = op.peakRSS(b), op.peakAnon.Load()
+	rep.cpu = op.cpuSeconds(b)
+	rep.memory = op.memoryNow(b)
+	if os.Getenv("SCALE_SMAPS") != "" {
+		rep.memory += "\n\nMappings: " + op.smaps(b)
+	}
 	must(b, op.Stop())
 
 	// Restart on the converged cluster: nothing to write.
@@ -128,7 +134,8 @@ func runScale(b *testing.B, n, nsCount int) {
 	rep.restartStart = time.Now()
 	w.waitFor("the restarted operator to reconcile everything", 10*time.Minute, func() string { return op.reconciledAll(b, n) })
 	rep.restartWrites = w.quiet().since(m3)
-	rep.restartRSS = op.peakRSS(b)
+	rep.restartRSS, rep.restartAnon = op.peakRSS(b), op.peakAnon.Load()
+	rep.restartMemory = op.memoryNow(b)
 	must(b, op.Stop())
 
 	rep.print(os.Stdout)
@@ -137,6 +144,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	b.ReportMetric(rep.coldWrites.of(resIstioGateways)+rep.fanOutWrites.of(resIstioGateways), "istio-writes")
 	b.ReportMetric(rep.coldWrites.conflicts()+rep.fanOutWrites.conflicts(), "conflicts")
 	b.ReportMetric(float64(rep.peakRSS)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(rep.peakAnon)/(1<<20), "peak-anon-MiB")
 	b.ReportMetric(rep.restartWrites.total(notLease), "restart-writes")
 }
 
@@ -169,12 +177,14 @@ func (w *world) quiet() requests {
 	return last
 }
 
-// buildManager builds the operator binary of this tree.
+// buildManager builds the operator binary of this tree as the Dockerfile does (static, stripped):
+// its size decides how much of the resident memory is the mapped binary.
 func buildManager(b *testing.B) string {
 	root, err := testenv.RepoRoot()
 	must(b, err)
 	out := filepath.Join(b.TempDir(), "manager")
-	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("building the operator: %v\n%s", err, msg)
@@ -188,6 +198,9 @@ type operator struct {
 	metricsPort, pprofPort int
 	lastReconciles         float64
 	stableSince            time.Time
+	// peakAnon is the largest anonymous resident memory seen (sampled every 50 ms): the heap,
+	// stacks and runtime, without the mapped binary's pages.
+	peakAnon atomic.Int64
 }
 
 func startOperator(b *testing.B, ctx context.Context, cl *framework.Cluster, binary string) *operator {
@@ -204,6 +217,20 @@ func startOperator(b *testing.B, ctx context.Context, cl *framework.Cluster, bin
 	op.Operator, err = cl.StartOperator(ctx, b, framework.OperatorOptions{Binary: binary, ExtraArgs: args,
 		Env: strings.Fields(os.Getenv("SCALE_OPERATOR_ENV"))})
 	must(b, err)
+	go func() {
+		for op.Running() {
+			if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.Pid())); err == nil {
+				for _, line := range strings.Split(string(data), "\n") {
+					if f := strings.Fields(line); len(f) == 3 && f[0] == "RssAnon:" {
+						if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb<<10 > op.peakAnon.Load() {
+							op.peakAnon.Store(kb << 10)
+						}
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	return op
 }
 
@@ -238,6 +265,7 @@ func (op *operator) metrics(b *testing.B) map[string]float64 {
 // idle returns "" once the operator's work queues are empty, no worker is busy and no reconcile
 // finished for two seconds.
 func (op *operator) idle(b *testing.B) string {
+	time.Sleep(400 * time.Millisecond) // a scrape costs the operator a walk of its cache: not too often
 	m := op.metrics(b)
 	if m == nil {
 		return "operator metrics not available"
@@ -262,20 +290,46 @@ func (op *operator) reconciledAll(b *testing.B, n int) string {
 	return op.idle(b)
 }
 
+// cpuSeconds is the CPU time the operator used so far (user + system).
+func (op *operator) cpuSeconds(b *testing.B) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.Pid()))
+	must(b, err)
+	// Fields after the command (which may contain spaces) start after the last ')'.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks (USER_HZ)
+}
+
 // peakRSS is the operator's peak resident set size (VmHWM) so far, in bytes.
-func (op *operator) peakRSS(b *testing.B) int64 {
+func (op *operator) peakRSS(b *testing.B) int64 { return op.procStatus(b)["VmHWM:"] }
+
+// procStatus reads the memory lines of /proc/<pid>/status, in bytes.
+func (op *operator) procStatus(b *testing.B) map[string]int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", op.Pid()))
 	must(b, err)
 	defer f.Close()
+	out := map[string]int64{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "VmHWM:" {
+		if fields := strings.Fields(s.Text()); len(fields) == 3 && fields[2] == "kB" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			must(b, err)
-			return kb << 10
+			out[fields[0]] = kb << 10
 		}
 	}
-	return 0
+	return out
+}
+
+// memoryNow describes where the operator's memory is now: resident anonymous and file-backed
+// pages, and the Go runtime's view (from its metrics).
+func (op *operator) memoryNow(b *testing.B) string {
+	st, m := op.procStatus(b), op.metrics(b)
+	mib := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
+	return fmt.Sprintf("RSS %s (anonymous %s, file %s); Go heap in use %s, next GC at %s, stacks %s, runtime total %s; %v goroutines",
+		mib(float64(st["VmRSS:"])), mib(float64(st["RssAnon:"])), mib(float64(st["RssFile:"])),
+		mib(m["go_memstats_heap_inuse_bytes"]), mib(m["go_memstats_next_gc_bytes"]), mib(m["go_memstats_stack_inuse_bytes"]),
+		mib(m["go_memstats_sys_bytes"]), m["go_goroutines"])
 }
 
 // heapProfile saves a heap profile to $SCALE_PPROF_DIR/heap-<phase>-<routes>.pb.gz.
@@ -314,8 +368,11 @@ type report struct {
 	coldState                          convergence
 	istioBytes                         int
 	peakRSS, restartRSS                int64
+	peakAnon, restartAnon              int64
 	restartStart                       time.Time
 	restartWrites                      requests
+	memory, restartMemory              string
+	cpu                                float64
 }
 
 func (r *report) print(out io.Writer) {
@@ -332,8 +389,12 @@ func (r *report) print(out io.Writer) {
 	p("| router.io Gateway status writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resGatewayStatus), r.fanOutWrites.of(resGatewayStatus))
 	p("| conflicts, 409 (cold / fan-out) | %.0f / %.0f | %.0f / %.0f | |", r.floorColdWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.coldWrites.conflicts(), r.fanOutWrites.conflicts())
 	p("| largest generated object (the Istio Gateway, as stored) | | %d bytes, %d hosts (%d routes left off by the host limit) | |", r.istioBytes, r.coldState.istioHosts, r.coldState.leftOff)
-	p("| operator peak RSS (cold + fan-out) | | %.1f MiB | |", float64(r.peakRSS)/(1<<20))
-	p("| restart on the converged cluster: writes, peak RSS | 0 | %.0f, %.1f MiB | |", r.restartWrites.total(notLease), float64(r.restartRSS)/(1<<20))
+	p("| operator peak RSS (cold + fan-out): VmHWM, of which anonymous (heap, stacks) | | %.1f MiB, %.1f MiB | |", float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20))
+	p("| restart on the converged cluster: writes, peak RSS, anonymous | 0 | %.0f, %.1f MiB, %.1f MiB | |", r.restartWrites.total(notLease), float64(r.restartRSS)/(1<<20), float64(r.restartAnon)/(1<<20))
+	p("| operator CPU time (start, cold, fan-out) | | %.1f s | |", r.cpu)
+	p("")
+	p("Operator memory after the fan-out: %s.", r.memory)
+	p("After the restart: %s.", r.restartMemory)
 	p("")
 	p("Writes per route by resource (successful writes / routes; 409 conflicts apart):")
 	p("")
@@ -367,4 +428,24 @@ func (r *report) print(out io.Writer) {
 		}
 	}
 	p("")
+}
+
+// smaps lists the operator's mappings with more than 512 KiB resident (SCALE_SMAPS=1).
+func (op *operator) smaps(b *testing.B) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", op.Pid()))
+	must(b, err)
+	var out []string
+	var name string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-"):
+			name = f[1] + " " + strings.Join(f[5:], " ")
+		case len(f) == 3 && f[0] == "Rss:":
+			if kb, _ := strconv.Atoi(f[1]); kb > 512 {
+				out = append(out, fmt.Sprintf("%s: %d kB", name, kb))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }
