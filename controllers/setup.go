@@ -51,7 +51,6 @@ func CacheOptions() cache.Options {
 	}
 }
 
-
 // Options tune the controllers.
 type Options struct {
 	// ConflictRetryInterval is how often an object blocked by an ownership conflict checks
