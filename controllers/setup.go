@@ -106,7 +106,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions}
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions()}
 	ingressConflicts := metrics.NewConflictSet()
 	setups := []struct {
 		name  string

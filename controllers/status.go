@@ -40,6 +40,10 @@ type base struct {
 	ConflictRetry time.Duration
 	// Deletions holds back mass deletions of DNS records (nil: none is held).
 	Deletions *guard.Guard
+	// Versions remembers what the operator's own writes replaced (versions.go), so that a
+	// reconcile that read the cache before its previous write arrived does not write again and
+	// meet an optimistic-lock conflict (nil: not remembered).
+	Versions *writtenVersions
 }
 
 // requeue says when a reconcile that succeeded must run again although nothing changes.
@@ -89,6 +93,11 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	}
 	meta.SetStatusCondition(s.conditions, condition)
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
+		if b.Versions.superseded(original) {
+			// Our previous status write replaced this very copy: the cache is behind, and that
+			// write's own event runs this reconcile again on the fresh copy.
+			return b.finish(rq, err)
+		}
 		patchErr := b.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
 		switch {
 		case apierrors.IsConflict(patchErr):
@@ -96,6 +105,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		case patchErr != nil:
 			return ctrl.Result{}, errors.Join(err, patchErr)
 		}
+		b.Versions.wrote(original.GetUID(), original.GetResourceVersion())
 		recordTransition(b.Recorder, obj, previous, condition)
 	}
 	return b.finish(rq, err)

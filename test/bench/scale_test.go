@@ -94,13 +94,10 @@ func runScale(b *testing.B, n, nsCount int) {
 	start = time.Now()
 	w.createRoutes(appNS, n, clients)
 	rep.created = time.Since(start)
-	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, func() string {
-		if c := w.observe(appNS); !c.converged(n) {
-			return c.String()
-		}
-		return ""
-	})
+	var routesDone time.Time
+	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
 	rep.cold = time.Since(start)
+	rep.coldGatewayLag = time.Since(routesDone)
 	op.heapProfile(b, "cold")
 	m1 = w.quiet()
 	rep.coldWrites = m1.since(m0)
@@ -110,13 +107,9 @@ func runScale(b *testing.B, n, nsCount int) {
 	// Fan-out: a domain change reaches every route.
 	start = time.Now()
 	w.setDomain("example.org")
-	w.waitFor("the domain change to reach every route", 30*time.Minute, func() string {
-		if c := w.observe(appNS); !c.converged(n) {
-			return c.String()
-		}
-		return ""
-	})
+	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
 	rep.fanOut = time.Since(start)
+	rep.fanOutGatewayLag = time.Since(routesDone)
 	op.heapProfile(b, "fanout")
 	m2 := w.quiet()
 	rep.fanOutWrites = m2.since(m1)
@@ -134,11 +127,15 @@ func runScale(b *testing.B, n, nsCount int) {
 	rep.restartStart = time.Now()
 	w.waitFor("the restarted operator to reconcile everything", 10*time.Minute, func() string { return op.reconciledAll(b, n) })
 	rep.restartWrites = w.quiet().since(m3)
+	op.heapProfile(b, "restart")
 	rep.restartRSS, rep.restartAnon = op.peakRSS(b), op.peakAnon.Load()
 	rep.restartMemory = op.memoryNow(b)
 	must(b, op.Stop())
 
 	rep.print(os.Stdout)
+	if writes := rep.restartWrites.total(notLease); writes > 0 {
+		b.Errorf("the restarted operator wrote %.0f times on a converged cluster; it must write nothing", writes)
+	}
 	b.ReportMetric(rep.cold.Seconds()/rep.floorCold.Seconds(), "cold/floor")
 	b.ReportMetric(rep.fanOut.Seconds()/rep.floorFanOut.Seconds(), "fanout/floor")
 	b.ReportMetric(rep.coldWrites.of(resIstioGateways)+rep.fanOutWrites.of(resIstioGateways), "istio-writes")
@@ -146,6 +143,23 @@ func runScale(b *testing.B, n, nsCount int) {
 	b.ReportMetric(float64(rep.peakRSS)/(1<<20), "peak-MiB")
 	b.ReportMetric(float64(rep.peakAnon)/(1<<20), "peak-anon-MiB")
 	b.ReportMetric(rep.restartWrites.total(notLease), "restart-writes")
+}
+
+// routesThenGateway is the convergence check of a phase: it records in routesDone when the last
+// route settled (its records and status current), and passes once the Gateway's status and Istio
+// Gateway list the final hosts too.
+func routesThenGateway(w *world, namespaces []string, n int, routesDone *time.Time) func() string {
+	*routesDone = time.Time{}
+	return func() string {
+		c := w.observe(namespaces)
+		if routesDone.IsZero() && c.routes == n && c.settled == n && c.endpointsCurrent == c.published {
+			*routesDone = time.Now()
+		}
+		if !c.converged(n) {
+			return c.String()
+		}
+		return ""
+	}
 }
 
 // notLease leaves out the API server's own lease renewals, which happen whatever the operator does.
@@ -338,7 +352,7 @@ func (op *operator) heapProfile(b *testing.B, phase string) {
 	if dir == "" || op.pprofPort == 0 {
 		return
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", op.pprofPort))
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", op.pprofPort)) // live objects only
 	must(b, err)
 	defer resp.Body.Close()
 	must(b, os.MkdirAll(dir, 0o755))
@@ -373,6 +387,7 @@ type report struct {
 	restartWrites                      requests
 	memory, restartMemory              string
 	cpu                                float64
+	coldGatewayLag, fanOutGatewayLag   time.Duration
 }
 
 func (r *report) print(out io.Writer) {
@@ -386,6 +401,7 @@ func (r *report) print(out io.Writer) {
 	p("| cold convergence (create → every route settled, Istio Gateway complete) | %.1f s | %.1f s (creating alone: %.1f s) | %.2f |", r.floorCold.Seconds(), r.cold.Seconds(), r.created.Seconds(), r.cold.Seconds()/r.floorCold.Seconds())
 	p("| fan-out (domain change → every CNAME, status and Istio host follows) | %.1f s | %.1f s | %.2f |", r.floorFanOut.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.floorFanOut.Seconds())
 	p("| Istio Gateway writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resIstioGateways), r.fanOutWrites.of(resIstioGateways))
+	p("| Istio Gateway final after the last route settled (cold / fan-out) | | %.1f s / %.1f s | |", r.coldGatewayLag.Seconds(), r.fanOutGatewayLag.Seconds())
 	p("| router.io Gateway status writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resGatewayStatus), r.fanOutWrites.of(resGatewayStatus))
 	p("| conflicts, 409 (cold / fan-out) | %.0f / %.0f | %.0f / %.0f | |", r.floorColdWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.coldWrites.conflicts(), r.fanOutWrites.conflicts())
 	p("| largest generated object (the Istio Gateway, as stored) | | %d bytes, %d hosts (%d routes left off by the host limit) | |", r.istioBytes, r.coldState.istioHosts, r.coldState.leftOff)
