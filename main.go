@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/service-router/service-router-operator/controllers"
+	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
+	"github.com/service-router/service-router-operator/internal/plan"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
@@ -37,6 +39,10 @@ type options struct {
 	retryPeriod          time.Duration
 	enableHTTP2          bool
 	deletionGuard        guard.Settings
+	pprofAddr            string
+	kubeAPIQPS           float64
+	kubeAPIBurst         int
+	controllers          controllers.Options
 }
 
 func main() {
@@ -60,6 +66,23 @@ func main() {
 		"How often replicas try to acquire or renew the lease.")
 	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false,
 		"Serve the metrics endpoint over HTTP/2 as well. Off by default because of the HTTP/2 rapid-reset CVEs.")
+	flag.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
+		"Address to serve Go's net/http/pprof profiles on (for example 127.0.0.1:6060), for memory and CPU investigations. Empty (the default) disables it.")
+	flag.Float64Var(&opts.kubeAPIQPS, "kube-api-qps", -1,
+		"Client-side limit of requests per second to the API server. Negative (the default): no client-side limit; the API server's "+
+			"priority and fairness decides, which lets a change reaching every route go at the speed of the API server (see docs/DEVELOPMENT.md).")
+	flag.IntVar(&opts.kubeAPIBurst, "kube-api-burst", 0,
+		"Client-side burst of requests to the API server, with --kube-api-qps >= 0.")
+	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 4,
+		"ServiceRoutes reconciled in parallel.")
+	opts.controllers.GatewayCoalesce = coalesce.DefaultSettings
+	flag.DurationVar(&opts.controllers.GatewayCoalesce.Quiet, "gateway-coalesce-quiet", coalesce.DefaultSettings.Quiet,
+		"Route changes feeding a Gateway's Istio Gateway and status are written once no route change came for this long (0: at once, no coalescing).")
+	flag.DurationVar(&opts.controllers.GatewayCoalesce.MaxWait, "gateway-coalesce-max-wait", coalesce.DefaultSettings.MaxWait,
+		"During a steady stream of route changes, a Gateway's Istio Gateway and status are written at least this often.")
+	flag.IntVar(&opts.controllers.IstioGatewayMaxBytes, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget,
+		"Byte budget of one generated Istio Gateway (etcd refuses objects over 1.5 MiB by default). The hosts of the oldest routes fill it; "+
+			"younger routes are left off with reason GatewayHostLimit.")
 	opts.deletionGuard = guard.DefaultSettings
 	flag.Float64Var(&opts.deletionGuard.Share, "deletion-guard-share", guard.DefaultSettings.Share,
 		"Mass-deletion guard: the share (0-1) of all managed DNSEndpoints that, asked to go within the guard window by one change, trips the guard.")
@@ -79,12 +102,13 @@ func main() {
 	setupLog := ctrl.Log.WithName("setup")
 
 	ctx := ctrl.SetupSignalHandler()
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), managerOptions(opts))
+	mgr, err := ctrl.NewManager(restConfig(opts), managerOptions(opts))
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(ctx, mgr, controllers.Options{DeletionGuard: opts.deletionGuard}); err != nil {
+	opts.controllers.DeletionGuard = opts.deletionGuard
+	if err := controllers.Setup(ctx, mgr, opts.controllers); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}
@@ -117,6 +141,13 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 	}
 }
 
+// restConfig is the API server connection with the client-side rate limit of the flags.
+func restConfig(opts options) *rest.Config {
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	return cfg
+}
+
 func managerOptions(opts options) ctrl.Options {
 	return ctrl.Options{
 		Scheme:                        operatorscheme.New(),
@@ -124,6 +155,7 @@ func managerOptions(opts options) ctrl.Options {
 		MapperProvider:                controllers.MapperProvider,
 		Metrics:                       metrics.ServerOptions(opts.metricsAddr, opts.metricsSecure, opts.enableHTTP2),
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectNamespace,

@@ -7,6 +7,7 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -28,6 +30,10 @@ import (
 type GatewayReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Window coalesces the route changes feeding each Gateway (coalesce.go).
+	Window *gatewayWindow
+	// HostBudget is the byte budget of one Istio Gateway (hostlimit.go).
+	HostBudget int
 }
 
 // The write step creates, updates (with the resourceVersion read) and deletes generated objects,
@@ -43,6 +49,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	gw := &routingv1alpha1.Gateway{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, gw); !ok {
 		return ctrl.Result{}, err
+	}
+	if wait := r.coalesced(gw); wait > 0 {
+		return r.finish(requeue{wait: wait}, nil) // route changes still coming: one write for all
 	}
 	original := gw.DeepCopy()
 	in, err := r.gather(ctx, gw)
@@ -64,6 +73,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
+		setHostLimit(gw, in.HostLimit)
 	}
 	return r.end(ctx, gw, original, p.Outcome, rq, nil)
 }
@@ -75,14 +85,16 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 		return in, err
 	}
 	routes := &routingv1alpha1.ServiceRouteList{}
-	if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}); err != nil {
+	// Read-only (UnsafeDisableDeepCopy): thousands of routes, only their hostnames are used.
+	if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	for i := range routes.Items {
-		if route := &routes.Items[i]; plan.Publishes(route) {
-			in.Hosts = append(in.Hosts, plan.IstioHost(gw, route.Namespace, route.Status.Hostname))
-		}
+	candidates := hostCandidates(routes.Items)
+	for i := range candidates {
+		candidates[i].Hostname = plan.IstioHost(gw, candidates[i].Namespace, candidates[i].Hostname)
 	}
+	admitted := plan.AdmitHosts(candidates, r.HostBudget)
+	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
 	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:
 	// only its Services can be the pair's load balancer.
 	pair := &routingv1alpha1.GatewayList{}
@@ -158,6 +170,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allGateways := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return requestsFor(ctx, r, &routingv1alpha1.GatewayList{})
 	})
+	if r.Window == nil {
+		r.Window = coalesce.New[types.NamespacedName](coalesce.Settings{}) // no coalescing
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
 		// Every change, its own status writes included: a reconcile that started from a cached
@@ -165,9 +180,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// event then runs it again on the fresh copy, so a status never stays stale.
 		For(&routingv1alpha1.Gateway{}).
 		WatchesRawSource(apiChanges(r.APIs, allGateways)).
-		Watches(&routingv1alpha1.ServiceRoute{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute))}}
-		})).
+		Watches(&routingv1alpha1.ServiceRoute{}, routeChangesOfGateways(r.Window)).
 		// Only the Gateways that trust the Service's namespace: a Service elsewhere wakes nothing.
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			controller := o.GetLabels()[ingressLabel]

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -30,16 +31,18 @@ import (
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
-// routeWorkers reconcile ServiceRoutes in parallel: routes are independent of each other and a
-// reconcile mostly waits on API round-trips (BenchmarkOperator_ConvergeRoutes: 1000 routes
-// converge 1.5x faster with 4 workers than with 1 on 2 cores).
-const routeWorkers = 4
+// defaultRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each other
+// and a reconcile mostly waits on API round-trips (--serviceroute-workers; see DEVELOPMENT.md
+// for the measurements behind the default).
+const defaultRouteWorkers = 4
 
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.
 type ServiceRouteReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Workers is the number of routes reconciled in parallel (0: defaultRouteWorkers).
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
@@ -145,13 +148,15 @@ func (r *ServiceRouteReconciler) hostnameWinner(ctx context.Context, route *rout
 	return plan.HostnameWinner(route, claimants, func(c *routingv1alpha1.ServiceRoute) bool { return allowed[c.UID] }), nil
 }
 
-// claimants lists the ServiceRoutes whose hostname equals route's, route included.
+// claimants lists the ServiceRoutes whose hostname equals route's, route included. They are the
+// cache's own objects: read them, never change them.
 func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) ([]*routingv1alpha1.ServiceRoute, error) {
 	label := naming.SourceLabel(route.Spec.ServiceName, ci.Spec.EnvironmentLetter, route.Spec.Environment, route.Spec.Application)
 	var out []*routingv1alpha1.ServiceRoute
 	for _, key := range naming.ClaimKeys(label, ci.Spec.EnvironmentLetter) {
 		list := &routingv1alpha1.ServiceRouteList{}
-		if err := r.List(ctx, list, client.MatchingFields{indexRouteHostnameKey: key}); err != nil {
+		// Read-only: claimants are compared and named, never changed.
+		if err := r.List(ctx, list, client.MatchingFields{indexRouteHostnameKey: key}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing ServiceRoutes claiming %s: %w", label, err)
 		}
 		for i := range list.Items {
@@ -194,7 +199,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
-		WithOptions(controller.Options{MaxConcurrentReconciles: routeWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, defaultRouteWorkers)}).
 		// Every change, its own status writes included: a reconcile that started from a cached
 		// copy older than the last status write may find nothing to write; the write's own
 		// event then runs it again on the fresh copy, so a status never stays stale.
@@ -206,6 +211,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(o).String()})
 		}), specChanges).
+		Watches(&routingv1alpha1.Gateway{}, r.hostLimitChanges()).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
 		// Namespaces as metadata only: their labels (Gateways' allowedRoutes) and the applications

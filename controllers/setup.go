@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,9 +18,12 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/coalesce"
+	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // CacheOptions restricts the informer caches to what the operator manages, so that memory follows
@@ -26,18 +31,22 @@ import (
 // the managed-by label (objects of others never enter the cache; a name collision with one is
 // detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
 // as metadata with only their labels and the router.io/applications annotation. Managed fields
-// are stripped from every cached object.
+// are stripped from every cached object, and kubectl's last-applied-configuration (a full copy of
+// the object) from the objects the operator reads but never writes whole.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{naming.LabelManagedBy: naming.ManagedByValue})
 	hasIstioLabel, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant requirement; cannot fail
 	}
+	// The generated objects are updated whole from their cached copy: every annotation stays, so
+	// that an update never drops one somebody else set.
+	generated := trimGenerated
 	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: trimForCache,
 		ByObject: map[client.Object]cache.ByObject{
-			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed},
-			&istionetworkingv1.Gateway{}:       {Label: managed},
+			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed, Transform: generated},
+			&istionetworkingv1.Gateway{}:       {Label: managed, Transform: generated},
 			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
 			&corev1.Namespace{}:                {Transform: namespaceTransform},
 		},
@@ -76,6 +85,15 @@ type Options struct {
 	// DeletionGuard tunes the mass-deletion guard; the zero value disables it (main sets
 	// guard.DefaultSettings unless flags say otherwise).
 	DeletionGuard guard.Settings
+	// GatewayCoalesce is the window in which route changes are coalesced into one write of a
+	// Gateway's Istio Gateway and status. Zero: coalesce.DefaultSettings; a zero Quiet with a
+	// non-zero MaxWait disables coalescing.
+	GatewayCoalesce coalesce.Settings
+	// IstioGatewayMaxBytes is the byte budget of one generated Istio Gateway. Zero:
+	// plan.DefaultIstioGatewayBudget.
+	IstioGatewayMaxBytes int
+	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 4.
+	ServiceRouteWorkers int
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -84,6 +102,12 @@ type Options struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ConflictRetryInterval <= 0 {
 		opts.ConflictRetryInterval = time.Minute
+	}
+	if opts.GatewayCoalesce == (coalesce.Settings{}) {
+		opts.GatewayCoalesce = coalesce.DefaultSettings
+	}
+	if opts.IstioGatewayMaxBytes <= 0 {
+		opts.IstioGatewayMaxBytes = plan.DefaultIstioGatewayBudget
 	}
 	apis := NewOptionalAPIs(mgr.GetRESTMapper())
 	if err := mgr.Add(apis); err != nil {
@@ -102,8 +126,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		default: // one pending notification is enough
 		}
 	})
-	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("service-router-operator"),
-		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions}
+	recorder, err := newRecorder(mgr)
+	if err != nil {
+		return err
+	}
+	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions()}
 	ingressConflicts := metrics.NewConflictSet()
 	setups := []struct {
 		name  string
@@ -114,8 +142,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return (&DNSConfigurationReconciler{base: b, APIs: apis}).SetupWithManager(mgr, guardChanges)
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
-		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis}).SetupWithManager},
-		{"gateway", (&GatewayReconciler{base: b, APIs: apis}).SetupWithManager},
+		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers}).SetupWithManager},
+		{"gateway", (&GatewayReconciler{base: b, APIs: apis, HostBudget: opts.IstioGatewayMaxBytes,
+			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce)}).SetupWithManager},
 		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {
@@ -152,4 +181,18 @@ func managedEndpointCount(c client.Reader, apis *OptionalAPIs) func() int {
 		}
 		return len(list.Items)
 	}
+}
+
+// newRecorder is the operator's event recorder: bounded in memory and goroutines, unlike the
+// manager's (see internal/eventrecorder), which a burst over thousands of routes would inflate.
+func newRecorder(mgr ctrl.Manager) (*eventrecorder.Recorder, error) {
+	client, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	recorder := eventrecorder.New(client, mgr.GetScheme(), "service-router-operator", eventrecorder.DefaultSettings)
+	if err := mgr.Add(recorder); err != nil {
+		return nil, fmt.Errorf("adding the event recorder: %w", err)
+	}
+	return recorder, nil
 }

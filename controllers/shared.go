@@ -170,7 +170,8 @@ func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1al
 // requestsFor lists the objects of list's kind that match opts (from the cache) and returns a
 // reconcile request for each: the mapping of every "this change affects those objects" watch.
 func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
-	if err := c.List(ctx, list, opts...); err != nil {
+	// Read-only: only the keys are taken; a ClusterIdentity change lists every route.
+	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
 		return nil
 	}

@@ -40,6 +40,10 @@ type base struct {
 	ConflictRetry time.Duration
 	// Deletions holds back mass deletions of DNS records (nil: none is held).
 	Deletions *guard.Guard
+	// Versions remembers what the operator's own writes replaced (versions.go), so that a
+	// reconcile that read the cache before its previous write arrived does not write again and
+	// meet an optimistic-lock conflict (nil: not remembered).
+	Versions *writtenVersions
 }
 
 // requeue says when a reconcile that succeeded must run again although nothing changes.
@@ -48,6 +52,9 @@ type requeue struct {
 	conflict bool
 	// at: a deletion held by the mass-deletion guard may proceed then.
 	at time.Time
+	// wait: changes feeding an aggregate object are still coming (coalesce.go); the write waits
+	// this long so that one write covers them all.
+	wait time.Duration
 }
 
 // after is the requeue of written: conflicts and held deletions.
@@ -85,6 +92,11 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	}
 	meta.SetStatusCondition(s.conditions, condition)
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
+		if b.Versions.superseded(original) {
+			// Our previous status write replaced this very copy: the cache is behind, and that
+			// write's own event runs this reconcile again on the fresh copy.
+			return b.finish(rq, err)
+		}
 		patchErr := b.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
 		switch {
 		case apierrors.IsConflict(patchErr):
@@ -92,14 +104,15 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		case patchErr != nil:
 			return ctrl.Result{}, errors.Join(err, patchErr)
 		}
+		b.Versions.wrote(original.GetUID(), original.GetResourceVersion())
 		recordTransition(b.Recorder, obj, previous, condition)
 	}
 	return b.finish(rq, err)
 }
 
 // finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache
-// lag retries shortly, ownership conflicts are checked again after ConflictRetry and held
-// deletions when their time comes. No reconciler sets RequeueAfter itself.
+// lag retries shortly, ownership conflicts are checked again after ConflictRetry, held
+// deletions when their time comes and coalesced writes when their window is due. No reconciler sets RequeueAfter itself.
 func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 	switch {
 	case err != nil && isOnly(err, errCacheLag):
@@ -116,6 +129,9 @@ func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 		if after == 0 || held < after {
 			after = held
 		}
+	}
+	if rq.wait > 0 && (after == 0 || rq.wait < after) {
+		after = rq.wait
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

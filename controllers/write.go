@@ -54,10 +54,16 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 	}()
 	var errs []error
 	for _, obj := range ch.Update {
+		if w.Versions.superseded(obj) {
+			errs = append(errs, errCacheLag) // our last update replaced this copy; its event is on the way
+			continue
+		}
+		replaced := obj.GetResourceVersion()
 		if err := w.Client.Update(ctx, obj, fieldOwner); err != nil {
 			errs = append(errs, writeError("updating", k.Name, obj, err))
 			continue
 		}
+		w.Versions.wrote(obj.GetUID(), replaced)
 		out.Applied = append(out.Applied, obj)
 		w.event(n.target, obj, n.reason, "Update", "updated %s %s: %s", k.Name, apply.Key(obj), n.describe(obj))
 	}

@@ -86,7 +86,8 @@ func (c *StateCollector) read(ctx context.Context) (State, error) {
 		if !c.listable(list) {
 			continue
 		}
-		if err := c.reader.List(ctx, list); err != nil {
+		// Read-only: the samples are counted from the cache's own objects, without copying them.
+		if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			errs = append(errs, fmt.Errorf("listing %T: %w", list, err))
 		}
 	}

@@ -173,6 +173,9 @@ func Route(in RouteInputs) RoutePlan {
 		p.Target = ""
 		return p.without(failed, routingv1alpha1.ReasonInvalidHostname, "the gateway target hostname is not a valid DNS name: "+err.Error())
 	}
+	if LeftOff(gw.Status.HostLimit, r) { // the Gateway's Istio Gateway is full (hostlimit.go)
+		return p.without(pending, routingv1alpha1.ReasonGatewayHostLimit, hostLimitMessage(gw))
+	}
 	p.Sync = true
 	for _, c := range d.Controllers {
 		p.Endpoints = append(p.Endpoints, desired.RouteEndpoint(r, c, p.Hostname, p.Target))
@@ -252,6 +255,9 @@ type GatewayInputs struct {
 	ServiceName string
 	// IstioAPIMissing says the Istio Gateway API is not served (Istio not installed).
 	IstioAPIMissing bool
+	// HostLimit is where AdmitHosts cut the candidates off for lack of room (nil: all fit);
+	// Hosts are the admitted ones. It goes to status.hostLimit as it is.
+	HostLimit *routingv1alpha1.GatewayHostLimit
 }
 
 // GatewayPlan is what a Gateway should produce.

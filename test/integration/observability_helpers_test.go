@@ -42,6 +42,8 @@ type operatorOptions struct {
 	// deletionGuard enables the mass-deletion guard (off by default in tests, so that deletions
 	// are immediate).
 	deletionGuard guard.Settings
+	// istioGatewayMaxBytes is the byte budget of the Istio Gateways (0: the default).
+	istioGatewayMaxBytes int
 }
 
 // startOperatorWith is startOperator with options.
@@ -74,7 +76,8 @@ func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop 
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	if !o.noControllers {
-		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard}))
+		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard,
+			IstioGatewayMaxBytes: o.istioGatewayMaxBytes}))
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

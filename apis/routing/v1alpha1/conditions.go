@@ -80,7 +80,15 @@ const (
 	// its namespace lists its applications (annotation router.io/applications) and this one is
 	// not among them. The route publishes nothing and never claims its hostname.
 	ReasonApplicationNotAllowed = "ApplicationNotAllowed"
+	// ReasonGatewayHostLimit: the Gateway's Istio Gateway is full (its byte budget): this route
+	// and every route created after it are left off it and publish no DNS record until there is
+	// room. Also the reason of the Gateway's HostLimit condition.
+	ReasonGatewayHostLimit = "GatewayHostLimit"
 )
+
+// ConditionHostLimit is the Gateway condition present while routes are left off its Istio
+// Gateway because it reached its byte budget (status.hostLimit has the counts).
+const ConditionHostLimit = "HostLimit"
 
 // Reasons of the Ready condition on Gateway.
 const (

@@ -129,17 +129,50 @@ type GatewayStatus struct {
 	// +optional
 	Hosts int32 `json:"hosts,omitempty"`
 
+	// hostLimit is set while the generated Istio Gateway is full: the hosts of the oldest routes
+	// fill its byte budget, and the younger routes, from firstLeftOff on, are left off (Ready=False,
+	// reason GatewayHostLimit, no DNS record). Absent when every route fits.
+	// +optional
+	HostLimit *GatewayHostLimit `json:"hostLimit,omitempty"`
+
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions describe the gateway's state; Ready is True when the Istio Gateway is up to date.
+	// conditions describe the gateway's state; Ready is True when the Istio Gateway is up to date;
+	// HostLimit is True while routes are left off because the Istio Gateway is full.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GatewayHostLimit says where the routes of a full Istio Gateway are cut off. Routes are ordered
+// oldest first (creationTimestamp, then namespace/name); the hosts of the oldest fill the budget.
+type GatewayHostLimit struct {
+	// budgetBytes is the largest estimated size of the generated Istio Gateway
+	// (--istio-gateway-max-bytes), well under etcd's request limit.
+	// +required
+	BudgetBytes int64 `json:"budgetBytes"`
+
+	// admitted is the number of routes whose hosts are on the Istio Gateway.
+	// +required
+	Admitted int32 `json:"admitted"`
+
+	// leftOff is the number of routes left off: they publish nothing until there is room.
+	// +required
+	LeftOff int32 `json:"leftOff"`
+
+	// firstLeftOff is the oldest route left off, as namespace/name. It and every route after it
+	// in the order are left off.
+	// +required
+	FirstLeftOff string `json:"firstLeftOff"`
+
+	// firstLeftOffCreated is the creationTimestamp of firstLeftOff.
+	// +required
+	FirstLeftOffCreated metav1.Time `json:"firstLeftOffCreated"`
 }
 
 // Gateway is a reusable Istio ingress gateway definition. The operator generates an Istio

@@ -118,6 +118,8 @@ type OperatorOptions struct {
 	ExtraArgs []string
 	// StartTimeout bounds the wait for /readyz (default 60s).
 	StartTimeout time.Duration
+	// Env is added to the operator's environment (for example GOMEMLIMIT=...); nil inherits ours.
+	Env []string
 }
 
 // Operator is the operator binary running against a Cluster.
@@ -186,7 +188,11 @@ func startOperatorOnce(ctx context.Context, cluster, binary, kubeconfig string, 
 		"--leader-elect=false",
 	}, opts.ExtraArgs...)
 	op := &Operator{HealthPort: port, Args: args, Dir: dir}
-	if op.proc, err = StartProcess("operator-"+cluster, logPathFor(dir, "operator-"+cluster), binary, args...); err != nil {
+	var env []string
+	if len(opts.Env) > 0 {
+		env = append(os.Environ(), opts.Env...)
+	}
+	if op.proc, err = StartProcessWithEnv("operator-"+cluster, logPathFor(dir, "operator-"+cluster), env, binary, args...); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -242,3 +248,6 @@ func (op *Operator) Stop() error {
 
 // repoRoot is the operator repository's top directory.
 func repoRoot() (string, error) { return testenv.RepoRoot() }
+
+// Pid is the operator's process id (for /proc/<pid>/status: peak memory).
+func (op *Operator) Pid() int { return op.proc.Pid() }

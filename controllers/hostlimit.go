@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// One generated Istio Gateway must stay under etcd's request limit, so a Gateway admits the hosts
+// of its oldest routes up to a byte budget (plan.AdmitHosts), records the cutoff in
+// status.hostLimit, and the routes from the cutoff on report GatewayHostLimit and publish nothing
+// (plan.Route reads the cutoff from the Gateway).
+
+// hostCandidates are the routes whose hosts belong on the Gateway when there is room. routes may
+// be the cache's own objects: only strings and times are copied out of them.
+func hostCandidates(routes []routingv1alpha1.ServiceRoute) []plan.HostCandidate {
+	out := make([]plan.HostCandidate, 0, len(routes))
+	for i := range routes {
+		if c, ok := plan.HostCandidateOf(&routes[i]); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// setHostLimit writes the admission's cutoff into the Gateway's status: status.hostLimit and the
+// HostLimit condition, both absent while every route fits.
+func setHostLimit(gw *routingv1alpha1.Gateway, limit *routingv1alpha1.GatewayHostLimit) {
+	gw.Status.HostLimit = limit
+	if c := plan.HostLimitCondition(limit, gw.Generation); c != nil {
+		meta.SetStatusCondition(&gw.Status.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&gw.Status.Conditions, routingv1alpha1.ConditionHostLimit)
+	}
+}
+
+// hostLimitChanges is the ServiceRoute controller's watch on the cutoff of Gateways: when a
+// Gateway's status.hostLimit moves, the routes on either side of the move are reconciled (the
+// ones now left off withdraw their records, the ones admitted again publish).
+func (r *ServiceRouteReconciler) hostLimitChanges() handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(*routingv1alpha1.Gateway)
+			gw, okNew := e.ObjectNew.(*routingv1alpha1.Gateway)
+			if !okOld || !okNew || equality.Semantic.DeepEqual(old.Status.HostLimit, gw.Status.HostLimit) {
+				return
+			}
+			routes := &routingv1alpha1.ServiceRouteList{}
+			// Read-only: only the keys are taken from the cache's objects.
+			if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}, client.UnsafeDisableDeepCopy); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing the routes of a Gateway whose host limit moved")
+				return
+			}
+			for i := range routes.Items {
+				route := &routes.Items[i]
+				if plan.LeftOff(old.Status.HostLimit, route) != plan.LeftOff(gw.Status.HostLimit, route) {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
+				}
+			}
+		},
+	}
+}

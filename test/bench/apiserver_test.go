@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// requestKey identifies one series of kube-apiserver's apiserver_request_total that the benchmark
+// reports: a resource (with its group and subresource), a verb and the response code.
+type requestKey struct {
+	Resource string // "serviceroutes/status", "gateways.networking.istio.io", "events.events.k8s.io"
+	Verb     string
+	Code     string
+}
+
+// requests are the apiserver_request_total counters at one moment.
+type requests map[requestKey]float64
+
+// writeVerbs are the verbs that change something.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "DELETECOLLECTION": true}
+
+// scrapeRequests reads kube-apiserver's own request counters from its /metrics endpoint (the
+// admin client may read it): the authoritative count of what every client wrote.
+func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading kube-apiserver /metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing kube-apiserver /metrics: %w", err)
+	}
+	out := requests{}
+	family := families["apiserver_request_total"]
+	if family == nil {
+		return out, nil
+	}
+	for _, m := range family.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if !writeVerbs[l["verb"]] {
+			continue
+		}
+		resource := l["resource"]
+		if g := l["group"]; g != "" {
+			resource += "." + g
+		}
+		if s := l["subresource"]; s != "" {
+			resource += "/" + s
+		}
+		out[requestKey{Resource: resource, Verb: l["verb"], Code: l["code"]}] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// since is what was written between before and r.
+func (r requests) since(before requests) requests {
+	out := requests{}
+	for k, v := range r {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// total counts the writes matching keep.
+func (r requests) total(keep func(requestKey) bool) float64 {
+	n := 0.0
+	for k, v := range r {
+		if keep(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// conflicts counts the writes refused with 409 Conflict (optimistic lock or AlreadyExists).
+func (r requests) conflicts() float64 {
+	return r.total(func(k requestKey) bool { return k.Code == "409" })
+}
+
+// byResource sums the successful writes by resource ("serviceroutes/status" → count).
+func (r requests) byResource() map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range r {
+		if k.Code != "409" {
+			out[k.Resource] += v
+		}
+	}
+	return out
+}
+
+// resources lists the resources written, sorted.
+func (r requests) resources() []string {
+	return slices.Sorted(maps.Keys(r.byResource()))
+}
+
+const (
+	resRoutes          = "serviceroutes.routing.router.io"
+	resRouteStatus     = "serviceroutes.routing.router.io/status"
+	resEndpoints       = "dnsendpoints.externaldns.k8s.io"
+	resIstioGateways   = "gateways.networking.istio.io"
+	resGatewayStatus   = "gateways.routing.router.io/status"
+	resEvents          = "events.events.k8s.io"
+	resCoreEvents      = "events"
+	resClusterIdentity = "clusteridentities.cluster.router.io"
+)
+
+// of counts the successful writes of one resource.
+func (r requests) of(resource string) float64 {
+	return r.total(func(k requestKey) bool { return k.Resource == resource && k.Code != "409" })
+}
+
+// conflictsOf counts the 409 answers on one resource.
+func (r requests) conflictsOf(resource string) float64 {
+	return r.total(func(k requestKey) bool { return k.Resource == resource && k.Code == "409" })
+}

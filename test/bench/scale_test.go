@@ -1,0 +1,467 @@
+// Package bench measures the operator at scale, as a separate process against a real control
+// plane, side by side with the floor: a bare client doing only the writes the scenario cannot
+// avoid, with the same parallelism, while the operator is stopped. Run it with `make bench`
+// (SCALE_ROUTES=10000 for the large size). Benchmarks report figures; nothing here fails because
+// the machine is slow.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/service-router/service-router-operator/internal/testenv"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// clients is the parallelism of the route creators and of the floor's bare client.
+const clients = 8
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkScale runs, in one control plane: the floor (cold: create N routes, their DNSEndpoints
+// and one status write each; fan-out: update every DNSEndpoint and status), then the operator's
+// cold convergence of N new routes, its fan-out after a domain change, and a restart on the
+// converged cluster, which must write nothing. It prints one table and reports the ratios.
+//
+// SCALE_ROUTES (default 3000) sets N, SCALE_NAMESPACES (10) the application namespaces,
+// SCALE_OPERATOR_ARGS adds operator flags (space-separated), SCALE_OPERATOR_ENV adds environment
+// variables (space-separated, e.g. GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap profiles there.
+func BenchmarkScale(b *testing.B) {
+	for range b.N {
+		runScale(b, envInt("SCALE_ROUTES", 3000), envInt("SCALE_NAMESPACES", 10))
+	}
+}
+
+func runScale(b *testing.B, n, nsCount int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	binary := buildManager(b)
+	cl, err := framework.StartCluster(ctx, b, framework.ClusterOptions{Name: "bench"})
+	must(b, err)
+	w := newWorld(b, ctx, cl.Config)
+	var appNS, floorNS []string
+	for i := range nsCount {
+		appNS = append(appNS, fmt.Sprintf("app-%02d", i))
+		floorNS = append(floorNS, fmt.Sprintf("floor-%02d", i))
+	}
+	w.setup(appNS, floorNS)
+	rep := &report{routes: n, namespaces: nsCount, load: loadAverage()}
+
+	// The floor, with the operator stopped.
+	m0 := scrape(b, w)
+	start := time.Now()
+	floor := w.floorCold(floorNS, n, clients)
+	rep.floorCold = time.Since(start)
+	m1 := scrape(b, w)
+	rep.floorColdWrites = m1.since(m0)
+	w.setDomain("example.org")
+	start = time.Now()
+	w.floorFanOut(floor, clients)
+	rep.floorFanOut = time.Since(start)
+	rep.floorFanOutWrites = scrape(b, w).since(m1)
+	w.deleteRoutes(floorNS)
+	w.setDomain("example.com")
+
+	// The operator: cold convergence.
+	op := startOperator(b, ctx, cl, binary)
+	w.waitFor("the operator to settle on the empty world", 2*time.Minute, func() string {
+		if c := w.observe(appNS); c.routes != 0 {
+			return c.String()
+		}
+		return op.idle(b)
+	})
+	m0 = w.quiet()
+	start = time.Now()
+	w.createRoutes(appNS, n, clients)
+	rep.created = time.Since(start)
+	var routesDone time.Time
+	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
+	rep.cold = time.Since(start)
+	rep.coldGatewayLag = time.Since(routesDone)
+	op.heapProfile(b, "cold")
+	m1 = w.quiet()
+	rep.coldWrites = m1.since(m0)
+	rep.coldState = w.observe(appNS)
+	rep.istioBytes = w.istioGatewayBytes()
+
+	// Fan-out: a domain change reaches every route.
+	start = time.Now()
+	w.setDomain("example.org")
+	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
+	rep.fanOut = time.Since(start)
+	rep.fanOutGatewayLag = time.Since(routesDone)
+	op.heapProfile(b, "fanout")
+	m2 := w.quiet()
+	rep.fanOutWrites = m2.since(m1)
+	rep.peakRSS, rep.peakAnon = op.peakRSS(b), op.peakAnon.Load()
+	rep.cpu = op.cpuSeconds(b)
+	rep.memory = op.memoryNow(b)
+	if os.Getenv("SCALE_SMAPS") != "" {
+		rep.memory += "\n\nMappings: " + op.smaps(b)
+	}
+	must(b, op.Stop())
+
+	// Restart on the converged cluster: nothing to write.
+	m3 := w.quiet()
+	op = startOperator(b, ctx, cl, binary)
+	rep.restartStart = time.Now()
+	w.waitFor("the restarted operator to reconcile everything", 10*time.Minute, func() string { return op.reconciledAll(b, n) })
+	rep.restartWrites = w.quiet().since(m3)
+	op.heapProfile(b, "restart")
+	rep.restartRSS, rep.restartAnon = op.peakRSS(b), op.peakAnon.Load()
+	rep.restartMemory = op.memoryNow(b)
+	must(b, op.Stop())
+
+	rep.print(os.Stdout)
+	if writes := rep.restartWrites.total(notLease); writes > 0 {
+		b.Errorf("the restarted operator wrote %.0f times on a converged cluster; it must write nothing", writes)
+	}
+	b.ReportMetric(rep.cold.Seconds()/rep.floorCold.Seconds(), "cold/floor")
+	b.ReportMetric(rep.fanOut.Seconds()/rep.floorFanOut.Seconds(), "fanout/floor")
+	b.ReportMetric(rep.coldWrites.of(resIstioGateways)+rep.fanOutWrites.of(resIstioGateways), "istio-writes")
+	b.ReportMetric(rep.coldWrites.conflicts()+rep.fanOutWrites.conflicts(), "conflicts")
+	b.ReportMetric(float64(rep.peakRSS)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(rep.peakAnon)/(1<<20), "peak-anon-MiB")
+	b.ReportMetric(rep.restartWrites.total(notLease), "restart-writes")
+}
+
+// routesThenGateway is the convergence check of a phase: it records in routesDone when the last
+// route settled (its records and status current), and passes once the Gateway's status and Istio
+// Gateway list the final hosts too.
+func routesThenGateway(w *world, namespaces []string, n int, routesDone *time.Time) func() string {
+	*routesDone = time.Time{}
+	return func() string {
+		c := w.observe(namespaces)
+		if routesDone.IsZero() && c.routes == n && c.settled == n && c.endpointsCurrent == c.published {
+			*routesDone = time.Now()
+		}
+		if !c.converged(n) {
+			return c.String()
+		}
+		return ""
+	}
+}
+
+// notLease leaves out the API server's own lease renewals, which happen whatever the operator does.
+func notLease(k requestKey) bool { return k.Resource != "leases.coordination.k8s.io" }
+
+func scrape(b *testing.B, w *world) requests {
+	r, err := scrapeRequests(w.ctx, w.cfg)
+	must(b, err)
+	return r
+}
+
+// quiet waits until nobody has written anything (leases aside) for three seconds, and returns the
+// counters then: the writes of a phase include its stragglers.
+func (w *world) quiet() requests {
+	last, err := scrapeRequests(w.ctx, w.cfg)
+	must(w.t, err)
+	stable := 0
+	for stable < 3 {
+		time.Sleep(time.Second)
+		now, err := scrapeRequests(w.ctx, w.cfg)
+		must(w.t, err)
+		if now.since(last).total(notLease) == 0 {
+			stable++
+		} else {
+			stable = 0
+		}
+		last = now
+	}
+	return last
+}
+
+// buildManager builds the operator binary of this tree as the Dockerfile does (static, stripped):
+// its size decides how much of the resident memory is the mapped binary.
+func buildManager(b *testing.B) string {
+	root, err := testenv.RepoRoot()
+	must(b, err)
+	out := filepath.Join(b.TempDir(), "manager")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the operator: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// operator is the operator process with its metrics (plain HTTP) and optional pprof endpoints.
+type operator struct {
+	*framework.Operator
+	metricsPort, pprofPort int
+	lastReconciles         float64
+	stableSince            time.Time
+	// peakAnon is the largest anonymous resident memory seen (sampled every 50 ms): the heap,
+	// stacks and runtime, without the mapped binary's pages.
+	peakAnon atomic.Int64
+}
+
+func startOperator(b *testing.B, ctx context.Context, cl *framework.Cluster, binary string) *operator {
+	metricsPort, err := framework.FreePort()
+	must(b, err)
+	args := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort), "--metrics-secure=false"}
+	op := &operator{metricsPort: metricsPort}
+	if os.Getenv("SCALE_PPROF_DIR") != "" {
+		op.pprofPort, err = framework.FreePort()
+		must(b, err)
+		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", op.pprofPort))
+	}
+	args = append(args, strings.Fields(os.Getenv("SCALE_OPERATOR_ARGS"))...)
+	op.Operator, err = cl.StartOperator(ctx, b, framework.OperatorOptions{Binary: binary, ExtraArgs: args,
+		Env: strings.Fields(os.Getenv("SCALE_OPERATOR_ENV"))})
+	must(b, err)
+	go func() {
+		for op.Running() {
+			if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", op.Pid())); err == nil {
+				for _, line := range strings.Split(string(data), "\n") {
+					if f := strings.Fields(line); len(f) == 3 && f[0] == "RssAnon:" {
+						if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb<<10 > op.peakAnon.Load() {
+							op.peakAnon.Store(kb << 10)
+						}
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return op
+}
+
+// metrics reads the operator's controller-runtime metrics, summed over their labels, keeping the
+// controller label of the reconcile counter.
+func (op *operator) metrics(b *testing.B) map[string]float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", op.metricsPort))
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	must(b, err)
+	out := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			out[name] += v
+			if name == "controller_runtime_reconcile_total" {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "controller" {
+						out[name+"/"+l.GetValue()] += v
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// idle returns "" once the operator's work queues are empty, no worker is busy and no reconcile
+// finished for two seconds.
+func (op *operator) idle(b *testing.B) string {
+	time.Sleep(400 * time.Millisecond) // a scrape costs the operator a walk of its cache: not too often
+	m := op.metrics(b)
+	if m == nil {
+		return "operator metrics not available"
+	}
+	busy := m["workqueue_depth"] + m["controller_runtime_active_workers"]
+	if total := m["controller_runtime_reconcile_total"]; busy > 0 || total != op.lastReconciles {
+		op.lastReconciles, op.stableSince = total, time.Now()
+		return fmt.Sprintf("%v queued or running, %v reconciles", busy, total)
+	}
+	if time.Since(op.stableSince) < 2*time.Second {
+		return "settling"
+	}
+	return ""
+}
+
+// reconciledAll returns "" once the operator reconciled every route at least once and is idle.
+func (op *operator) reconciledAll(b *testing.B, n int) string {
+	m := op.metrics(b)
+	if got := m["controller_runtime_reconcile_total/serviceroute"]; got < float64(n) {
+		return fmt.Sprintf("%v of %d routes reconciled", got, n)
+	}
+	return op.idle(b)
+}
+
+// cpuSeconds is the CPU time the operator used so far (user + system).
+func (op *operator) cpuSeconds(b *testing.B) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", op.Pid()))
+	must(b, err)
+	// Fields after the command (which may contain spaces) start after the last ')'.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks (USER_HZ)
+}
+
+// peakRSS is the operator's peak resident set size (VmHWM) so far, in bytes.
+func (op *operator) peakRSS(b *testing.B) int64 { return op.procStatus(b)["VmHWM:"] }
+
+// procStatus reads the memory lines of /proc/<pid>/status, in bytes.
+func (op *operator) procStatus(b *testing.B) map[string]int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", op.Pid()))
+	must(b, err)
+	defer f.Close()
+	out := map[string]int64{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if fields := strings.Fields(s.Text()); len(fields) == 3 && fields[2] == "kB" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			must(b, err)
+			out[fields[0]] = kb << 10
+		}
+	}
+	return out
+}
+
+// memoryNow describes where the operator's memory is now: resident anonymous and file-backed
+// pages, and the Go runtime's view (from its metrics).
+func (op *operator) memoryNow(b *testing.B) string {
+	st, m := op.procStatus(b), op.metrics(b)
+	mib := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
+	return fmt.Sprintf("RSS %s (anonymous %s, file %s); Go heap in use %s, next GC at %s, stacks %s, runtime total %s; %v goroutines",
+		mib(float64(st["VmRSS:"])), mib(float64(st["RssAnon:"])), mib(float64(st["RssFile:"])),
+		mib(m["go_memstats_heap_inuse_bytes"]), mib(m["go_memstats_next_gc_bytes"]), mib(m["go_memstats_stack_inuse_bytes"]),
+		mib(m["go_memstats_sys_bytes"]), m["go_goroutines"])
+}
+
+// heapProfile saves a heap profile to $SCALE_PPROF_DIR/heap-<phase>-<routes>.pb.gz.
+func (op *operator) heapProfile(b *testing.B, phase string) {
+	dir := os.Getenv("SCALE_PPROF_DIR")
+	if dir == "" || op.pprofPort == 0 {
+		return
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", op.pprofPort)) // live objects only
+	must(b, err)
+	defer resp.Body.Close()
+	must(b, os.MkdirAll(dir, 0o755))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%s-%d.pb.gz", phase, envInt("SCALE_ROUTES", 3000))))
+	must(b, err)
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	must(b, err)
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// report is the benchmark's table.
+type report struct {
+	routes, namespaces                 int
+	load                               string
+	floorCold, floorFanOut             time.Duration
+	floorColdWrites, floorFanOutWrites requests
+	created, cold, fanOut              time.Duration
+	coldWrites, fanOutWrites           requests
+	coldState                          convergence
+	istioBytes                         int
+	peakRSS, restartRSS                int64
+	peakAnon, restartAnon              int64
+	restartStart                       time.Time
+	restartWrites                      requests
+	memory, restartMemory              string
+	cpu                                float64
+	coldGatewayLag, fanOutGatewayLag   time.Duration
+}
+
+func (r *report) print(out io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	n := float64(r.routes)
+	p("")
+	p("### Scale: %d ServiceRoutes in %d namespaces, %d parallel clients (load average at start %s, now %s)", r.routes, r.namespaces, clients, r.load, loadAverage())
+	p("")
+	p("| figure | floor | operator | operator / floor |")
+	p("| --- | --- | --- | --- |")
+	p("| cold convergence (create → every route settled, Istio Gateway complete) | %.1f s | %.1f s (creating alone: %.1f s) | %.2f |", r.floorCold.Seconds(), r.cold.Seconds(), r.created.Seconds(), r.cold.Seconds()/r.floorCold.Seconds())
+	p("| fan-out (domain change → every CNAME, status and Istio host follows) | %.1f s | %.1f s | %.2f |", r.floorFanOut.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.floorFanOut.Seconds())
+	p("| Istio Gateway writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resIstioGateways), r.fanOutWrites.of(resIstioGateways))
+	p("| Istio Gateway final after the last route settled (cold / fan-out) | | %.1f s / %.1f s | |", r.coldGatewayLag.Seconds(), r.fanOutGatewayLag.Seconds())
+	p("| router.io Gateway status writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resGatewayStatus), r.fanOutWrites.of(resGatewayStatus))
+	p("| conflicts, 409 (cold / fan-out) | %.0f / %.0f | %.0f / %.0f | |", r.floorColdWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.coldWrites.conflicts(), r.fanOutWrites.conflicts())
+	p("| largest generated object (the Istio Gateway, as stored) | | %d bytes, %d hosts (%d routes left off by the host limit) | |", r.istioBytes, r.coldState.istioHosts, r.coldState.leftOff)
+	p("| operator peak RSS (cold + fan-out): VmHWM, of which anonymous (heap, stacks) | | %.1f MiB, %.1f MiB | |", float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20))
+	p("| restart on the converged cluster: writes, peak RSS, anonymous | 0 | %.0f, %.1f MiB, %.1f MiB | |", r.restartWrites.total(notLease), float64(r.restartRSS)/(1<<20), float64(r.restartAnon)/(1<<20))
+	p("| operator CPU time (start, cold, fan-out) | | %.1f s | |", r.cpu)
+	p("")
+	p("Operator memory after the fan-out: %s.", r.memory)
+	p("After the restart: %s.", r.restartMemory)
+	p("")
+	p("Writes per route by resource (successful writes / routes; 409 conflicts apart):")
+	p("")
+	p("| resource | floor cold | operator cold | floor fan-out | operator fan-out |")
+	p("| --- | --- | --- | --- | --- |")
+	var resources []string
+	for _, w := range []requests{r.floorColdWrites, r.coldWrites, r.floorFanOutWrites, r.fanOutWrites} {
+		for _, res := range w.resources() {
+			if !slices.Contains(resources, res) && res != "leases.coordination.k8s.io" {
+				resources = append(resources, res)
+			}
+		}
+	}
+	slices.Sort(resources)
+	for _, res := range resources {
+		p("| %s | %.3f | %.3f | %.3f | %.3f |", res, r.floorColdWrites.of(res)/n, r.coldWrites.of(res)/n, r.floorFanOutWrites.of(res)/n, r.fanOutWrites.of(res)/n)
+	}
+	p("| **409 conflicts (count)** | %.0f | %.0f | %.0f | %.0f |", r.floorColdWrites.conflicts(), r.coldWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.fanOutWrites.conflicts())
+	for _, res := range resources {
+		if c := []float64{r.floorColdWrites.conflictsOf(res), r.coldWrites.conflictsOf(res), r.floorFanOutWrites.conflictsOf(res), r.fanOutWrites.conflictsOf(res)}; slices.Max(c) > 0 {
+			p("| 409 on %s | %.0f | %.0f | %.0f | %.0f |", res, c[0], c[1], c[2], c[3])
+		}
+	}
+	if t := r.restartWrites.total(notLease); t > 0 {
+		p("")
+		p("Writes after the restart:")
+		for k, v := range r.restartWrites {
+			if notLease(k) {
+				p("- %s %s %s: %.0f", k.Verb, k.Resource, k.Code, v)
+			}
+		}
+	}
+	p("")
+}
+
+// smaps lists the operator's mappings with more than 512 KiB resident (SCALE_SMAPS=1).
+func (op *operator) smaps(b *testing.B) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", op.Pid()))
+	must(b, err)
+	var out []string
+	var name string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-"):
+			name = f[1] + " " + strings.Join(f[5:], " ")
+		case len(f) == 3 && f[0] == "Rss:":
+			if kb, _ := strconv.Atoi(f[1]); kb > 512 {
+				out = append(out, fmt.Sprintf("%s: %d kB", name, kb))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
