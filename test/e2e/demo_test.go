@@ -34,8 +34,8 @@ var demoLines = []*regexp.Regexp{
 	regexp.MustCompile(`myapp/api-route-external-dns-weu\s+\[external-dns-weu, published in the zone below\]`),
 	regexp.MustCompile(`CNAME api-ns-d-dev-myapp\.example\.com -> aks01-weu-internal\.example\.com`),
 	regexp.MustCompile(`A aks01-weu-internal\.example\.com -> 10\.123\.45\.67`),
-	regexp.MustCompile(`host api-ns-d-dev-myapp\.example\.com`),
-	regexp.MustCompile(`host web-ns-d-dev-myapp\.example\.com`),
+	regexp.MustCompile(`host myapp/api-ns-d-dev-myapp\.example\.com`), // namespace-scoped Istio hosts
+	regexp.MustCompile(`host myapp/web-ns-d-dev-myapp\.example\.com`),
 	regexp.MustCompile(`(?m)^  api-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
 	regexp.MustCompile(`(?m)^  web-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
 	regexp.MustCompile(`(?m)^  aks01-weu-internal\.example\.com\.\s+IN\s+A\s+10\.123\.45\.67$`),
