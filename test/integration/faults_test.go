@@ -68,7 +68,7 @@ func TestFaults_APIErrorsNeverDeleteOrRecreatePublishedObjects(t *testing.T) {
 	}
 	addRoutes(0, 20)
 	f.waitRoutesPublished(routes, target, controllers, waitTimeout)
-	f.waitIstioHosts(gw.Name, f.hostnames(routes)...)
+	f.waitIstioHosts(gw.Name, f.istioHosts(routes)...)
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.123.45.67"}}, controllers...)
 
 	watched := watchPublished(t, f)
@@ -113,7 +113,7 @@ func TestFaults_APIErrorsNeverDeleteOrRecreatePublishedObjects(t *testing.T) {
 
 	// Converged again, with the routes added during the faults.
 	f.waitRoutesPublished(routes, target, controllers, 2*time.Minute)
-	f.waitIstioHosts(gw.Name, f.hostnames(routes)...)
+	f.waitIstioHosts(gw.Name, f.istioHosts(routes)...)
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {"10.123.45.67"}}, controllers...)
 	f.waitPolicy(routingv1alpha1.PhaseActive, routingv1alpha1.ReasonPolicyActive)
 	f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
@@ -123,10 +123,11 @@ func sleepUntil(deadline time.Time) { time.Sleep(time.Until(deadline)) }
 
 // hostnames are the hostnames of the fixture's routes named route-NN for service svcNN, sorted
 // as the Istio Gateway lists them.
-func (f *fixture) hostnames(routes []string) []string {
+// istioHosts are the Istio Gateway hosts of the fixture's routes (namespace-scoped), sorted.
+func (f *fixture) istioHosts(routes []string) []string {
 	var hosts []string
 	for _, r := range routes {
-		hosts = append(hosts, f.hostname("svc"+strings.TrimPrefix(r, "route-"), "example.com"))
+		hosts = append(hosts, istioHost(f.ns, f.hostname("svc"+strings.TrimPrefix(r, "route-"), "example.com")))
 	}
 	sort.Strings(hosts)
 	return hosts

@@ -83,7 +83,7 @@ func failOver(t *testing.T, binary string, leaseArgs []string) time.Duration {
 	for _, svc := range []string{"api", "web", "shop"} {
 		waitRoutePublished(t, f, svc+"-route", time.Minute)
 	}
-	f.waitIstioHosts(gw.Name, f.hostname("api", "example.com"), f.hostname("shop", "example.com"), f.hostname("web", "example.com"))
+	f.waitIstioHosts(gw.Name, istioHost(f.ns, f.hostname("api", "example.com")), istioHost(f.ns, f.hostname("shop", "example.com")), istioHost(f.ns, f.hostname("web", "example.com")))
 	require.NotEmpty(t, leader.writesTo("externaldns.k8s.io/dnsendpoints"), "the leader's proxy saw no DNSEndpoint write: the counting is broken")
 	// A standby reads the Lease and, while it is held, does not even write that.
 	require.Empty(t, standby.writes(func(testenv.Request) bool { return true }), "the standby wrote while another replica led")
