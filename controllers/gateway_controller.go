@@ -9,9 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -27,6 +29,11 @@ import (
 type GatewayReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Zones are the verification results (nil: none).
+	Zones zoneResults
+	// ZoneChanges fire when the address records of an entry point changed state in a zone; the
+	// object is a Gateway carrying the entry point's controller and targetPostfix (nil: none).
+	ZoneChanges <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=gateways/status,verbs=get;update;patch
@@ -65,6 +72,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
+		if err := r.gatewayPublication(ctx, gw, p.Target); err != nil {
+			return r.end(ctx, gw, original, p.Outcome, rq, err)
+		}
 	}
 	return r.end(ctx, gw, original, p.Outcome, rq, nil)
 }
@@ -137,8 +147,17 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayController: controller})
 		})).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allGateways, specChanges).
+		Watches(&clusterv1alpha1.DNSConfiguration{}, allGateways, specChanges).
+		WatchesRawSource(source.Channel(r.ZoneChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))})
+		}))).
 		Build(metrics.Instrument("gateway", r))
 	if err != nil {
+		return err
+	}
+	if err := r.APIs.WhenServed(dnsEndpointKind, func() error {
+		return c.Watch(source.Kind(mgr.GetCache(), client.Object(&externaldnsv1alpha1.DNSEndpoint{}), handler.EnqueueRequestsFromMapFunc(r.gatewaysOfAddressRecords)))
+	}); err != nil {
 		return err
 	}
 	return r.APIs.WhenServed(istioGatewayKind, func() error {

@@ -36,6 +36,10 @@ const routeWorkers = 4
 type ServiceRouteReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Zones are the verification results (nil: none, every zone is reported Unverified or Pending).
+	Zones zoneResults
+	// ZoneChanges fire when a route's state in a zone changed (nil: none).
+	ZoneChanges <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
@@ -70,6 +74,9 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
 		p.Outcome = routeOutcome(p.Outcome, w)
 		rq = requeueOf(w)
+		if err := r.routePublication(ctx, route, in.Configuration, w.Applied); err != nil {
+			return r.end(ctx, route, original, p.Outcome, rq, err)
+		}
 	}
 	return r.end(ctx, route, original, p.Outcome, rq, nil)
 }
@@ -195,6 +202,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
 		WatchesRawSource(apiChanges(r.APIs, allRoutes)).
+		WatchesRawSource(source.Channel(r.ZoneChanges, &handler.EnqueueRequestForObject{})).
 		Build(metrics.Instrument("serviceroute", r))
 	if err != nil {
 		return err

@@ -19,6 +19,8 @@ import (
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/prober"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // CacheOptions restricts the informer caches to what the operator manages, so that memory follows
@@ -51,6 +53,10 @@ type Options struct {
 	// DeletionGuard tunes the mass-deletion guard; the zero value disables it (main sets
 	// guard.DefaultSettings unless flags say otherwise).
 	DeletionGuard guard.Settings
+	// Verification tunes when zones are checked (zero fields take verify.DefaultSettings);
+	// VerificationLimits bound the queries to each zone (zero fields take prober.DefaultLimits).
+	Verification       verify.Settings
+	VerificationLimits prober.Limits
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -80,6 +86,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("service-router-operator"),
 		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions}
 	ingressConflicts := metrics.NewConflictSet()
+	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
+	if err := mgr.Add(zones); err != nil {
+		return fmt.Errorf("adding the publication verification: %w", err)
+	}
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager) error
@@ -89,8 +99,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return (&DNSConfigurationReconciler{base: b, APIs: apis}).SetupWithManager(mgr, guardChanges)
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
-		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis}).SetupWithManager},
-		{"gateway", (&GatewayReconciler{base: b, APIs: apis}).SetupWithManager},
+		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Zones: zones.tracker, ZoneChanges: zones.routeEvents}).SetupWithManager},
+		{"gateway", (&GatewayReconciler{base: b, APIs: apis, Zones: zones.tracker, ZoneChanges: zones.gatewayEvents}).SetupWithManager},
 		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {

@@ -94,6 +94,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 			return ctrl.Result{}, errors.Join(err, patchErr)
 		}
 		recordTransition(b.Recorder, obj, previous, condition)
+		recordPublishedTransition(b.Recorder, obj, original)
 	}
 	return b.finish(rq, err)
 }

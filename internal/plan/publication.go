@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -76,7 +77,12 @@ func zoneStatus(z ZoneInput, previous []routingv1alpha1.ZoneStatus) routingv1alp
 		s.State = routingv1alpha1.ZoneUnverified
 	case !changed && z.Observation != nil && z.Observation.For == want:
 		s.State, s.Answer = z.Observation.State, truncate(z.Observation.Answer, 512)
-		s.LastChecked = &metav1.Time{Time: z.Observation.Since}
+		// Seconds, as the API stores it; and the time of the first check that found this
+		// state and answer, so that a new leader finding what the status says writes nothing.
+		s.LastChecked = &metav1.Time{Time: z.Observation.Since.Truncate(time.Second)}
+		if p := kept(previous, z.Controller); p != nil && p.State == s.State && p.Answer == s.Answer && p.LastChecked != nil {
+			s.LastChecked = p.LastChecked
+		}
 	case !changed && z.Observation == nil && kept(previous, z.Controller) != nil:
 		p := kept(previous, z.Controller)
 		s.State, s.Answer, s.LastChecked = p.State, p.Answer, p.LastChecked

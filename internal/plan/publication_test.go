@@ -96,4 +96,13 @@ func TestPublish(t *testing.T) {
 
 	kept := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, nil)}, prevPublished, 1, "")
 	assert.Equal(t, prevPublished[0].LastChecked, kept.Zones[0].LastChecked, "kept with the time it was found")
+
+	later := observed(routingv1alpha1.ZonePublished, "CNAME x", t0.Add(time.Hour+300*time.Millisecond))
+	again := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, later)}, prevPublished, 1, "")
+	assert.Equal(t, prevPublished[0].LastChecked, again.Zones[0].LastChecked,
+		"a new leader's first check finding what the status says keeps its time: nothing to write")
+	moved := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, drift)}, prevPublished, 1, "")
+	assert.Equal(t, &metav1.Time{Time: t0}, moved.Zones[0].LastChecked)
+	fresh := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, later)}, nil, 1, "")
+	assert.Equal(t, &metav1.Time{Time: t0.Add(time.Hour)}, fresh.Zones[0].LastChecked, "whole seconds, as the API stores them")
 }

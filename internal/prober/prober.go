@@ -218,7 +218,12 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 				}
 				findings = append(findings, verify.Judge(rs, resp))
 			}
-			if changes := p.tracker.Report(c, verify.Combine(findings), time.Now()); len(changes) > 0 {
+			changes := p.tracker.Report(c, verify.Combine(findings), time.Now())
+			select { // the record is scheduled again: the loop may be idle, waiting for nothing
+			case l.wake <- struct{}{}:
+			default:
+			}
+			if len(changes) > 0 {
 				p.notify(changes)
 			}
 		}()

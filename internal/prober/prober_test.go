@@ -90,7 +90,7 @@ func TestProber_FallsBackToTheNextNameServer(t *testing.T) {
 	live.Set("aks01-weu-internal.example.com. 300 IN A 10.1.2.3")
 	tracker := verify.NewTracker(verify.Settings{}, func() float64 { return 0 }, nil)
 	pair := desired.Ingress{Controller: "istio", TargetPostfix: "internal"}
-	tracker.SetTarget("external-dns-weu", pair, []*endpoint.Endpoint{{DNSName: "aks01-weu-internal.example.com", RecordType: "A", Targets: endpoint.Targets{"10.1.2.3"}}}, true, false, time.Now())
+	tracker.SetTarget("external-dns-weu", pair, "istio-system/gw", []*endpoint.Endpoint{{DNSName: "aks01-weu-internal.example.com", RecordType: "A", Targets: endpoint.Targets{"10.1.2.3"}}}, true, false, time.Now())
 	var outcomes sync.Map
 	p := New(tracker, Limits{}, func([]verify.Change) {}, func(_, outcome string) { outcomes.Store(outcome, true) })
 	p.SetZones([]Zone{{Controller: "external-dns-weu", Nameservers: []string{dead.Addr, live.Addr}, Timeout: 200 * time.Millisecond}})
@@ -99,7 +99,7 @@ func TestProber_FallsBackToTheNextNameServer(t *testing.T) {
 	go func() { _ = p.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool {
-		o, _ := tracker.Target("external-dns-weu", "aks01-weu-internal.example.com")
+		o, _ := tracker.Target("istio-system/gw")
 		return o.State == routingv1alpha1.ZonePublished
 	}, 10*time.Second, 50*time.Millisecond)
 	_, timedOut := outcomes.Load("timeout")

@@ -62,8 +62,10 @@ type subject struct {
 	key        string
 	// via is the target a route's CNAME points at.
 	via TargetKey
-	// pair is the entry point whose address records a target subject checks.
+	// pair is the entry point whose address records a target subject checks, source the
+	// namespace/name of their DNSEndpoint.
 	pair      desired.Ingress
+	source    string
 	processed bool
 	result    *Observation // nil: not checked since verification started
 	failures  int
@@ -82,9 +84,13 @@ type Tracker struct {
 	// observe receives the time from a route's change to its publication in a zone.
 	observe func(controller string, d time.Duration)
 
-	mu      sync.Mutex
-	routes  map[RouteKey]*subject
-	targets map[TargetKey]*subject
+	mu     sync.Mutex
+	routes map[RouteKey]*subject
+	// targets are the address records by their DNSEndpoint (namespace/name); targetsByName the
+	// same by zone and name (two entry points may publish one name for a moment, while one of
+	// them is being deleted).
+	targets       map[string]*subject
+	targetsByName map[TargetKey]map[string]*subject
 	// routesVia are the routes whose CNAME points at a target, by the target.
 	routesVia map[TargetKey]map[RouteKey]*subject
 	queues    map[string]*zoneQueue
@@ -97,7 +103,7 @@ func NewTracker(s Settings, jitter func() float64, observe func(controller strin
 		observe = func(string, time.Duration) {}
 	}
 	return &Tracker{settings: s.withDefaults(), jitter: jitter, observe: observe,
-		routes: map[RouteKey]*subject{}, targets: map[TargetKey]*subject{},
+		routes: map[RouteKey]*subject{}, targets: map[string]*subject{}, targetsByName: map[TargetKey]map[string]*subject{},
 		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}}
 }
 
@@ -150,45 +156,79 @@ func (t *Tracker) DeleteRoute(k RouteKey) []Change {
 	return nil
 }
 
-// SetTarget records what a gateway entry point's address DNSEndpoint for a zone asks for (A and
-// AAAA records, or a CNAME, of the target hostname); see SetRoute for initial.
-func (t *Tracker) SetTarget(controller string, pair desired.Ingress, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
+// SetTarget records what a gateway entry point's address DNSEndpoint (source, its
+// namespace/name) for a zone asks for (A and AAAA records, or a CNAME, of the target hostname);
+// see SetRoute for initial.
+func (t *Tracker) SetTarget(controller string, pair desired.Ingress, source string, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
 	exp := ExpectedOf(records)
 	if len(exp) == 0 {
-		return nil
+		return t.DeleteTarget(source, now)
 	}
 	k := TargetKey{Controller: controller, Hostname: exp[0].Name}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, exists := t.targets[k]
-	if exists && s.key == exp.Key() && s.pair == pair {
+	s, exists := t.targets[source]
+	if exists && s.key == exp.Key() && s.pair == pair && *s.target == k {
 		t.setProcessed(s, processed, now)
 		return nil
 	}
+	var out []Change
+	if exists && *s.target != k { // another name now: the routes of the old one lose it
+		before := t.viewsVia(*s.target)
+		t.unlinkTarget(s)
+		out = append(out, t.viaChanged(*s.target, before, now)...)
+	}
 	before := t.viewsVia(k)
 	if !exists {
-		s = &subject{target: &k, controller: controller}
-		t.targets[k] = s
+		s = &subject{controller: controller, source: source}
+		t.targets[source] = s
 	}
-	s.expected, s.key, s.pair, s.processed = exp, exp.Key(), pair, processed
+	s.target, s.expected, s.key, s.pair, s.processed = &k, exp, exp.Key(), pair, processed
+	if t.targetsByName[k] == nil {
+		t.targetsByName[k] = map[string]*subject{}
+	}
+	t.targetsByName[k][source] = s
 	t.start(s, initial && !exists, now)
-	return append([]Change{{Gateway: &pair}}, t.viaChanged(k, before, now)...)
+	out = append(out, Change{Gateway: &pair})
+	return append(out, t.viaChanged(k, before, now)...)
 }
 
-// DeleteTarget forgets a target's address records in a zone: the routes pointing at it are
-// Pending, with no address record to publish.
-func (t *Tracker) DeleteTarget(controller, hostname string, now time.Time) []Change {
-	k := TargetKey{Controller: controller, Hostname: Canonical(hostname)}
+// DeleteTarget forgets the address records of a deleted DNSEndpoint (source): the routes
+// pointing at the name are Pending, with no address record to publish, unless another entry
+// point publishes it.
+func (t *Tracker) DeleteTarget(source string, now time.Time) []Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, ok := t.targets[k]
+	s, ok := t.targets[source]
 	if !ok {
 		return nil
 	}
-	before := t.viewsVia(k)
+	before := t.viewsVia(*s.target)
+	t.unlinkTarget(s)
 	s.gone = true
-	delete(t.targets, k)
-	return append([]Change{{Gateway: &s.pair}}, t.viaChanged(k, before, now)...)
+	delete(t.targets, source)
+	return append([]Change{{Gateway: &s.pair}}, t.viaChanged(*s.target, before, now)...)
+}
+
+func (t *Tracker) unlinkTarget(s *subject) {
+	if m := t.targetsByName[*s.target]; m != nil {
+		delete(m, s.source)
+		if len(m) == 0 {
+			delete(t.targetsByName, *s.target)
+		}
+	}
+}
+
+// targetOf is the address records a route's CNAME leads to in its zone: when two entry points
+// publish the name, the one whose DNSEndpoint sorts first.
+func (t *Tracker) targetOf(k TargetKey) *subject {
+	var best *subject
+	for source, s := range t.targetsByName[k] {
+		if best == nil || source < best.source {
+			best = s
+		}
+	}
+	return best
 }
 
 // DropController forgets every record of a zone (its verification was removed).
@@ -202,10 +242,11 @@ func (t *Tracker) DropController(controller string) {
 			delete(t.routes, k)
 		}
 	}
-	for k, s := range t.targets {
-		if k.Controller == controller {
+	for source, s := range t.targets {
+		if s.controller == controller {
+			t.unlinkTarget(s)
 			s.gone = true
-			delete(t.targets, k)
+			delete(t.targets, source)
 		}
 	}
 	delete(t.queues, controller)
@@ -219,11 +260,12 @@ func (t *Tracker) Route(k RouteKey) (Observation, bool) {
 	return t.routeView(t.routes[k])
 }
 
-// Target is the state of a target hostname's address records in a zone; false when not known.
-func (t *Tracker) Target(controller, hostname string) (Observation, bool) {
+// Target is the state in its zone of the address records of a DNSEndpoint (source,
+// namespace/name); false when not known.
+func (t *Tracker) Target(source string) (Observation, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.targets[TargetKey{Controller: controller, Hostname: Canonical(hostname)}]
+	s := t.targets[source]
 	if s == nil || s.result == nil {
 		return Observation{}, false
 	}
@@ -371,7 +413,7 @@ func (t *Tracker) routeView(s *subject) (Observation, bool) {
 	if cname.State != routingv1alpha1.ZonePublished {
 		return cname, true
 	}
-	target := t.targets[s.via]
+	target := t.targetOf(s.via)
 	if target == nil {
 		return Observation{State: routingv1alpha1.ZonePending, Answer: cname.Answer + " → no address record is published for it",
 			Since: cname.Since, For: cname.For}, true

@@ -73,7 +73,7 @@ func TestTracker_NewRouteIsPendingUntilCNAMEAndTargetAnswer(t *testing.T) {
 	var observed []time.Duration
 	tr := newTracker(&observed)
 	c := &clock{now: time.Unix(1000, 0)}
-	tr.SetTarget("external-dns-weu", pair, address(target, "10.1.2.3"), true, true, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, true, c.now)
 	changes := tr.SetRoute(weuRoute, cname(host, target), false, false, c.now)
 	assert.Equal(t, []Change{{Route: &weuRoute}}, changes)
 	got, known := tr.Route(weuRoute)
@@ -139,7 +139,7 @@ func TestTracker_UnreachableOnlyAfterThreeFailuresInARow(t *testing.T) {
 	var observed []time.Duration
 	tr := newTracker(&observed)
 	c := &clock{now: time.Unix(1000, 0)}
-	tr.SetTarget("external-dns-weu", pair, address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
 	check := checkNext(t, tr, "external-dns-weu", c.now)
 	tr.Report(check, published("A 10.1.2.3"), c.now)
 
@@ -148,16 +148,16 @@ func TestTracker_UnreachableOnlyAfterThreeFailuresInARow(t *testing.T) {
 	assert.Empty(t, tr.Report(check, timeout, c.now), "one failure changes nothing")
 	check = checkNext(t, tr, "external-dns-weu", c.after(time.Second))
 	assert.Empty(t, tr.Report(check, timeout, c.now), "retried after 1 s; two failures change nothing")
-	got, _ := tr.Target("external-dns-weu", target)
+	got, _ := tr.Target("istio-system/gw-weu")
 	assert.Equal(t, routingv1alpha1.ZonePublished, got.State)
 	check = checkNext(t, tr, "external-dns-weu", c.after(2*time.Second))
 	assert.Equal(t, []Change{{Gateway: &pair}}, tr.Report(check, timeout, c.now))
-	got, _ = tr.Target("external-dns-weu", target)
+	got, _ = tr.Target("istio-system/gw-weu")
 	assert.Equal(t, routingv1alpha1.ZoneUnreachable, got.State)
 
 	check = checkNext(t, tr, "external-dns-weu", c.after(4*time.Second))
 	tr.Report(check, published("A 10.1.2.3"), c.now)
-	got, _ = tr.Target("external-dns-weu", target)
+	got, _ = tr.Target("istio-system/gw-weu")
 	assert.Equal(t, routingv1alpha1.ZonePublished, got.State, "one answer is enough to recover")
 }
 
@@ -166,7 +166,7 @@ func TestTracker_TargetDriftReachesEveryRouteAtOnce(t *testing.T) {
 	tr := newTracker(&observed)
 	c := &clock{now: time.Unix(1000, 0)}
 	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
-	tr.SetTarget("external-dns-weu", pair, address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
 	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
 	tr.SetRoute(other, cname("web-ns-d-dev-myapp.example.com", target), true, false, c.now)
 	for range 3 {
@@ -254,7 +254,7 @@ func TestTracker_DeletedTargetLeavesRoutesPending(t *testing.T) {
 	var observed []time.Duration
 	tr := newTracker(&observed)
 	c := &clock{now: time.Unix(1000, 0)}
-	tr.SetTarget("external-dns-weu", pair, address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
 	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
 	for range 2 {
 		check := checkNext(t, tr, "external-dns-weu", c.now)
@@ -262,7 +262,8 @@ func TestTracker_DeletedTargetLeavesRoutesPending(t *testing.T) {
 	}
 	got, _ := tr.Route(weuRoute)
 	require.Equal(t, routingv1alpha1.ZonePublished, got.State)
-	assert.ElementsMatch(t, []Change{{Gateway: &pair}, {Route: &weuRoute}}, tr.DeleteTarget("external-dns-weu", target, c.now))
+	assert.Empty(t, tr.DeleteTarget("other/gw-weu", c.now), "another entry point's records for the same name going away change nothing")
+	assert.ElementsMatch(t, []Change{{Gateway: &pair}, {Route: &weuRoute}}, tr.DeleteTarget("istio-system/gw-weu", c.now))
 	got, _ = tr.Route(weuRoute)
 	assert.Equal(t, routingv1alpha1.ZonePending, got.State)
 
@@ -271,4 +272,26 @@ func TestTracker_DeletedTargetLeavesRoutesPending(t *testing.T) {
 	assert.False(t, known)
 	_, ok, _ := tr.Next("external-dns-weu", c.after(time.Hour))
 	assert.False(t, ok)
+}
+
+func TestTracker_NameOfTwoEntryPointsSurvivesTheDeletionOfOne(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	old := desired.Ingress{Controller: "istio-old", TargetPostfix: "internal"}
+	tr.SetTarget("external-dns-weu", old, "old-ns/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	for range 3 {
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		tr.Report(check, published(map[string]string{"A": "A 10.1.2.3", "CNAME": "CNAME " + target}[check.Expected[0].Type]), c.now)
+	}
+	got, _ := tr.Route(weuRoute)
+	require.Equal(t, routingv1alpha1.ZonePublished, got.State)
+	tr.DeleteTarget("old-ns/gw-weu", c.now)
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePublished, got.State, "the other entry point still publishes the name")
+	o, known := tr.Target("istio-system/gw-weu")
+	assert.True(t, known)
+	assert.Equal(t, routingv1alpha1.ZonePublished, o.State)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/service-router/service-router-operator/controllers"
 	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // operatorOptions vary the manager startOperatorWith runs.
@@ -42,6 +43,8 @@ type operatorOptions struct {
 	// deletionGuard enables the mass-deletion guard (off by default in tests, so that deletions
 	// are immediate).
 	deletionGuard guard.Settings
+	// verification tunes how often zones are checked (default verify.DefaultSettings).
+	verification verify.Settings
 }
 
 // startOperatorWith is startOperator with options.
@@ -74,7 +77,7 @@ func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop 
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	if !o.noControllers {
-		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard}))
+		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard, Verification: o.verification}))
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -46,7 +46,7 @@ type ZoneVerification struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=261
-	// +kubebuilder:validation:items:XValidation:rule="self.matches('^(\\[[0-9a-fA-F:.]+\\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each name server must be host:port with a port from 1 to 65535, for example 10.0.0.53:53, ns1.example.com:53 or [fd00::53]:53"
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([[][0-9a-fA-F:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each name server must be host:port with a port from 1 to 65535, for example 10.0.0.53:53, ns1.example.com:53 or [fd00::53]:53"
 	Nameservers []string `json:"nameservers"`
 
 	// timeout bounds each query, from 100ms to 30s. Defaults to 2s.
