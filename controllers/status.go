@@ -85,6 +85,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		previous = previous.DeepCopy()
 	}
 	meta.SetStatusCondition(s.conditions, condition)
+	readyFirst(*s.conditions)
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
 		patchErr := b.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
 		switch {
@@ -135,6 +136,19 @@ func isOnly(err, target error) bool {
 		return true
 	}
 	return errors.Is(err, target)
+}
+
+// readyFirst moves the Ready condition to the front, where people and scripts look for it, when
+// another condition (Published) was set before the first Ready.
+func readyFirst(conditions []metav1.Condition) {
+	for i := range conditions {
+		if conditions[i].Type == conditionReady {
+			ready := conditions[i]
+			copy(conditions[1:i+1], conditions[:i])
+			conditions[0] = ready
+			return
+		}
+	}
 }
 
 // recordTransition emits an Event when the Ready condition changed status or reason. The Event
