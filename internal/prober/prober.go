@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/time/rate"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/service-router/service-router-operator/internal/verify"
 )
@@ -180,6 +181,7 @@ const idleWait = 10 * time.Second
 
 // check is a zone's loop: take the next due record, wait for a token and a free slot, ask.
 func (p *Prober) check(ctx context.Context, l *loop) {
+	log := ctrl.Log.WithName("verification")
 	limiter := rate.NewLimiter(rate.Limit(p.limits.QPS), max(1, int(p.limits.QPS)))
 	slots := make(chan struct{}, p.limits.Concurrency)
 	var inFlight sync.WaitGroup
@@ -218,7 +220,9 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 				}
 				findings = append(findings, verify.Judge(rs, resp))
 			}
-			changes := p.tracker.Report(c, verify.Combine(findings), time.Now())
+			finding := verify.Combine(findings)
+			changes := p.tracker.Report(c, finding, time.Now())
+			log.V(2).Info("checked", "zone", l.zone.Controller, "records", c.Expected.Key(), "state", finding.State, "answer", finding.Answer, "changes", len(changes))
 			select { // the record is scheduled again: the loop may be idle, waiting for nothing
 			case l.wake <- struct{}{}:
 			default:

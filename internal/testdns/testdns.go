@@ -1,7 +1,7 @@
 // Package testdns runs an authoritative DNS server for tests: a real server (github.com/miekg/dns)
 // on 127.0.0.1, UDP and TCP on one port, answering from records the test sets, as BIND answers
 // from its zone: the CNAME of a name and the chased records of its target, NXDOMAIN for unknown
-// names, the AA bit on every answer. It counts the queries and remembers whether any asked for
+// names (also at the end of a CNAME chain, RFC 6604), the AA bit on every answer. It counts the queries and remembers whether any asked for
 // recursion. The end-to-end suite uses the real BIND instead.
 package testdns
 
@@ -133,13 +133,12 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m.Authoritative = true
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
-	if _, ok := s.records[name]; !ok {
-		m.Rcode = dns.RcodeNameError
-		_ = w.WriteMsg(m)
-		return
-	}
 	for hops := 0; hops < 8; hops++ { // follow CNAMEs inside the zone, as an authoritative server does
 		var next string
+		if _, ok := s.records[name]; !ok {
+			m.Rcode = dns.RcodeNameError // about the chain's last name (RFC 6604), as BIND answers
+			break
+		}
 		for _, rr := range s.records[name] {
 			switch {
 			case rr.Header().Rrtype == dns.TypeCNAME && q.Qtype != dns.TypeCNAME:

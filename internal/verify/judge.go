@@ -126,9 +126,6 @@ func Judge(rs RecordSet, r Response) Finding {
 	if r.Failure != "" {
 		return Finding{State: routingv1alpha1.ZoneUnreachable, Failed: true, Answer: fmt.Sprintf("no answer from %s (%s)", r.Server, r.Failure)}
 	}
-	if r.Rcode == "NXDOMAIN" {
-		return Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}
-	}
 	var cname string
 	var values []string
 	for _, rec := range r.Records {
@@ -161,6 +158,10 @@ func Judge(rs RecordSet, r Response) Finding {
 			return Finding{State: routingv1alpha1.ZonePublished, Answer: answer}
 		}
 		return Finding{State: routingv1alpha1.ZoneDrifted, Answer: answer}
+	case r.Rcode == "NXDOMAIN":
+		// Only now: the response code is about the last name of a CNAME chain (RFC 6604), so a
+		// CNAME to a name missing from the zone comes with NXDOMAIN and is handled above.
+		return Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}
 	}
 	return Finding{State: routingv1alpha1.ZonePending, Answer: "no " + rs.Type + " record"}
 }

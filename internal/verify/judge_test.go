@@ -55,6 +55,8 @@ func TestJudge(t *testing.T) {
 			routingv1alpha1.ZonePublished, "CNAME " + target, false},
 		{"CNAME to another cluster", cnameSet, answered("NOERROR", Record{host, "CNAME", "aks02-neu-internal.example.com."}),
 			routingv1alpha1.ZoneDrifted, "CNAME aks02-neu-internal.example.com.", false},
+		{"CNAME to a name missing from the zone (NXDOMAIN is about the target)", cnameSet, answered("NXDOMAIN", Record{host, "CNAME", "aks09-neu-internal.example.com."}),
+			routingv1alpha1.ZoneDrifted, "CNAME aks09-neu-internal.example.com.", false},
 		{"A record instead of the CNAME", cnameSet, answered("NOERROR", Record{host, "A", "192.0.2.1"}),
 			routingv1alpha1.ZoneDrifted, "A 192.0.2.1", false},
 		{"name not there yet", cnameSet, answered("NXDOMAIN"), routingv1alpha1.ZonePending, "NXDOMAIN", false},

@@ -178,7 +178,7 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 	})
 
 	t.Run("drift in one zone", func(t *testing.T) {
-		neu.Set(host + ". 300 IN CNAME aks02-neu-internal.example.com.")
+		neu.Set(host + ". 300 IN CNAME aks02-neu-internal.example.com.") // a name the zone does not have: NXDOMAIN with the CNAME
 		zones, cond := f.waitPublication(route, "external-dns-neu=Drifted external-dns-weu=Published", "1/2", routingv1alpha1.ReasonZonesDrifted)
 		assert.Equal(t, "CNAME aks02-neu-internal.example.com.", zone(zones, "external-dns-neu").Answer)
 		assert.Contains(t, cond.Message, "external-dns-neu (CNAME aks02-neu-internal.example.com.)")
