@@ -73,6 +73,10 @@ func newVerification(reader client.Reader, informers cache.Informers, apis *Opti
 	return v
 }
 
+// NeedLeaderElection makes only the leader verify: the reconcilers that read the results run
+// there, and standbys send no queries.
+func (v *verification) NeedLeaderElection() bool { return true }
+
 // Start runs the verification until ctx ends.
 func (v *verification) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("verification")
