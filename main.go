@@ -21,7 +21,9 @@ import (
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/prober"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // leaderElectionID names the Lease replicas compete for; it must stay stable across releases so
@@ -43,6 +45,8 @@ type options struct {
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	controllers          controllers.Options
+	verification         verify.Settings
+	verificationLimits   prober.Limits
 }
 
 func main() {
@@ -94,6 +98,15 @@ func main() {
 		"Mass-deletion guard: how long every DNSEndpoint deletion waits while the guard counts the others of the same change.")
 	flag.DurationVar(&opts.deletionGuard.Grace, "deletion-guard-grace", guard.DefaultSettings.Grace,
 		"Mass-deletion guard: how long deletions wait once it has tripped; reverting the change within it keeps the records. 0 disables the guard.")
+	opts.verification, opts.verificationLimits = verify.DefaultSettings, prober.DefaultLimits
+	flag.Float64Var(&opts.verificationLimits.QPS, "verification-qps", prober.DefaultLimits.QPS,
+		"Publication verification: the most DNS queries per second sent to one zone's name servers (a token bucket; a full round of checks takes longer when a zone has many records).")
+	flag.IntVar(&opts.verificationLimits.Concurrency, "verification-concurrency", prober.DefaultLimits.Concurrency,
+		"Publication verification: the most DNS queries to one zone in flight at once.")
+	flag.DurationVar(&opts.verification.FastInterval, "verification-fast-interval", verify.DefaultSettings.FastInterval,
+		"Publication verification: the first check of a changed record; each further check of a record not yet published waits twice as long, up to --verification-settled-interval.")
+	flag.DurationVar(&opts.verification.SettledInterval, "verification-settled-interval", verify.DefaultSettings.SettledInterval,
+		"Publication verification: how often a published record is checked again (±10 % jitter).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -108,6 +121,7 @@ func main() {
 		os.Exit(1)
 	}
 	opts.controllers.DeletionGuard = opts.deletionGuard
+	opts.controllers.Verification, opts.controllers.VerificationLimits = opts.verification, opts.verificationLimits
 	if err := controllers.Setup(ctx, mgr, opts.controllers); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)

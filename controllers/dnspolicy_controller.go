@@ -41,6 +41,7 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !p.KeepActivation {
 		pol.Status.Active = p.Active
 		pol.Status.ActiveControllers = p.ActiveControllers
+		pol.Status.RecordTTL = int32(p.RecordTTL)
 	}
 	return r.end(ctx, pol, original, p.Outcome, requeue{}, nil)
 }

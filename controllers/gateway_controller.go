@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -34,6 +36,11 @@ type GatewayReconciler struct {
 	Window *gatewayWindow
 	// HostBudget is the byte budget of one Istio Gateway (hostlimit.go).
 	HostBudget int
+	// Zones are the verification results (nil: none).
+	Zones zoneResults
+	// ZoneChanges fire when the address records of an entry point changed state in a zone; the
+	// object is a Gateway carrying the entry point's controller and targetPostfix (nil: none).
+	ZoneChanges <-chan event.GenericEvent
 }
 
 // The write step creates, updates (with the resourceVersion read) and deletes generated objects,
@@ -74,6 +81,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
 		setHostLimit(gw, in.HostLimit)
+		if err := r.gatewayPublication(ctx, gw, p.Target); err != nil {
+			return r.end(ctx, gw, original, p.Outcome, rq, err)
+		}
 	}
 	return r.end(ctx, gw, original, p.Outcome, rq, nil)
 }
@@ -192,8 +202,17 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The other Gateways of a pair: which one decides the ingress namespace can change.
 		Watches(&routingv1alpha1.Gateway{}, r.pairPeers(), createOrDeleteOrSpec).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allGateways, specChanges).
+		Watches(&clusterv1alpha1.DNSConfiguration{}, allGateways, specChanges).
+		WatchesRawSource(source.Channel(r.ZoneChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))})
+		}))).
 		Build(metrics.Instrument("gateway", r))
 	if err != nil {
+		return err
+	}
+	if err := r.APIs.WhenServed(dnsEndpointKind, func() error {
+		return c.Watch(source.Kind(mgr.GetCache(), client.Object(&externaldnsv1alpha1.DNSEndpoint{}), handler.EnqueueRequestsFromMapFunc(r.gatewaysOfAddressRecords)))
+	}); err != nil {
 		return err
 	}
 	return watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, &routingv1alpha1.Gateway{})

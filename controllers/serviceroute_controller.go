@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -43,6 +44,10 @@ type ServiceRouteReconciler struct {
 	APIs *OptionalAPIs
 	// Workers is the number of routes reconciled in parallel (0: defaultRouteWorkers).
 	Workers int
+	// Zones are the verification results (nil: none, every zone is reported Unverified or Pending).
+	Zones zoneResults
+	// ZoneChanges fire when a route's state in a zone changed (nil: none).
+	ZoneChanges <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
@@ -76,6 +81,9 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
 		p.Outcome = routeOutcome(p.Outcome, w)
 		rq = requeueOf(w)
+		if err := r.routePublication(ctx, route, in.Configuration, w.Applied); err != nil {
+			return r.end(ctx, route, original, p.Outcome, rq, err)
+		}
 	}
 	return r.end(ctx, route, original, p.Outcome, rq, nil)
 }
@@ -218,6 +226,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// they own decide whether routes may publish.
 		WatchesMetadata(&corev1.Namespace{}, r.namespaceHandler()).
 		WatchesRawSource(apiChanges(r.APIs, allRoutes)).
+		WatchesRawSource(source.Channel(r.ZoneChanges, &handler.EnqueueRequestForObject{})).
 		Build(metrics.Instrument("serviceroute", r))
 	if err != nil {
 		return err

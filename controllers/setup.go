@@ -24,6 +24,8 @@ import (
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/prober"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // CacheOptions restricts the informer caches to what the operator manages, so that memory follows
@@ -94,6 +96,10 @@ type Options struct {
 	IstioGatewayMaxBytes int
 	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 4.
 	ServiceRouteWorkers int
+	// Verification tunes when zones are checked (zero fields take verify.DefaultSettings);
+	// VerificationLimits bound the queries to each zone (zero fields take prober.DefaultLimits).
+	Verification       verify.Settings
+	VerificationLimits prober.Limits
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -133,6 +139,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions()}
 	ingressConflicts := metrics.NewConflictSet()
+	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
+	if err := mgr.Add(zones); err != nil {
+		return fmt.Errorf("adding the publication verification: %w", err)
+	}
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager) error
@@ -142,9 +152,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return (&DNSConfigurationReconciler{base: b, APIs: apis}).SetupWithManager(mgr, guardChanges)
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
-		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers}).SetupWithManager},
+		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,
+			Zones: zones.tracker, ZoneChanges: zones.routeEvents}).SetupWithManager},
 		{"gateway", (&GatewayReconciler{base: b, APIs: apis, HostBudget: opts.IstioGatewayMaxBytes,
-			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce)}).SetupWithManager},
+			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce), Zones: zones.tracker, ZoneChanges: zones.gatewayEvents}).SetupWithManager},
 		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {

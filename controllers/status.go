@@ -91,6 +91,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		previous = previous.DeepCopy()
 	}
 	meta.SetStatusCondition(s.conditions, condition)
+	readyFirst(*s.conditions)
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
 		if b.Versions.superseded(original) {
 			// Our previous status write replaced this very copy: the cache is behind, and that
@@ -106,6 +107,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		}
 		b.Versions.wrote(original.GetUID(), original.GetResourceVersion())
 		recordTransition(b.Recorder, obj, previous, condition)
+		recordPublishedTransition(b.Recorder, obj, original)
 	}
 	return b.finish(rq, err)
 }
@@ -150,6 +152,19 @@ func isOnly(err, target error) bool {
 }
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// readyFirst moves the Ready condition to the front, where people and scripts look for it, when
+// another condition (Published) was set before the first Ready.
+func readyFirst(conditions []metav1.Condition) {
+	for i := range conditions {
+		if conditions[i].Type == conditionReady {
+			ready := conditions[i]
+			copy(conditions[1:i+1], conditions[:i])
+			conditions[0] = ready
+			return
+		}
+	}
+}
 
 // recordTransition emits an Event when the Ready condition changed status or reason. The Event
 // reason is the condition reason, so `kubectl describe` and the conditions tell the same story.

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -143,6 +145,9 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 			OwnerID:   s.controller,
 			TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
 			LogLevel:  "info",
+			// As docs/EXTERNALDNS-INTEGRATION.md recommends: with the annotation filter alone, a
+			// restarted ExternalDNS would read none of its DNSEndpoints.
+			ExtraArgs: []string{"--label-filter=router.io/controller=" + s.controller},
 		}.ForBind(d.zone))
 		return err
 	})
@@ -172,8 +177,20 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 	if err != nil {
 		return nil, err
 	}
+	err = step(fmt.Sprintf("verifying zone %s: DNSConfiguration %s gets verification.nameservers 127.0.0.1:%d", s.region, s.controller, d.zone.Port), func() error {
+		return d.verifyZone(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
 	err = step("waiting for the ServiceRoutes to be Active and their hostnames to resolve in the zone", func() error {
 		return d.waitConverged(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = step(fmt.Sprintf("waiting for the operator to find every ServiceRoute Published in zone %s", s.region), func() error {
+		return d.waitPublished(ctx)
 	})
 	if err != nil {
 		return nil, err
@@ -217,6 +234,59 @@ func (d *demo) waitConverged(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// verifyZone gives the cluster's own controller verification settings: the demo's BIND is its
+// zone's authoritative server.
+func (d *demo) verifyZone(ctx context.Context) error {
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	if err := d.cluster.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+		return err
+	}
+	for i, c := range cfg.Spec.ExternalDNSControllers {
+		if c.Name == d.samples.controller {
+			cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", d.zone.Port)}}
+		}
+	}
+	return d.cluster.Client.Update(ctx, cfg)
+}
+
+// waitPublished waits until every sample ServiceRoute's zones are Published (they publish into
+// the cluster's own, verified zone).
+func (d *demo) waitPublished(ctx context.Context) error {
+	err := framework.Poll(ctx, time.Minute, 100*time.Millisecond, "the sample ServiceRoutes to be Published", func(ctx context.Context) (bool, string, error) {
+		var states []string
+		done := true
+		for _, key := range d.samples.routes {
+			r := &routingv1alpha1.ServiceRoute{}
+			if err := d.cluster.Client.Get(ctx, key, r); err != nil {
+				return false, "", err
+			}
+			c := meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionPublished)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				done = false
+			}
+			states = append(states, fmt.Sprintf("%s: %s %s", key, r.Status.Published, zonesLine(r.Status.Zones)))
+		}
+		return done, strings.Join(states, "; "), nil
+	})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+	}
+	return err
+}
+
+// zonesLine renders zones as "external-dns-weu=Published (CNAME … → A …)".
+func zonesLine(zones []routingv1alpha1.ZoneStatus) string {
+	var parts []string
+	for _, z := range zones {
+		part := z.Controller + "=" + string(z.State)
+		if z.Answer != "" {
+			part += " (" + z.Answer + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // routes waits until every sample ServiceRoute is Active with its hostnames in status, and

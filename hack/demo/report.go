@@ -90,6 +90,22 @@ func printReport(ctx context.Context, d *demo) error {
 	out.Flush()
 	fmt.Fprintf(out, "  (service hostname -> CNAME -> gateway hostname -> A -> load balancer %s; the ownership TXT records ExternalDNS keeps: dig @127.0.0.1 -p %d %s AXFR)\n",
 		d.lbIP, d.zone.Port, d.zone.Zone)
+
+	fmt.Fprintf(out, "\nPublication per zone (status.zones: the operator asks each verified zone's name server; only %s is verified here):\n", s.controller)
+	fresh, err := d.routes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range fresh {
+		fmt.Fprintf(out, "  ServiceRoute %s/%s\tPUBLISHED %s\t%s\n", r.Namespace, r.Name, r.Status.Published, zonesLine(r.Status.Zones))
+	}
+	gwStatus := &routingv1alpha1.Gateway{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: s.gatewayNamespace, Name: s.gatewayName}, gwStatus); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  Gateway %s/%s\tPUBLISHED %s\t%s\n", gwStatus.Namespace, gwStatus.Name, gwStatus.Status.Published, zonesLine(gwStatus.Status.Zones))
+	out.Flush()
+	fmt.Fprintln(out, "  (Unverified: no verification settings for that zone in the DNSConfiguration; kubectl wait --for=condition=Published serviceroute/<name> waits for every zone)")
 	return nil
 }
 

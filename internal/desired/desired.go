@@ -45,6 +45,15 @@ func RouteEndpoint(route *routingv1alpha1.ServiceRoute, controller policy.Contro
 	}
 }
 
+// WithRecordTTL sets the TTL of every record of ep (in place) and returns ep. ExternalDNS passes
+// it to the provider; without it each provider applies its own default (TTL 0 with rfc2136).
+func WithRecordTTL(ep *externaldnsv1alpha1.DNSEndpoint, seconds int64) *externaldnsv1alpha1.DNSEndpoint {
+	for _, r := range ep.Spec.Endpoints {
+		r.RecordTTL = endpoint.TTL(seconds)
+	}
+	return ep
+}
+
 // Ingress identifies one gateway entry point: an Istio ingress controller and a target postfix.
 // Every Gateway with the same pair shares the same target hostname and address records.
 type Ingress struct {

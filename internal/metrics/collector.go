@@ -20,7 +20,7 @@ import (
 // stateMetrics are the metrics StateCollector computes.
 var stateMetrics = []string{
 	ClusterIdentityInfoName, ResourcesName, LongestNotReadyName, ConflictsName, DNSRecordsName,
-	ActiveDNSPoliciesName, DNSPolicyActiveControllersName, IstioGatewayHostsName,
+	ActiveDNSPoliciesName, DNSPolicyActiveControllersName, IstioGatewayHostsName, ZoneRoutesName,
 }
 
 // collectTimeout bounds the cache reads of one scrape.

@@ -24,7 +24,7 @@ import (
 // Definition describes one metric the operator exports.
 type Definition struct {
 	Name   string
-	Type   string // "gauge" or "counter"
+	Type   string // "gauge", "counter" or "histogram"
 	Help   string
 	Labels []string
 }
@@ -47,6 +47,9 @@ const (
 	APIServedName                  = "service_router_api_served"
 	DeletionsHeldName              = "service_router_deletions_held"
 	DeletionGuardTripsName         = "service_router_deletion_guard_trips_total"
+	ZoneRoutesName                 = "service_router_zone_routes"
+	PublishDurationName            = "service_router_publish_duration_seconds"
+	VerificationQueriesName        = "service_router_verification_queries_total"
 )
 
 // Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
@@ -87,6 +90,15 @@ var Definitions = []Definition{
 		"DNSEndpoint deletions the mass-deletion guard holds back for their grace period (0 when the guard has not tripped).", nil},
 	{DeletionGuardTripsName, "counter",
 		"Times the mass-deletion guard tripped: one change asked for more DNS records to go at once than the guard allows.", nil},
+	{ZoneRoutesName, "gauge",
+		"ServiceRoutes by the state of their CNAME in the zone of the ExternalDNS controller (status.zones): Published, Pending, Drifted, Unreachable, or Unverified without verification settings.",
+		[]string{"external_dns_controller", "state"}},
+	{PublishDurationName, "histogram",
+		"Seconds from a change of a ServiceRoute's record to the zone answering it (CNAME and gateway address), per zone: the convergence time of verified zones.",
+		[]string{"external_dns_controller"}},
+	{VerificationQueriesName, "counter",
+		"DNS queries sent to the zones' name servers to verify publication, by outcome: answered, timeout or error (refused, SERVFAIL, not authoritative, network error).",
+		[]string{"external_dns_controller", "outcome"}},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with

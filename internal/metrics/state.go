@@ -88,6 +88,7 @@ func (s State) Samples(now time.Time) []Sample {
 	add(s.dnsRecords(), DNSRecordsName)
 	add(s.activeControllers(), DNSPolicyActiveControllersName)
 	add(s.istioHosts(), IstioGatewayHostsName)
+	add(s.zoneRoutes(), ZoneRoutesName)
 	for _, ci := range s.Identities {
 		out = append(out, Sample{Name: ClusterIdentityInfoName, Value: 1,
 			Labels: []string{ci.Spec.Region, ci.Spec.Cluster, ci.Spec.EnvironmentLetter, ci.Spec.Domain}})

@@ -163,6 +163,10 @@ func TestDefinitions_PassPromlint(t *testing.T) {
 			c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
 			c.WithLabelValues(values...).Inc()
 			reg.MustRegister(c)
+		case "histogram":
+			h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.Name, Help: d.Help}, d.Labels)
+			h.WithLabelValues(values...).Observe(1)
+			reg.MustRegister(h)
 		default:
 			t.Fatalf("%s: unknown type %q", d.Name, d.Type)
 		}

@@ -66,6 +66,9 @@ type PolicyPlan struct {
 	KeepActivation    bool
 	Active            bool
 	ActiveControllers []string
+	// RecordTTL is the TTL of the namespace's route records (see RecordTTL); kept with the
+	// activation.
+	RecordTTL int64
 }
 
 // Policy decides a DNSPolicy's status.
@@ -81,6 +84,11 @@ func Policy(in PolicyInputs) PolicyPlan {
 	d := policy.Decide(in.Policy.Spec, IdentityOf(in.Identity), ControllersOf(in.Configuration))
 	out := PolicyPlan{Active: d.Active, ActiveControllers: policy.Names(d.Controllers),
 		Outcome: Outcome{Reason: d.Reason, Message: d.Message}}
+	var ttlNote string
+	out.RecordTTL, ttlNote = RecordTTL(in.Configuration, in.Policy)
+	if ttlNote != "" {
+		out.Message += "; " + ttlNote
+	}
 	switch d.Reason {
 	case routingv1alpha1.ReasonPolicyActive:
 		out.Phase, out.Ready = active, true
@@ -177,8 +185,9 @@ func Route(in RouteInputs) RoutePlan {
 		return p.without(pending, routingv1alpha1.ReasonGatewayHostLimit, hostLimitMessage(gw))
 	}
 	p.Sync = true
+	ttl, _ := RecordTTL(in.Configuration, pol)
 	for _, c := range d.Controllers {
-		p.Endpoints = append(p.Endpoints, desired.RouteEndpoint(r, c, p.Hostname, p.Target))
+		p.Endpoints = append(p.Endpoints, desired.WithRecordTTL(desired.RouteEndpoint(r, c, p.Hostname, p.Target), ttl))
 	}
 	if len(p.Endpoints) == 0 {
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonNoActiveControllers,
@@ -371,6 +380,9 @@ func Ingress(in IngressInputs) IngressPlan {
 	var records []*endpoint.Endpoint
 	if in.Service != nil {
 		records = in.Service.Addresses.Records(p.Target)
+	}
+	for _, r := range records {
+		r.RecordTTL = endpoint.TTL(PlatformRecordTTL(in.Configuration))
 	}
 	if len(records) == 0 {
 		return IngressPlan{Target: p.Target}

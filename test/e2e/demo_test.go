@@ -39,6 +39,9 @@ var demoLines = []*regexp.Regexp{
 	regexp.MustCompile(`(?m)^  api-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
 	regexp.MustCompile(`(?m)^  web-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
 	regexp.MustCompile(`(?m)^  aks01-weu-internal\.example\.com\.\s+IN\s+A\s+10\.123\.45\.67$`),
+	// The per-zone publication state the operator found by asking the zone's name server.
+	regexp.MustCompile(`ServiceRoute myapp/api-route\s+PUBLISHED 1/1\s+external-dns-weu=Published \(CNAME aks01-weu-internal\.example\.com\. → A 10\.123\.45\.67\)`),
+	regexp.MustCompile(`Gateway istio-system/default-gateway\s+PUBLISHED 1/3\s+external-dns-weu=Published \(A 10\.123\.45\.67\), external-dns-neu=Unverified, external-dns-frc=Unverified`),
 }
 
 // TestDemo_CheckModeReportsTheDNSChain runs `demo --check`: it must print the report with the

@@ -105,6 +105,23 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.externalDNSControllers[0].region", "Required value"}},
 		{"DNSConfiguration controller region is a DNS label", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: WEU}"),
 			[]string{"spec.externalDNSControllers[0].region", "controller region must be a DNS label"}},
+		{"DNSConfiguration name server needs a port", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [10.0.0.53]}}"),
+			[]string{"spec.externalDNSControllers[0].verification.nameservers[0]", "each name server must be host:port"}},
+		{"DNSConfiguration name server port at most 65535", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:65536\"]}}"),
+			[]string{"spec.externalDNSControllers[0].verification.nameservers[0]", "port from 1 to 65535"}},
+		{"DNSConfiguration verification needs a name server", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: []}}"),
+			[]string{"spec.externalDNSControllers[0].verification.nameservers", "should have at least 1 items"}},
+		{"DNSConfiguration verification timeout at most 30s", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], timeout: 1m}}"),
+			[]string{"spec.externalDNSControllers[0].verification.timeout", "timeout must be between 100ms and 30s"}},
+		{"DNSConfiguration recordTTL at least 30", dnsConfiguration("dns-config", "\n  recordTTL: 0\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"spec.recordTTL", "should be greater than or equal to 30"}},
+		{"DNSConfiguration recordTTL within its bounds", dnsConfiguration("dns-config", "\n  recordTTL: 300\n  recordTTLBounds: {min: 60, max: 120}\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"spec.recordTTL", "recordTTL must lie within recordTTLBounds"}},
+		{"DNSConfiguration recordTTLBounds ordered", dnsConfiguration("dns-config", "\n  recordTTLBounds: {min: 600, max: 60}\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"spec.recordTTLBounds", "recordTTLBounds.min must not exceed recordTTLBounds.max"}},
+
+		{"DNSPolicy recordTTL at most a day", namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 86401"),
+			[]string{"spec.recordTTL", "should be less than or equal to 86400"}},
 
 		// Gateway
 		{"Gateway controller required", namespaced("Gateway", "gw", "\n  targetPostfix: internal"),
@@ -180,6 +197,10 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		clusterIdentity("cluster-identity", "\n  region: "+strings.Repeat("r", 63)+"\n  cluster: a\n  domain: com\n  environmentLetter: p"),
 		namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  sourceCluster: vec-weu-p-aks01"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  sourceCluster: \"\""),
+		namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 30"),
+		dnsConfiguration("dns-config", "\n  recordTTL: 86400\n  recordTTLBounds: {min: 30, max: 86400}\n  externalDNSControllers:\n"+
+			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\", \"ns1.example.com:5353\", \"[fd00::53]:53\"], timeout: 100ms}}\n"+
+			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s}}"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
 		namespaced("ServiceRoute", strings.Repeat("r", 63),
 			"\n  serviceName: "+strings.Repeat("s", 20)+"\n  gatewayName: gw\n  environment: "+strings.Repeat("e", 20)+"\n  application: "+strings.Repeat("a", 16)),

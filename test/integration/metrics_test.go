@@ -35,7 +35,12 @@ func TestMetrics_Scenario(t *testing.T) {
 	otherNS := newNamespace(t, "other")
 	t.Cleanup(func() { _ = env.Client.Delete(f.ctx, namespaceObject(otherNS)) })
 	f.setIdentity(weuIdentity())
-	f.setControllers("weu", "neu")
+	// The weu zone is verified: it answers api and admin through their gateways.
+	weuZone := startZone(t)
+	weuZone.Set(f.hostname("api", "example.com")+". 300 IN CNAME aks01-weu-internal.example.com.",
+		f.hostname("admin", "example.com")+". 300 IN CNAME aks01-weu-public.example.com.",
+		"aks01-weu-internal.example.com. 300 IN A 10.123.45.67", "aks01-weu-public.example.com. 300 IN A 10.123.45.67")
+	f.setVerifiedControllers([]string{"weu", "neu"}, map[string]string{"weu": weuZone.Addr})
 	noLB := "nolb-" + f.controller
 
 	// Objects of others, under names the operator wants: a route's DNSEndpoint, a gateway entry
@@ -56,7 +61,7 @@ func TestMetrics_Scenario(t *testing.T) {
 	started := time.Now()
 	startOperatorWith(t, env.Config, operatorOptions{
 		namespaces:     []string{f.ns, f.gatewayNS, otherNS},
-		leaderElection: true, leaseNamespace: f.ns,
+		leaderElection: true, leaseNamespace: f.ns, verification: fastVerification,
 	})
 
 	gw := f.gateway("default-gateway", "internal")
@@ -109,10 +114,21 @@ func TestMetrics_Scenario(t *testing.T) {
 		`service_router_dns_records{external_dns_controller="external-dns-neu",record_type="A",source="gateway"}`: 1,
 		// default-gateway serves api; taken-gateway's Istio Gateway is someone else's.
 		fmt.Sprintf(`service_router_istio_gateway_hosts{istio_controller=%q}`, f.controller): 1,
+		// api-route and admin-route, answered by the verified weu zone.
+		`service_router_zone_routes{external_dns_controller="external-dns-weu",state="Published"}`:   2,
+		`service_router_zone_routes{external_dns_controller="external-dns-weu",state="Pending"}`:     0,
+		`service_router_zone_routes{external_dns_controller="external-dns-weu",state="Drifted"}`:     0,
+		`service_router_zone_routes{external_dns_controller="external-dns-weu",state="Unreachable"}`: 0,
+		`service_router_zone_routes{external_dns_controller="external-dns-weu",state="Unverified"}`:  0,
+		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Published"}`:   0,
+		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Pending"}`:     0,
+		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Drifted"}`:     0,
+		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Unreachable"}`: 0,
+		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Unverified"}`:  0,
 	}
 	state := []string{"service_router_resources", "service_router_conflicts", "service_router_cluster_identity_info",
 		"service_router_active_dnspolicies", "service_router_dnspolicy_active_controllers", "service_router_dns_records",
-		"service_router_istio_gateway_hosts"}
+		"service_router_istio_gateway_hosts", "service_router_zone_routes"}
 	var families []*dto.MetricFamily
 	waitFor(t, "the state metrics", func() string {
 		families = gather(t)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/service-router/service-router-operator/controllers"
 	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // operatorOptions vary the manager startOperatorWith runs.
@@ -44,6 +45,8 @@ type operatorOptions struct {
 	deletionGuard guard.Settings
 	// istioGatewayMaxBytes is the byte budget of the Istio Gateways (0: the default).
 	istioGatewayMaxBytes int
+	// verification tunes how often zones are checked (default verify.DefaultSettings).
+	verification verify.Settings
 }
 
 // startOperatorWith is startOperator with options.
@@ -77,7 +80,7 @@ func startOperatorWith(t testing.TB, cfg *rest.Config, o operatorOptions) (stop 
 	ctx, cancel := context.WithCancel(context.Background())
 	if !o.noControllers {
 		require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{ConflictRetryInterval: time.Second, DeletionGuard: o.deletionGuard,
-			IstioGatewayMaxBytes: o.istioGatewayMaxBytes}))
+			IstioGatewayMaxBytes: o.istioGatewayMaxBytes, Verification: o.verification}))
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -23,9 +23,56 @@ type ExternalDNSController struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="controller region must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	Region string `json:"region"`
+
+	// verification, when set, makes the operator check that this controller's zone answers what
+	// it published: it asks the zone's authoritative name servers directly for every active
+	// hostname (CNAME to the gateway target hostname) and for the target hostnames (the load
+	// balancer address), and reports the result per zone in ServiceRoute and Gateway status (the
+	// Published condition). Without it, status only says whether ExternalDNS has processed the
+	// records.
+	// +optional
+	Verification *ZoneVerification `json:"verification,omitempty"`
+}
+
+// ZoneVerification says how to reach a regional zone's authoritative name servers.
+type ZoneVerification struct {
+	// nameservers are the zone's authoritative name servers as host:port (for example
+	// 10.0.0.53:53 or [fd00::53]:53). Queries go to the first; the next ones are asked when it
+	// does not answer. Queries are non-recursive (RD=0) and unsigned: never list a caching
+	// resolver, which would answer from its cache and remember negative answers. The operator
+	// needs to reach them on 53/udp and 53/tcp (see the NetworkPolicy in the operator guide).
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([[][0-9a-fA-F:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each name server must be host:port with a port from 1 to 65535, for example 10.0.0.53:53, ns1.example.com:53 or [fd00::53]:53"
+	Nameservers []string `json:"nameservers"`
+
+	// timeout bounds each query, from 100ms to 30s. Defaults to 2s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('30s')",message="timeout must be between 100ms and 30s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// RecordTTLBounds is the range of record TTLs DNSPolicies may choose.
+// +kubebuilder:validation:XValidation:rule="self.min <= self.max",message="recordTTLBounds.min must not exceed recordTTLBounds.max"
+type RecordTTLBounds struct {
+	// min is the shortest TTL, in seconds, a DNSPolicy may set (30 to 86400).
+	// +required
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	Min int32 `json:"min"`
+
+	// max is the longest TTL, in seconds, a DNSPolicy may set (30 to 86400).
+	// +required
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	Max int32 `json:"max"`
 }
 
 // DNSConfigurationSpec lists every ExternalDNS controller of the infrastructure.
+// +kubebuilder:validation:XValidation:rule="!has(self.recordTTL) || !has(self.recordTTLBounds) || (self.recordTTL >= self.recordTTLBounds.min && self.recordTTL <= self.recordTTLBounds.max)",message="recordTTL must lie within recordTTLBounds",fieldPath=".recordTTL"
 type DNSConfigurationSpec struct {
 	// externalDNSControllers are all ExternalDNS instances DNSPolicies may select from. Names are
 	// unique.
@@ -35,6 +82,20 @@ type DNSConfigurationSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	ExternalDNSControllers []ExternalDNSController `json:"externalDNSControllers"`
+
+	// recordTTL is the TTL, in seconds, of every DNS record the operator publishes: the service
+	// CNAMEs (unless their namespace's DNSPolicy sets its own recordTTL) and the gateway address
+	// records. 30 to 86400; defaults to 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	RecordTTL *int32 `json:"recordTTL,omitempty"`
+
+	// recordTTLBounds is the range a DNSPolicy's recordTTL is held to: a value outside it is
+	// raised to min or lowered to max (the DNSPolicy's status shows the TTL in use). Defaults to
+	// the whole allowed range, 30 to 86400.
+	// +optional
+	RecordTTLBounds *RecordTTLBounds `json:"recordTTLBounds,omitempty"`
 }
 
 // DNSConfigurationStatus is the observed state of the DNSConfiguration.

@@ -37,6 +37,14 @@ type DNSPolicySpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceCluster must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	SourceCluster string `json:"sourceCluster,omitempty"`
+
+	// recordTTL is the TTL, in seconds, of the CNAMEs of this namespace's ServiceRoutes (30 to
+	// 86400). The DNSConfiguration's recordTTLBounds hold it to the platform's range; unset, the
+	// DNSConfiguration's recordTTL applies (300 by default). status.recordTTL is the TTL in use.
+	// +optional
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	RecordTTL *int32 `json:"recordTTL,omitempty"`
 }
 
 // DNSPolicyStatus says whether the policy applies to this cluster and which ExternalDNS
@@ -58,6 +66,12 @@ type DNSPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	ActiveControllers []string `json:"activeControllers,omitempty"`
+
+	// recordTTL is the TTL, in seconds, the CNAMEs of this namespace's ServiceRoutes carry:
+	// spec.recordTTL held to the DNSConfiguration's recordTTLBounds, or the DNSConfiguration's
+	// recordTTL.
+	// +optional
+	RecordTTL int32 `json:"recordTTL,omitempty"`
 
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional

@@ -135,13 +135,29 @@ type GatewayStatus struct {
 	// +optional
 	HostLimit *GatewayHostLimit `json:"hostLimit,omitempty"`
 
+	// zones is the publication state of the target hostname's address record in each zone (one
+	// entry per ExternalDNS controller with an address DNSEndpoint): what the zone's name
+	// servers answer for it. See the Published condition.
+	// +optional
+	// +listType=map
+	// +listMapKey=controller
+	// +kubebuilder:validation:MaxItems=64
+	Zones []ZoneStatus `json:"zones,omitempty"`
+
+	// published is "<zones answering correctly>/<zones>", for example "3/3" (the PUBLISHED
+	// column); empty when no address record is published.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Published string `json:"published,omitempty"`
+
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the gateway's state; Ready is True when the Istio Gateway is up to date;
-	// HostLimit is True while routes are left off because the Istio Gateway is full.
+	// HostLimit is True while routes are left off because the Istio Gateway is full; Published is
+	// True when every zone answers the target hostname's address record.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -186,6 +202,7 @@ type GatewayHostLimit struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetHostname`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.loadBalancerIP`
 // +kubebuilder:printcolumn:name="Hosts",type=integer,JSONPath=`.status.hosts`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

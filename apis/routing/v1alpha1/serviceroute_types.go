@@ -92,12 +92,28 @@ type ServiceRouteStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Endpoints []ManagedEndpoint `json:"endpoints,omitempty"`
 
+	// zones is the publication state of the route's CNAME in each zone it publishes into (one
+	// entry per DNSEndpoint): what the zone's name servers answer for the hostname and its
+	// gateway target hostname. See the Published condition.
+	// +optional
+	// +listType=map
+	// +listMapKey=controller
+	// +kubebuilder:validation:MaxItems=64
+	Zones []ZoneStatus `json:"zones,omitempty"`
+
+	// published is "<zones answering correctly>/<zones>", for example "2/3" (the PUBLISHED
+	// column); empty when the route publishes nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Published string `json:"published,omitempty"`
+
 	// observedGeneration is the metadata.generation the status was computed from.
 	// +optional
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions describe the route's state; Ready is True when its DNS records are in place.
+	// conditions describe the route's state; Ready is True when its DNS records are written,
+	// Published is True when every zone answers them.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -114,6 +130,7 @@ type ServiceRouteStatus struct {
 // +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.spec.gatewayName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="ServiceRoute name must be at most 63 characters: it is used as a label value on the generated DNSEndpoints"

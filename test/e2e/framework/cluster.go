@@ -111,7 +111,8 @@ func (cl *Cluster) Stop() error {
 
 // OperatorOptions configure the operator process.
 type OperatorOptions struct {
-	// Binary is the manager executable (default <repo>/bin/manager, built by `make build`).
+	// Binary is the manager executable (default ManagerBinary: $E2E_MANAGER_BINARY, else
+	// <repo>/bin/manager, built by `make build`).
 	Binary string
 	// ExtraArgs are appended to the command line (after the defaults, so they win for flags
 	// given twice).
@@ -132,8 +133,12 @@ type Operator struct {
 	proc *Process
 }
 
-// ManagerBinary returns the path of bin/manager.
+// ManagerBinary returns the path of the operator binary: $E2E_MANAGER_BINARY when set (a build
+// of one's own, so that a shared bin/ is not overwritten), else bin/manager.
 func ManagerBinary() (string, error) {
+	if p := os.Getenv("E2E_MANAGER_BINARY"); p != "" {
+		return p, nil
+	}
 	root, err := repoRoot()
 	if err != nil {
 		return "", err

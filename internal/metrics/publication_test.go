@@ -1,0 +1,37 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+)
+
+func TestState_RoutesByZoneState(t *testing.T) {
+	zones := func(states ...routingv1alpha1.ZoneState) routingv1alpha1.ServiceRoute {
+		var r routingv1alpha1.ServiceRoute
+		for i, s := range states {
+			r.Status.Zones = append(r.Status.Zones, routingv1alpha1.ZoneStatus{Controller: []string{"external-dns-weu", "external-dns-neu"}[i], State: s})
+		}
+		return r
+	}
+	cfg := clusterv1alpha1.DNSConfiguration{Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
+		{Name: "external-dns-weu", Region: "weu"}, {Name: "external-dns-neu", Region: "neu"}}}}
+	s := State{Configurations: []clusterv1alpha1.DNSConfiguration{cfg}, Routes: []routingv1alpha1.ServiceRoute{
+		zones("Published", "Pending"), zones("Published", "Drifted"), zones("Unreachable"), {},
+	}}
+	got := map[string]float64{}
+	for _, sample := range s.Samples(time.Now()) {
+		if sample.Name == ZoneRoutesName {
+			got[strings.Join(sample.Labels, ",")] = sample.Value
+		}
+	}
+	assert.Equal(t, map[string]float64{
+		"external-dns-weu,Published": 2, "external-dns-weu,Pending": 0, "external-dns-weu,Drifted": 0, "external-dns-weu,Unreachable": 1, "external-dns-weu,Unverified": 0,
+		"external-dns-neu,Published": 0, "external-dns-neu,Pending": 1, "external-dns-neu,Drifted": 1, "external-dns-neu,Unreachable": 0, "external-dns-neu,Unverified": 0,
+	}, got, "every state of every zone is exported, 0 included, so that alerts and dashboards see 0 rather than no data")
+}

@@ -1,0 +1,157 @@
+// Package testdns runs an authoritative DNS server for tests: a real server (github.com/miekg/dns)
+// on 127.0.0.1, UDP and TCP on one port, answering from records the test sets, as BIND answers
+// from its zone: the CNAME of a name and the chased records of its target, NXDOMAIN for unknown
+// names (also at the end of a CNAME chain, RFC 6604), the AA bit on every answer. It counts the queries and remembers whether any asked for
+// recursion. The end-to-end suite uses the real BIND instead.
+package testdns
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Server is a running authoritative server.
+type Server struct {
+	// Addr is host:port, for a DNSConfiguration's verification.nameservers.
+	Addr string
+
+	udp, tcp *dns.Server
+
+	mu        sync.Mutex
+	records   map[string][]dns.RR // by lower-case fully qualified name
+	down      bool
+	queries   int
+	recursive int
+}
+
+// Start starts a server on a free port of 127.0.0.1.
+func Start() (*Server, error) {
+	var errs []error
+	for range 5 { // the UDP port may be taken for TCP in between
+		s, err := start()
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func start() (*Server, error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		_ = pc.Close()
+		return nil, err
+	}
+	s := &Server{Addr: pc.LocalAddr().String(), records: map[string][]dns.RR{}}
+	started := make(chan struct{}, 2)
+	s.udp = &dns.Server{PacketConn: pc, Handler: s, NotifyStartedFunc: func() { started <- struct{}{} }}
+	s.tcp = &dns.Server{Listener: l, Handler: s, NotifyStartedFunc: func() { started <- struct{}{} }}
+	go func() { _ = s.udp.ActivateAndServe() }()
+	go func() { _ = s.tcp.ActivateAndServe() }()
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			s.Close()
+			return nil, fmt.Errorf("DNS server on %s did not start", s.Addr)
+		}
+	}
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() {
+	_ = s.udp.Shutdown()
+	_ = s.tcp.Shutdown()
+}
+
+// Set replaces the records of the names of rrs (zone-file lines, e.g.
+// "api.example.com. 300 IN CNAME aks01.example.com."). It panics on a line that does not parse.
+func (s *Server) Set(rrs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	replaced := map[string]bool{}
+	for _, line := range rrs {
+		rr, err := dns.NewRR(line)
+		if err != nil {
+			panic(fmt.Sprintf("testdns: %q: %v", line, err))
+		}
+		name := strings.ToLower(rr.Header().Name)
+		if !replaced[name] {
+			s.records[name] = nil
+			replaced[name] = true
+		}
+		s.records[name] = append(s.records[name], rr)
+	}
+}
+
+// Delete removes every record of a name.
+func (s *Server) Delete(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.records, strings.ToLower(dns.Fqdn(name)))
+}
+
+// SetDown makes the server ignore every query (clients time out) until called with false.
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+// Queries returns how many queries the server received, and how many of them asked for recursion.
+func (s *Server) Queries() (total, recursive int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queries, s.recursive
+}
+
+// ServeDNS answers one query from the records.
+func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries++
+	if req.RecursionDesired {
+		s.recursive++
+	}
+	if s.down || len(req.Question) != 1 {
+		return
+	}
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Authoritative = true
+	q := req.Question[0]
+	name := strings.ToLower(q.Name)
+	for hops := 0; hops < 8; hops++ { // follow CNAMEs inside the zone, as an authoritative server does
+		var next string
+		if _, ok := s.records[name]; !ok {
+			m.Rcode = dns.RcodeNameError // about the chain's last name (RFC 6604), as BIND answers
+			break
+		}
+		for _, rr := range s.records[name] {
+			switch {
+			case rr.Header().Rrtype == dns.TypeCNAME && q.Qtype != dns.TypeCNAME:
+				m.Answer = append(m.Answer, rr)
+				next = strings.ToLower(rr.(*dns.CNAME).Target)
+			case rr.Header().Rrtype == q.Qtype:
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		if next == "" {
+			break
+		}
+		name = next
+	}
+	_ = w.WriteMsg(m)
+}

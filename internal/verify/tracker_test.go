@@ -1,0 +1,297 @@
+package verify
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/external-dns/endpoint"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+)
+
+func TestNextCheck_FastAfterAChangeSlowWhenSettled(t *testing.T) {
+	s := Settings{FastInterval: time.Second, SettledInterval: 5 * time.Minute}
+	var delays []time.Duration
+	for attempt := range 10 {
+		d, urgent := NextCheck(s, attempt, false, 0.5)
+		delays = append(delays, d)
+		assert.Equal(t, d < 5*time.Minute, urgent, "attempt %d", attempt)
+	}
+	assert.Equal(t, []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, 64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute}, delays)
+
+	d, urgent := NextCheck(s, 0, true, 0.5)
+	assert.Equal(t, 5*time.Minute, d)
+	assert.False(t, urgent)
+	lo, _ := NextCheck(s, 0, true, 0)
+	hi, _ := NextCheck(s, 0, true, 0.999)
+	assert.Equal(t, 270*time.Second, lo, "-10 % jitter")
+	assert.InDelta(t, float64(330*time.Second), float64(hi), float64(time.Second), "+10 % jitter")
+	far, _ := NextCheck(s, 1000, false, 0.5)
+	assert.Equal(t, 5*time.Minute, far, "no overflow after many attempts")
+}
+
+// clock is a test's time.
+type clock struct{ now time.Time }
+
+func (c *clock) after(d time.Duration) time.Time { c.now = c.now.Add(d); return c.now }
+
+func cname(hostname, to string) []*endpoint.Endpoint {
+	return []*endpoint.Endpoint{{DNSName: hostname, RecordType: "CNAME", Targets: endpoint.Targets{to}, RecordTTL: 300}}
+}
+
+func address(name string, ips ...string) []*endpoint.Endpoint {
+	return []*endpoint.Endpoint{{DNSName: name, RecordType: "A", Targets: ips, RecordTTL: 300}}
+}
+
+var (
+	weuRoute = RouteKey{Namespace: "myapp", Name: "api-route", Controller: "external-dns-weu"}
+	pair     = desired.Ingress{Controller: "istio-internal", TargetPostfix: "internal"}
+)
+
+func published(answer string) Finding {
+	return Finding{State: routingv1alpha1.ZonePublished, Answer: answer}
+}
+
+// checkNext takes the zone's next due check, failing when there is none.
+func checkNext(t *testing.T, tr *Tracker, controller string, now time.Time) Check {
+	t.Helper()
+	c, ok, next := tr.Next(controller, now)
+	require.True(t, ok, "a check is due at %s (next due %s)", now, next)
+	return c
+}
+
+func newTracker(observed *[]time.Duration) *Tracker {
+	return NewTracker(Settings{FastInterval: time.Second, SettledInterval: 5 * time.Minute, FailuresBeforeUnreachable: 3, InitialSpread: time.Minute},
+		func() float64 { return 0.5 }, func(_ string, d time.Duration) { *observed = append(*observed, d) })
+}
+
+func TestTracker_NewRouteIsPendingUntilCNAMEAndTargetAnswer(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, true, c.now)
+	changes := tr.SetRoute(weuRoute, cname(host, target), false, false, c.now)
+	assert.Equal(t, []Change{{Route: &weuRoute}}, changes)
+	got, known := tr.Route(weuRoute)
+	require.True(t, known)
+	assert.Equal(t, Observation{State: routingv1alpha1.ZonePending, Answer: NotCheckedYet, Since: c.now, For: Expected{cnameSet}.Key()}, got)
+
+	// The route's check is urgent: it comes before the target found at start-up.
+	check := checkNext(t, tr, "external-dns-weu", c.now)
+	assert.Equal(t, Expected{cnameSet}, check.Expected)
+	assert.Equal(t, []Change{{Route: &weuRoute}}, tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.after(10*time.Millisecond)),
+		"the answer is part of the status: not checked yet -> NXDOMAIN is a change")
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, "NXDOMAIN", got.Answer)
+
+	// Retried after 1 s; the CNAME is there now, but the target has not been checked.
+	_, ok, next := tr.Next("external-dns-weu", c.now)
+	assert.False(t, ok)
+	assert.Equal(t, c.now.Add(time.Second), next)
+	check = checkNext(t, tr, "external-dns-weu", c.after(time.Second))
+	tr.Report(check, published("CNAME "+target), c.now)
+	_, known = tr.Route(weuRoute)
+	assert.False(t, known, "the CNAME answers, the target's address is not known yet")
+
+	// The target is checked (its initial check is due within the spread) and answers: published.
+	check = checkNext(t, tr, "external-dns-weu", c.after(time.Minute))
+	assert.Equal(t, "A", check.Expected[0].Type)
+	changes = tr.Report(check, published("A 10.1.2.3"), c.now)
+	assert.ElementsMatch(t, []Change{{Gateway: &pair}, {Route: &weuRoute}}, changes)
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePublished, got.State)
+	assert.Equal(t, "CNAME "+target+" → A 10.1.2.3", got.Answer)
+	assert.Equal(t, c.now, got.Since)
+	assert.Equal(t, []time.Duration{time.Second + time.Minute + 10*time.Millisecond}, observed, "convergence measured once, from the change")
+
+	// Settled: the next check of the route is five minutes away, and finding the same changes nothing.
+	check = checkNext(t, tr, "external-dns-weu", c.after(5*time.Minute))
+	assert.Empty(t, tr.Report(check, published("CNAME "+target), c.now))
+	got2, _ := tr.Route(weuRoute)
+	assert.Equal(t, got, got2, "a settled zone keeps its observation, Since included: no status write")
+	assert.Len(t, observed, 1)
+}
+
+func TestTracker_RecordsFoundAtStartKeepTheirStateUntilChecked(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	assert.Empty(t, tr.SetRoute(weuRoute, cname(host, target), true, true, c.now))
+	_, known := tr.Route(weuRoute)
+	assert.False(t, known, "unknown: the route's status keeps what it says")
+	_, ok, next := tr.Next("external-dns-weu", c.now)
+	assert.False(t, ok)
+	assert.Equal(t, c.now.Add(30*time.Second), next, "spread over InitialSpread (jitter 0.5 of a minute)")
+	check := checkNext(t, tr, "external-dns-weu", c.after(30*time.Second))
+	tr.Report(check, published("CNAME "+target), c.now)
+	got, known := tr.Route(weuRoute)
+	require.True(t, known)
+	assert.Equal(t, routingv1alpha1.ZonePending, got.State, "no address record is published for the target")
+	assert.Contains(t, got.Answer, "no address record")
+	assert.Empty(t, observed, "no convergence time for records that did not change")
+}
+
+func TestTracker_UnreachableOnlyAfterThreeFailuresInARow(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	check := checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, published("A 10.1.2.3"), c.now)
+
+	timeout := Finding{State: routingv1alpha1.ZoneUnreachable, Answer: "no answer from 10.0.0.53:53 (timeout)", Failed: true}
+	check = checkNext(t, tr, "external-dns-weu", c.after(6*time.Minute))
+	assert.Empty(t, tr.Report(check, timeout, c.now), "one failure changes nothing")
+	check = checkNext(t, tr, "external-dns-weu", c.after(time.Second))
+	assert.Empty(t, tr.Report(check, timeout, c.now), "retried after 1 s; two failures change nothing")
+	got, _ := tr.Target("istio-system/gw-weu")
+	assert.Equal(t, routingv1alpha1.ZonePublished, got.State)
+	check = checkNext(t, tr, "external-dns-weu", c.after(2*time.Second))
+	assert.Equal(t, []Change{{Gateway: &pair}}, tr.Report(check, timeout, c.now))
+	got, _ = tr.Target("istio-system/gw-weu")
+	assert.Equal(t, routingv1alpha1.ZoneUnreachable, got.State)
+
+	check = checkNext(t, tr, "external-dns-weu", c.after(4*time.Second))
+	tr.Report(check, published("A 10.1.2.3"), c.now)
+	got, _ = tr.Target("istio-system/gw-weu")
+	assert.Equal(t, routingv1alpha1.ZonePublished, got.State, "one answer is enough to recover")
+}
+
+func TestTracker_TargetDriftReachesEveryRouteAtOnce(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	tr.SetRoute(other, cname("web-ns-d-dev-myapp.example.com", target), true, false, c.now)
+	for range 3 {
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		if check.Expected[0].Type == "A" {
+			tr.Report(check, published("A 10.1.2.3"), c.now)
+		} else {
+			tr.Report(check, published("CNAME "+target), c.now)
+		}
+	}
+	for _, k := range []RouteKey{weuRoute, other} {
+		got, _ := tr.Route(k)
+		assert.Equal(t, routingv1alpha1.ZonePublished, got.State, k.Name)
+	}
+
+	// Someone changes the gateway address in the zone: the target's next check sees it, and both
+	// routes are Drifted without waiting for their own checks.
+	var check Check
+	for {
+		var ok bool
+		check, ok, _ = tr.Next("external-dns-weu", c.after(time.Minute))
+		if ok && check.Expected[0].Type == "A" {
+			break
+		}
+		if ok {
+			tr.Report(check, published("CNAME "+target), c.now)
+		}
+	}
+	changes := tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: "A 192.0.2.66"}, c.now)
+	assert.ElementsMatch(t, []Change{{Gateway: &pair}, {Route: &weuRoute}, {Route: &other}}, changes)
+	got, _ := tr.Route(other)
+	assert.Equal(t, Observation{State: routingv1alpha1.ZoneDrifted, Answer: "CNAME " + target + " → A 192.0.2.66", Since: c.now,
+		For: ExpectedOf(cname("web-ns-d-dev-myapp.example.com", target)).Key()}, got)
+}
+
+func TestTracker_ChangeWhileCheckingDropsTheStaleResult(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetRoute(weuRoute, cname(host, target), false, false, c.now)
+	inFlight := checkNext(t, tr, "external-dns-weu", c.now)
+	tr.SetRoute(weuRoute, cname(host, "aks01-weu-external.example.com"), false, false, c.now)
+	assert.Empty(t, tr.Report(inFlight, published("CNAME "+target), c.after(time.Millisecond)))
+	got, _ := tr.Route(weuRoute)
+	assert.Equal(t, NotCheckedYet, got.Answer, "the answer to the old record says nothing about the new one")
+	check := checkNext(t, tr, "external-dns-weu", c.now)
+	assert.Equal(t, []string{"aks01-weu-external.example.com."}, check.Expected[0].Values)
+}
+
+func TestTracker_ProcessedByExternalDNSChecksAgainAtOnce(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetRoute(weuRoute, cname(host, target), false, false, c.now)
+	var next time.Time
+	for i := range 7 { // 1 s, 2 s, ... 64 s
+		if i > 0 {
+			c.now = next
+		}
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
+		_, _, next = tr.Next("external-dns-weu", c.now)
+	}
+	assert.Equal(t, 64*time.Second, next.Sub(c.now))
+	assert.Empty(t, tr.SetRoute(weuRoute, cname(host, target), true, false, c.after(time.Second)))
+	checkNext(t, tr, "external-dns-weu", c.now)
+}
+
+func TestTracker_ChangesComeBeforeSettledRecords(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	old := RouteKey{Namespace: "myapp", Name: "old-route", Controller: "external-dns-weu"}
+	tr.SetRoute(old, cname("old-ns-d-dev-myapp.example.com", target), true, true, c.now)
+	c.after(10 * time.Minute) // the old route's first check is long overdue
+	tr.SetRoute(weuRoute, cname(host, target), false, false, c.now)
+	assert.Equal(t, host, checkNext(t, tr, "external-dns-weu", c.now).Expected[0].Name)
+	assert.Equal(t, "old-ns-d-dev-myapp.example.com.", checkNext(t, tr, "external-dns-weu", c.now).Expected[0].Name)
+	_, ok, next := tr.Next("external-dns-neu", c.now)
+	assert.False(t, ok)
+	assert.True(t, next.IsZero(), "zones are independent")
+}
+
+func TestTracker_DeletedTargetLeavesRoutesPending(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	for range 2 {
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		tr.Report(check, published(map[string]string{"A": "A 10.1.2.3", "CNAME": "CNAME " + target}[check.Expected[0].Type]), c.now)
+	}
+	got, _ := tr.Route(weuRoute)
+	require.Equal(t, routingv1alpha1.ZonePublished, got.State)
+	assert.Empty(t, tr.DeleteTarget("other/gw-weu", c.now), "another entry point's records for the same name going away change nothing")
+	assert.ElementsMatch(t, []Change{{Gateway: &pair}, {Route: &weuRoute}}, tr.DeleteTarget("istio-system/gw-weu", c.now))
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePending, got.State)
+
+	tr.DropController("external-dns-weu")
+	_, known := tr.Route(weuRoute)
+	assert.False(t, known)
+	_, ok, _ := tr.Next("external-dns-weu", c.after(time.Hour))
+	assert.False(t, ok)
+}
+
+func TestTracker_NameOfTwoEntryPointsSurvivesTheDeletionOfOne(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	old := desired.Ingress{Controller: "istio-old", TargetPostfix: "internal"}
+	tr.SetTarget("external-dns-weu", old, "old-ns/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, false, c.now)
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	for range 3 {
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		tr.Report(check, published(map[string]string{"A": "A 10.1.2.3", "CNAME": "CNAME " + target}[check.Expected[0].Type]), c.now)
+	}
+	got, _ := tr.Route(weuRoute)
+	require.Equal(t, routingv1alpha1.ZonePublished, got.State)
+	tr.DeleteTarget("old-ns/gw-weu", c.now)
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePublished, got.State, "the other entry point still publishes the name")
+	o, known := tr.Target("istio-system/gw-weu")
+	assert.True(t, known)
+	assert.Equal(t, routingv1alpha1.ZonePublished, o.State)
+}

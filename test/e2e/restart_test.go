@@ -1,0 +1,80 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// TestExternalDNSRestart_OtherControllersEndpointsNeedALabelFilter shows what publication
+// verification found: ExternalDNS v0.22.0 started with only --annotation-filter while the cluster
+// holds DNSEndpoints annotated for other controllers (every cluster of the architecture does: one
+// per regional zone) reads none of its own either, and with --policy=sync deletes every record it
+// owns; they come back only when their DNSEndpoints change. The first start of a fresh cluster
+// hides it (the DNSEndpoints arrive later, as watch events). Selecting its DNSEndpoints with
+// --label-filter=router.io/controller=<name> (the operator labels every DNSEndpoint so) makes the
+// API server send only those, and a restart keeps the zone as it is. If the first half fails,
+// ExternalDNS has fixed the problem: update docs/EXTERNALDNS-INTEGRATION.md.
+func TestExternalDNSRestart_OtherControllersEndpointsNeedALabelFilter(t *testing.T) {
+	ctx := t.Context()
+	zones, err := framework.StartRegionalZones(ctx, t, worldDomain, "frc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zone := zones["frc"]
+	cl, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "restart"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, cl.Client, "central")
+	mine := dnsEndpoint("central", "portal-frc", "external-dns-frc", "portal.example.com", "A", "10.0.0.1")
+	mine.Labels = map[string]string{"router.io/controller": "external-dns-frc"}
+	other := dnsEndpoint("central", "portal-neu", "external-dns-neu", "portal.example.com", "A", "10.0.0.2")
+	other.Labels = map[string]string{"router.io/controller": "external-dns-neu"}
+	annotationOnly := framework.ExternalDNSOptions{Name: "external-dns-frc", OwnerID: "external-dns-frc-aks01", TXTPrefix: "frc-d-"}.ForBind(zone)
+	labelled := annotationOnly
+	labelled.ExtraArgs = []string{"--label-filter=router.io/controller=external-dns-frc"}
+	published := []string{"A 10.0.0.1"}
+
+	// restart stops ed and starts ExternalDNS with opts; it returns once the new instance has
+	// completed a synchronization, i.e. acted on what it saw.
+	restart := func(ed *framework.ExternalDNS, opts framework.ExternalDNSOptions) *framework.ExternalDNS {
+		t.Helper()
+		if err := ed.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		ed, err := cl.StartExternalDNS(ctx, t, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ed
+	}
+
+	ed, err := cl.StartExternalDNS(ctx, t, annotationOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := create(ctx, t, cl.Client, mine)
+	create(ctx, t, cl.Client, other)
+	waitAnswer(ctx, t, at, zone.Query("portal.example.com", "A"), published, ed.Diagnostics)
+
+	ed = restart(ed, annotationOnly)
+	if ans := mustDig(ctx, t, zone.Query("portal.example.com", "A")); ans.Status != "NXDOMAIN" {
+		t.Errorf("restarted with only --annotation-filter: want its record deleted (ExternalDNS v0.22.0 reads no DNSEndpoint), the zone answers %s", ans)
+	}
+	t.Logf("restarted with only --annotation-filter: %s\n%s", mustDig(ctx, t, zone.Query("portal.example.com", "A")), ed.Diagnostics())
+
+	ed = restart(ed, labelled)
+	waitAnswer(ctx, t, time.Now(), zone.Query("portal.example.com", "A"), published, ed.Diagnostics)
+	ed = restart(ed, labelled)
+	since := time.Now()
+	if err := ed.WaitForSyncSince(ctx, since, syncTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if ans := mustDig(ctx, t, zone.Query("portal.example.com", "A")); !framework.SameRecords(ans, published) {
+		t.Errorf("restarted with --label-filter: want the record kept, the zone answers %s\n%s", ans, ed.Diagnostics())
+	}
+}
