@@ -74,6 +74,15 @@ func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 	g.mu.Lock()
 	g.expire(now)
 	settled := g.settle()
+	if _, allowed := g.done[key]; allowed {
+		// Already allowed within the window: a retry (a failed or conflicting delete) is not held
+		// again, and does not count twice.
+		g.mu.Unlock()
+		if settled {
+			g.onChange(false)
+		}
+		return now, false
+	}
 	first, seen := g.pending[key]
 	if !seen {
 		first = now

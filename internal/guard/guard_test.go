@@ -131,3 +131,14 @@ func TestGuard_AbandonedRequestsExpire(t *testing.T) {
 	assert.False(t, g2.State(t0.Add(3*time.Minute)).Tripped, "a later request also clears them")
 	assert.Equal(t, 2, *changes, "tripped, then settled")
 }
+
+func TestGuard_ARetriedDeletionIsNotHeldAgain(t *testing.T) {
+	g, _ := newGuard(8)
+	for i := range 3 {
+		g.Hold(fmt.Sprintf("r%d", i), t0)
+	}
+	_, held := g.Hold("r0", t0.Add(2*time.Minute))
+	assert.False(t, held, "its grace period is over: it goes")
+	_, held = g.Hold("r0", t0.Add(2*time.Minute+time.Second))
+	assert.False(t, held, "the delete failed and is retried: not held again")
+}

@@ -19,7 +19,9 @@ import (
 func TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff(t *testing.T) {
 	f := newFixture(t)
 	hostOf := func(svc string) string { return f.hostname(svc, "example.com") }
-	candidate := func(svc string) plan.HostCandidate { return plan.HostCandidate{Namespace: f.ns, Hostname: hostOf(svc)} }
+	// The Istio Gateway lists namespace-scoped hosts (the default istioHostFormat).
+	istioHost := func(svc string) string { return f.ns + "/" + hostOf(svc) }
+	candidate := func(svc string) plan.HostCandidate { return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(svc)} }
 	budget := plan.EstimatedIstioGatewayBytes(candidate("svc-a"), candidate("svc-b"))
 	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
 	f.setIdentity(weuIdentity())
@@ -35,7 +37,7 @@ func TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff(t *testing.T) {
 	f.waitRoute(f.ns, "route-b", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	leftOff := f.waitRoute(f.ns, "route-c", routingv1alpha1.PhasePending, routingv1alpha1.ReasonGatewayHostLimit)
 	assert.Equal(t, hostOf("svc-c"), leftOff.Status.Hostname, "a route left off keeps its hostname in status")
-	f.waitIstioHosts(gw.Name, hostOf("svc-a"), hostOf("svc-b"))
+	f.waitIstioHosts(gw.Name, istioHost("svc-a"), istioHost("svc-b"))
 	waitFor(t, "the DNSEndpoint of the route left off to go", func() string {
 		if eps := routeEndpoints(t, f.ns, "route-c"); len(eps) > 0 {
 			return fmt.Sprintf("%d DNSEndpoint(s)", len(eps))
@@ -55,7 +57,7 @@ func TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff(t *testing.T) {
 	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "route-a"}}))
 	f.waitRoute(f.ns, "route-c", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	f.waitRouteEndpoints(f.ns, "route-c", hostOf("svc-c"), "aks01-weu-internal.example.com", "external-dns-weu")
-	f.waitIstioHosts(gw.Name, hostOf("svc-b"), hostOf("svc-c"))
+	f.waitIstioHosts(gw.Name, istioHost("svc-b"), istioHost("svc-c"))
 	waitFor(t, "the Gateway to drop its host limit", func() string {
 		g := f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
 		if g.Status.HostLimit != nil || meta.FindStatusCondition(g.Status.Conditions, routingv1alpha1.ConditionHostLimit) != nil {
