@@ -21,7 +21,9 @@ func TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff(t *testing.T) {
 	hostOf := func(svc string) string { return f.hostname(svc, "example.com") }
 	// The Istio Gateway lists namespace-scoped hosts (the default istioHostFormat).
 	istioHost := func(svc string) string { return f.ns + "/" + hostOf(svc) }
-	candidate := func(svc string) plan.HostCandidate { return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(svc)} }
+	candidate := func(svc string) plan.HostCandidate {
+		return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(svc)}
+	}
 	budget := plan.EstimatedIstioGatewayBytes(candidate("svc-a"), candidate("svc-b"))
 	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
 	f.setIdentity(weuIdentity())
