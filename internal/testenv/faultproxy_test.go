@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,12 +89,20 @@ func TestFaultProxy_ForwardsCountsAndInjectsConflicts(t *testing.T) {
 	if n := upstreamHits.Load(); n != 3 {
 		t.Errorf("upstream saw %d requests, want 3 (the conflict is never forwarded)", n)
 	}
-	var got []string
-	for _, r := range p.Requests() {
-		got = append(got, strings.TrimSpace(r.Verb+" "+r.Resource+" "+string(r.Fault)))
-	}
+	// The proxy records a request when its handler returns, which can be just after the client
+	// has read the answer; so the last entry may take a moment to appear.
 	want := "get services|update services Conflict|get services|update services"
-	if strings.Join(got, "|") != want {
-		t.Errorf("recorded %q, want %q", strings.Join(got, "|"), want)
+	var recorded string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var got []string
+		for _, r := range p.Requests() {
+			got = append(got, strings.TrimSpace(r.Verb+" "+r.Resource+" "+string(r.Fault)))
+		}
+		if recorded = strings.Join(got, "|"); recorded == want {
+			break
+		}
+	}
+	if recorded != want {
+		t.Errorf("recorded %q, want %q", recorded, want)
 	}
 }
