@@ -152,6 +152,6 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return r.APIs.WhenServed(istioGatewayKind, func() error {
 		return c.Watch(source.Kind(mgr.GetCache(), client.Object(&istionetworkingv1.Gateway{}),
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &routingv1alpha1.Gateway{}, handler.OnlyControllerOwner())))
+			controllerOwner(routingGK("Gateway"))))
 	})
 }

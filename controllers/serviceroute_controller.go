@@ -207,7 +207,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return r.APIs.WhenServed(dnsEndpointKind, func() error {
 		return c.Watch(source.Kind(mgr.GetCache(), client.Object(&externaldnsv1alpha1.DNSEndpoint{}),
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &routingv1alpha1.ServiceRoute{}, handler.OnlyControllerOwner())))
+			controllerOwner(routingGK("ServiceRoute"))))
 	})
 }
 

@@ -128,6 +128,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	metrics.RegisterDeletionsHeld(func() int { return deletions.State(time.Now()).Held })
+	metrics.RegisterEventsDropped(recorder.Dropped)
 	collector := metrics.NewStateCollector(mgr.GetClient(), ingressConflicts, func(l client.ObjectList) bool {
 		switch l.(type) {
 		case *externaldnsv1alpha1.DNSEndpointList:

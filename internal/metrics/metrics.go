@@ -47,6 +47,7 @@ const (
 	APIServedName                  = "service_router_api_served"
 	DeletionsHeldName              = "service_router_deletions_held"
 	DeletionGuardTripsName         = "service_router_deletion_guard_trips_total"
+	EventsDroppedName              = "service_router_events_dropped_total"
 )
 
 // Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
@@ -87,6 +88,8 @@ var Definitions = []Definition{
 		"DNSEndpoint deletions the mass-deletion guard holds back for their grace period (0 when the guard has not tripped).", nil},
 	{DeletionGuardTripsName, "counter",
 		"Times the mass-deletion guard tripped: one change asked for more DNS records to go at once than the guard allows.", nil},
+	{EventsDroppedName, "counter",
+		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with
@@ -147,6 +150,24 @@ func RegisterDeletionsHeld(held func() int) {
 		if errors.As(err, &already) {
 			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
 			ctrlmetrics.Registry.MustRegister(g)
+		}
+	}
+}
+
+// RegisterEventsDropped exports how many events the event recorder dropped, read at scrape time.
+// A later call (a new manager in the same process, as in tests) replaces the earlier one.
+func RegisterEventsDropped(dropped func() int64) {
+	d := definition(EventsDroppedName)
+	registerReplacing(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, func() float64 { return float64(dropped()) }))
+}
+
+// registerReplacing registers c, replacing a collector already registered under its name.
+func registerReplacing(c prometheus.Collector) {
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+			ctrlmetrics.Registry.MustRegister(c)
 		}
 	}
 }
