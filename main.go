@@ -9,6 +9,7 @@ import (
 	"flag"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -90,6 +91,7 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	leanGarbageCollection()
 	setupLog := ctrl.Log.WithName("setup")
 
 	ctx := ctrl.SetupSignalHandler()
@@ -151,6 +153,18 @@ func managerOptions(opts options) ctrl.Options {
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectNamespace,
 		LeaderElectionReleaseOnCancel: true,
+	}
+}
+
+// defaultGCPercent is the operator's GOGC unless the environment sets one. Most of its heap is the
+// informer cache, which lives as long as the process: collecting when the heap has grown by half
+// rather than doubled costs about a tenth more CPU and saves a quarter of the memory at 3,000 and
+// 10,000 routes (docs/DEVELOPMENT.md#scale).
+const defaultGCPercent = 50
+
+func leanGarbageCollection() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 }
 
