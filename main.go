@@ -65,8 +65,8 @@ func main() {
 			"priority and fairness decides, which lets a change reaching every route go at the speed of the API server (see docs/DEVELOPMENT.md).")
 	flag.IntVar(&opts.kubeAPIBurst, "kube-api-burst", 0,
 		"Client-side burst of requests to the API server, with --kube-api-qps >= 0.")
-	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 4,
-		"ServiceRoutes reconciled in parallel.")
+	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 8,
+		"ServiceRoutes reconciled in parallel (a change reaching every route goes as fast as that many clients writing in parallel).")
 	opts.controllers.GatewayCoalesce = coalesce.DefaultSettings
 	flag.DurationVar(&opts.controllers.GatewayCoalesce.Quiet, "gateway-coalesce-quiet", coalesce.DefaultSettings.Quiet,
 		"Route changes feeding a Gateway's Istio Gateway and status are written once no route change came for this long (0: at once, no coalescing).")

@@ -30,7 +30,7 @@ import (
 // defaultRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each other
 // and a reconcile mostly waits on API round-trips (--serviceroute-workers; see DEVELOPMENT.md
 // for the measurements behind the default).
-const defaultRouteWorkers = 4
+const defaultRouteWorkers = 8
 
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.

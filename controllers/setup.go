@@ -67,7 +67,7 @@ type Options struct {
 	// IstioGatewayMaxBytes is the byte budget of one generated Istio Gateway. Zero:
 	// plan.DefaultIstioGatewayBudget.
 	IstioGatewayMaxBytes int
-	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 4.
+	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 8.
 	ServiceRouteWorkers int
 }
 
