@@ -19,6 +19,7 @@ import (
 
 	"github.com/service-router/service-router-operator/controllers"
 	"github.com/service-router/service-router-operator/internal/coalesce"
+	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
@@ -40,6 +41,7 @@ type options struct {
 	pprofAddr            string
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
+	eventsPerSecond      float64
 	controllers          controllers.Options
 }
 
@@ -67,6 +69,12 @@ func main() {
 		"Client-side burst of requests to the API server, with --kube-api-qps >= 0.")
 	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 8,
 		"ServiceRoutes reconciled in parallel (a change reaching every route goes as fast as that many clients writing in parallel).")
+	opts.controllers.Events = eventrecorder.DefaultSettings
+	flag.Float64Var(&opts.eventsPerSecond, "events-per-second", float64(eventrecorder.DefaultSettings.PerSecond),
+		"Kubernetes Events are sent at most this fast (0: no limit), so that a change reaching thousands of routes writes their DNS records "+
+			"at the speed of the API server while its events trail behind; events that do not fit in the queue meanwhile are dropped and counted.")
+	flag.IntVar(&opts.controllers.Events.Burst, "events-burst", eventrecorder.DefaultSettings.Burst,
+		"Kubernetes Events sent at once before --events-per-second applies.")
 	opts.controllers.GatewayCoalesce = coalesce.DefaultSettings
 	flag.DurationVar(&opts.controllers.GatewayCoalesce.Quiet, "gateway-coalesce-quiet", coalesce.DefaultSettings.Quiet,
 		"Route changes feeding a Gateway's Istio Gateway and status are written once no route change came for this long (0: at once, no coalescing).")
@@ -101,6 +109,7 @@ func main() {
 		os.Exit(1)
 	}
 	opts.controllers.DeletionGuard = opts.deletionGuard
+	opts.controllers.Events.PerSecond = float32(opts.eventsPerSecond)
 	if err := controllers.Setup(ctx, mgr, opts.controllers); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)

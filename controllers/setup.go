@@ -69,6 +69,8 @@ type Options struct {
 	IstioGatewayMaxBytes int
 	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 8.
 	ServiceRouteWorkers int
+	// Events bounds the event recorder. Zero: eventrecorder.DefaultSettings.
+	Events eventrecorder.Settings
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -101,7 +103,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		default: // one pending notification is enough
 		}
 	})
-	recorder, err := newRecorder(mgr)
+	if opts.Events == (eventrecorder.Settings{}) {
+		opts.Events = eventrecorder.DefaultSettings
+	}
+	recorder, err := newRecorder(mgr, opts.Events)
 	if err != nil {
 		return err
 	}
@@ -161,12 +166,12 @@ func managedEndpointCount(c client.Reader, apis *OptionalAPIs) func() int {
 
 // newRecorder is the operator's event recorder: bounded in memory and goroutines, unlike the
 // manager's (see internal/eventrecorder), which a burst over thousands of routes would inflate.
-func newRecorder(mgr ctrl.Manager) (*eventrecorder.Recorder, error) {
+func newRecorder(mgr ctrl.Manager, s eventrecorder.Settings) (*eventrecorder.Recorder, error) {
 	client, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	recorder := eventrecorder.New(client, mgr.GetScheme(), "service-router-operator", eventrecorder.DefaultSettings)
+	recorder := eventrecorder.New(client, mgr.GetScheme(), "service-router-operator", s)
 	if err := mgr.Add(recorder); err != nil {
 		return nil, fmt.Errorf("adding the event recorder: %w", err)
 	}
