@@ -92,6 +92,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	})
 	m0 = w.quiet()
 	reconciles := []float64{op.metrics(b)["controller_runtime_reconcile_total/serviceroute"]}
+	go op.cpuProfile(b, "cold", 20*time.Second)
 	start = time.Now()
 	w.createRoutes(appNS, n, clients)
 	rep.created = time.Since(start)
@@ -107,6 +108,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	rep.istioBytes = w.istioGatewayBytes()
 
 	// Fan-out: a domain change reaches every route.
+	go op.cpuProfile(b, "fanout", 20*time.Second)
 	start = time.Now()
 	w.setDomain("example.org")
 	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
@@ -356,6 +358,23 @@ func (op *operator) memoryNow(b *testing.B) string {
 		mib(float64(st["VmRSS:"])), mib(float64(st["RssAnon:"])), mib(float64(st["RssFile:"])),
 		mib(m["go_memstats_heap_inuse_bytes"]), mib(m["go_memstats_next_gc_bytes"]), mib(m["go_memstats_stack_inuse_bytes"]),
 		mib(m["go_memstats_sys_bytes"]), m["go_goroutines"])
+}
+
+// cpuProfile saves a CPU profile of the next d to $SCALE_PPROF_DIR/cpu-<phase>-<routes>.pb.gz.
+func (op *operator) cpuProfile(b *testing.B, phase string, d time.Duration) {
+	dir := os.Getenv("SCALE_PPROF_DIR")
+	if dir == "" || op.pprofPort == 0 {
+		return
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", op.pprofPort, int(d.Seconds())))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pb.gz", phase, envInt("SCALE_ROUTES", 3000)))); err == nil {
+		_, _ = io.Copy(f, resp.Body)
+		_ = f.Close()
+	}
 }
 
 // heapProfile saves a heap profile to $SCALE_PPROF_DIR/heap-<phase>-<routes>.pb.gz.
