@@ -131,7 +131,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	m3 := w.quiet()
 	op = startOperator(b, ctx, cl, binary)
 	rep.restartStart = time.Now()
-	w.waitFor("the restarted operator to reconcile everything", 10*time.Minute, func() string { return op.reconciledAll(b, n) })
+	w.waitFor("the restarted operator to reconcile everything", 30*time.Minute, func() string { return op.reconciledAll(b, n) })
 	rep.restartWrites = w.quiet().since(m3)
 	op.heapProfile(b, "restart")
 	rep.restartRSS, rep.restartAnon = op.peakRSS(b), op.peakAnon.Load()

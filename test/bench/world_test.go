@@ -255,7 +255,7 @@ func (w *world) deleteRoutes(namespaces []string) {
 		must(w.t, w.c.DeleteAllOf(w.ctx, &routingv1alpha1.ServiceRoute{}, client.InNamespace(ns)))
 		must(w.t, w.c.DeleteAllOf(w.ctx, &externaldnsv1alpha1.DNSEndpoint{}, client.InNamespace(ns)))
 	}
-	w.waitFor("the floor's objects to be deleted", 5*time.Minute, func() string {
+	w.waitFor("the floor's objects to be deleted", 30*time.Minute, func() string {
 		left := 0
 		for _, ns := range namespaces {
 			routes := &routingv1alpha1.ServiceRouteList{}
