@@ -35,7 +35,7 @@ import (
 // defaultRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each other
 // and a reconcile mostly waits on API round-trips (--serviceroute-workers; see DEVELOPMENT.md
 // for the measurements behind the default).
-const defaultRouteWorkers = 4
+const defaultRouteWorkers = 8
 
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.
@@ -231,7 +231,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, &routingv1alpha1.ServiceRoute{})
+	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, routingGK("ServiceRoute"))
 }
 
 // namespaceHandler enqueues the routes a namespace change affects: a change of its labels

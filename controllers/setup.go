@@ -94,12 +94,14 @@ type Options struct {
 	// IstioGatewayMaxBytes is the byte budget of one generated Istio Gateway. Zero:
 	// plan.DefaultIstioGatewayBudget.
 	IstioGatewayMaxBytes int
-	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 4.
+	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 8.
 	ServiceRouteWorkers int
 	// Verification tunes when zones are checked (zero fields take verify.DefaultSettings);
 	// VerificationLimits bound the queries to each zone (zero fields take prober.DefaultLimits).
 	Verification       verify.Settings
 	VerificationLimits prober.Limits
+	// Events bounds the event recorder. Zero: eventrecorder.DefaultSettings.
+	Events eventrecorder.Settings
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -132,7 +134,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		default: // one pending notification is enough
 		}
 	})
-	recorder, err := newRecorder(mgr)
+	if opts.Events == (eventrecorder.Settings{}) {
+		opts.Events = eventrecorder.DefaultSettings
+	}
+	recorder, err := newRecorder(mgr, opts.Events)
 	if err != nil {
 		return err
 	}
@@ -164,6 +169,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	metrics.RegisterDeletionsHeld(func() int { return deletions.State(time.Now()).Held })
+	metrics.RegisterEventsDropped(recorder.Dropped)
 	collector := metrics.NewStateCollector(mgr.GetClient(), ingressConflicts, func(l client.ObjectList) bool {
 		switch l.(type) {
 		case *externaldnsv1alpha1.DNSEndpointList:
@@ -196,12 +202,12 @@ func managedEndpointCount(c client.Reader, apis *OptionalAPIs) func() int {
 
 // newRecorder is the operator's event recorder: bounded in memory and goroutines, unlike the
 // manager's (see internal/eventrecorder), which a burst over thousands of routes would inflate.
-func newRecorder(mgr ctrl.Manager) (*eventrecorder.Recorder, error) {
+func newRecorder(mgr ctrl.Manager, s eventrecorder.Settings) (*eventrecorder.Recorder, error) {
 	client, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	recorder := eventrecorder.New(client, mgr.GetScheme(), "service-router-operator", eventrecorder.DefaultSettings)
+	recorder := eventrecorder.New(client, mgr.GetScheme(), "service-router-operator", s)
 	if err := mgr.Add(recorder); err != nil {
 		return nil, fmt.Errorf("adding the event recorder: %w", err)
 	}

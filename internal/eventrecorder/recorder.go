@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/reference"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -43,11 +44,18 @@ type Settings struct {
 	Series int
 	// SeriesWindow is how long a repeat still joins the series of the first event.
 	SeriesWindow time.Duration
+	// PerSecond and Burst limit how fast events are sent (PerSecond 0: no limit). A change
+	// reaching thousands of routes then writes their DNS records at the speed of the API server
+	// while its events trail behind; what does not fit in the queue meanwhile is dropped.
+	PerSecond float32
+	Burst     int
 }
 
-// DefaultSettings: client-go's queue length and series window, four senders, and 4,096 recent
-// events (client-go's core/v1 recorder remembers as many).
-var DefaultSettings = Settings{Queue: 1000, Senders: 4, Series: 4096, SeriesWindow: 6 * time.Minute}
+// DefaultSettings: client-go's queue length and series window, four senders, 4,096 recent events
+// (client-go's core/v1 recorder remembers as many), and at most 20 events per second with bursts
+// of 100: far more than a cluster at rest produces, and a small share of the API server's writes
+// during a burst over thousands of routes (docs/DEVELOPMENT.md#scale).
+var DefaultSettings = Settings{Queue: 1000, Senders: 4, Series: 4096, SeriesWindow: 6 * time.Minute, PerSecond: 20, Burst: 100}
 
 // maxNoteLength is the API's limit on an event's note.
 const maxNoteLength = 1024
@@ -63,6 +71,7 @@ type Recorder struct {
 	now        func() time.Time
 
 	queue   chan *eventsv1.Event
+	limiter flowcontrol.RateLimiter // nil: no limit
 	dropped atomic.Int64
 
 	mu     sync.Mutex
@@ -94,8 +103,12 @@ func seriesKey(ev *eventsv1.Event) string {
 // New returns a recorder sending with client, naming itself reportingController.
 func New(client eventsv1client.EventsGetter, scheme *runtime.Scheme, reportingController string, s Settings) *Recorder {
 	hostname, _ := os.Hostname()
-	return &Recorder{client: client, scheme: scheme, controller: reportingController, instance: reportingController + "-" + hostname,
+	r := &Recorder{client: client, scheme: scheme, controller: reportingController, instance: reportingController + "-" + hostname,
 		settings: s, now: time.Now, queue: make(chan *eventsv1.Event, s.Queue), recent: lru.New(s.Series)}
+	if s.PerSecond > 0 {
+		r.limiter = flowcontrol.NewTokenBucketRateLimiter(s.PerSecond, max(s.Burst, 1))
+	}
+	return r
 }
 
 // Eventf queues an event about regarding (related may be nil). It never blocks: when the queue is
@@ -154,6 +167,9 @@ func (r *Recorder) Start(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case ev := <-r.queue:
+					if r.limiter != nil && r.limiter.Wait(ctx) != nil {
+						return // stopped while waiting
+					}
 					r.send(ctx, ev)
 				}
 			}

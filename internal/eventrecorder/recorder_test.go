@@ -132,3 +132,18 @@ func TestRecorder_StartSendsUntilStopped(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestRecorder_SendsNoFasterThanItsRate(t *testing.T) {
+	r, cs, _ := newRecorder(t, Settings{Queue: 10, Senders: 2, Series: 10, SeriesWindow: time.Minute, PerSecond: 0.01, Burst: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.Start(ctx); close(done) }()
+	for _, name := range []string{"a", "b", "c", "d"} {
+		r.Eventf(service(name), nil, "Normal", "R", "A", "x")
+	}
+	require.Eventually(t, func() bool { return len(cs.Actions()) == 2 }, 10*time.Second, 10*time.Millisecond, "the burst goes at once")
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, cs.Actions(), 2, "the rest waits for the rate (one per 100 s)")
+	cancel()
+	<-done
+}

@@ -50,6 +50,7 @@ const (
 	ZoneRoutesName                 = "service_router_zone_routes"
 	PublishDurationName            = "service_router_publish_duration_seconds"
 	VerificationQueriesName        = "service_router_verification_queries_total"
+	EventsDroppedName              = "service_router_events_dropped_total"
 )
 
 // Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
@@ -99,6 +100,8 @@ var Definitions = []Definition{
 	{VerificationQueriesName, "counter",
 		"DNS queries sent to the zones' name servers to verify publication, by outcome: answered, timeout or error (refused, SERVFAIL, not authoritative, network error).",
 		[]string{"external_dns_controller", "outcome"}},
+	{EventsDroppedName, "counter",
+		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with
@@ -159,6 +162,24 @@ func RegisterDeletionsHeld(held func() int) {
 		if errors.As(err, &already) {
 			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
 			ctrlmetrics.Registry.MustRegister(g)
+		}
+	}
+}
+
+// RegisterEventsDropped exports how many events the event recorder dropped, read at scrape time.
+// A later call (a new manager in the same process, as in tests) replaces the earlier one.
+func RegisterEventsDropped(dropped func() int64) {
+	d := definition(EventsDroppedName)
+	registerReplacing(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, func() float64 { return float64(dropped()) }))
+}
+
+// registerReplacing registers c, replacing a collector already registered under its name.
+func registerReplacing(c prometheus.Collector) {
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+			ctrlmetrics.Registry.MustRegister(c)
 		}
 	}
 }

@@ -108,8 +108,28 @@ func (s State) Samples(now time.Time) []Sample {
 
 func key(values ...string) string { return strings.Join(values, "\x00") }
 
+// keys joins label values once per distinct combination: a scrape walks every object, and the
+// combinations are few.
+type keys map[[4]string]string
+
+func (k keys) of(values ...string) string {
+	var a [4]string
+	copy(a[:], values)
+	s, ok := k[a]
+	if !ok {
+		s = key(values...)
+		k[a] = s
+	}
+	return s
+}
+
+func hasKey(m map[string]float64, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 func (s State) statuses() []objectStatus {
-	var out []objectStatus
+	out := make([]objectStatus, 0, len(s.Identities)+len(s.Configurations)+len(s.Policies)+len(s.Gateways)+len(s.Routes))
 	for _, o := range s.Identities {
 		out = append(out, objectStatus{KindClusterIdentity, string(o.Status.Phase), o.Status.Conditions, o.CreationTimestamp})
 	}
@@ -132,15 +152,16 @@ func (s State) statuses() []objectStatus {
 // service_router_longest_not_ready_seconds.
 func (s State) resources(now time.Time) (counts, longest map[string]float64) {
 	counts, longest = map[string]float64{}, map[string]float64{}
+	k := keys{}
 	for _, o := range s.statuses() {
 		ready, reason, since := string(metav1.ConditionUnknown), "", o.created.Time
 		if c := meta.FindStatusCondition(o.conditions, clusterv1alpha1.ConditionReady); c != nil {
 			ready, reason, since = string(c.Status), c.Reason, c.LastTransitionTime.Time
 		}
-		counts[key(o.kind, o.phase, ready, reason)]++
+		counts[k.of(o.kind, o.phase, ready, reason)]++
 		if ready != string(metav1.ConditionTrue) {
-			k := key(o.kind, reason)
-			longest[k] = max(longest[k], now.Sub(since).Seconds(), 0)
+			lk := k.of(o.kind, reason)
+			longest[lk] = max(longest[lk], now.Sub(since).Seconds(), 0)
 		}
 	}
 	return counts, longest
@@ -151,10 +172,11 @@ func (s State) conflicts() map[string]float64 {
 	for _, c := range conflictSeries {
 		counts[key(c[0], c[1])] = 0
 	}
+	k := keys{}
 	for _, o := range s.statuses() {
 		if c := meta.FindStatusCondition(o.conditions, clusterv1alpha1.ConditionReady); c != nil {
-			if _, ok := counts[key(o.kind, c.Reason)]; ok {
-				counts[key(o.kind, c.Reason)]++
+			if ck := k.of(o.kind, c.Reason); hasKey(counts, ck) {
+				counts[ck]++
 			}
 		}
 	}

@@ -230,6 +230,24 @@ func (w *world) patchRouteStatus(r *routingv1alpha1.ServiceRoute, ep *externaldn
 	return w.c.Status().Patch(w.ctx, r, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 }
 
+// published returns the routes of the namespaces that have a DNSEndpoint, with it, as the cache
+// has them now (for a floor run on the operator's own objects).
+func (w *world) published(namespaces []string) []floorRoute {
+	var out []floorRoute
+	for _, ns := range namespaces {
+		routes := &routingv1alpha1.ServiceRouteList{}
+		must(w.t, w.cache.List(w.ctx, routes, client.InNamespace(ns)))
+		for i := range routes.Items {
+			r := &routes.Items[i]
+			ep := &externaldnsv1alpha1.DNSEndpoint{}
+			if err := w.cache.Get(w.ctx, client.ObjectKey{Namespace: ns, Name: r.Name + "-" + weuController.Name}, ep); err == nil {
+				out = append(out, floorRoute{route: r, endpoint: ep})
+			}
+		}
+	}
+	return out
+}
+
 // deleteRoutes removes the routes and DNSEndpoints of the namespaces (there is no garbage
 // collector in this control plane) and waits until the cache no longer has them.
 func (w *world) deleteRoutes(namespaces []string) {
@@ -237,7 +255,7 @@ func (w *world) deleteRoutes(namespaces []string) {
 		must(w.t, w.c.DeleteAllOf(w.ctx, &routingv1alpha1.ServiceRoute{}, client.InNamespace(ns)))
 		must(w.t, w.c.DeleteAllOf(w.ctx, &externaldnsv1alpha1.DNSEndpoint{}, client.InNamespace(ns)))
 	}
-	w.waitFor("the floor's objects to be deleted", 5*time.Minute, func() string {
+	w.waitFor("the floor's objects to be deleted", 30*time.Minute, func() string {
 		left := 0
 		for _, ns := range namespaces {
 			routes := &routingv1alpha1.ServiceRouteList{}
