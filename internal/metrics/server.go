@@ -3,7 +3,6 @@ package metrics
 import (
 	"crypto/tls"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -19,7 +18,7 @@ func ServerOptions(bindAddress string, secure, enableHTTP2 bool) metricsserver.O
 		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	if secure {
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.FilterProvider = AuthorizedScrapes
 	}
 	return opts
 }

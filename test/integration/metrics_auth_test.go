@@ -51,11 +51,8 @@ func TestMetricsEndpoint_SecureByDefault(t *testing.T) {
 
 	status, _ := scrape(t, url, "")
 	assert.Equal(t, http.StatusUnauthorized, status, "a scrape without a token")
-	// controller-runtime's filter answers a token the TokenReview rejects (invalid, expired, of a
-	// deleted service account) with 500 "Authentication failed", not 401; docs/OPERATOR-GUIDE.md
-	// says so.
 	status, body := scrape(t, url, "not-a-token")
-	assert.Equal(t, http.StatusInternalServerError, status, "a scrape with an invalid token: %s", body)
+	assert.Equal(t, http.StatusUnauthorized, status, "a scrape with a token the TokenReview rejects: %s", body)
 	status, _ = scrape(t, url, stranger)
 	assert.Equal(t, http.StatusForbidden, status, "a scrape with a token not allowed to GET /metrics")
 	status, body = scrape(t, url, reader)
