@@ -93,6 +93,9 @@ func main() {
 		"Route changes feeding a Gateway's Istio Gateway and status are written once no route change came for this long (0: at once, no coalescing).")
 	flag.DurationVar(&opts.controllers.GatewayCoalesce.MaxWait, "gateway-coalesce-max-wait", coalesce.DefaultSettings.MaxWait,
 		"During a steady stream of route changes, a Gateway's Istio Gateway and status are written at least this often.")
+	flag.IntVar(&opts.controllers.GatewayCoalesce.BytesPerSecond, "gateway-coalesce-bytes-per-second", coalesce.DefaultSettings.BytesPerSecond,
+		"During a steady stream of route changes, a large Istio Gateway is written at most every (its size / this) seconds rather than every "+
+			"--gateway-coalesce-max-wait, so that the bytes written to it per second stay bounded (0: no stretching).")
 	flag.IntVar(&opts.controllers.IstioGatewayMaxBytes, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget,
 		"Byte budget of one generated Istio Gateway (etcd refuses objects over 1.5 MiB by default). The hosts of the oldest routes fill it; "+
 			"younger routes are left off with reason GatewayHostLimit.")

@@ -55,6 +55,9 @@ type GatewayReconciler struct {
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gw := &routingv1alpha1.Gateway{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, gw); !ok {
+		if err == nil {
+			r.Window.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, err
 	}
 	if wait := r.coalesced(gw); wait > 0 {
@@ -105,6 +108,7 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	}
 	admitted := plan.AdmitHosts(candidates, r.HostBudget)
 	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
+	r.Window.Sized(client.ObjectKeyFromObject(gw), admitted.Bytes)
 	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:
 	// only its Services can be the pair's load balancer.
 	pair := &routingv1alpha1.GatewayList{}

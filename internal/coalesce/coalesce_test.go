@@ -114,3 +114,59 @@ func TestWindow_ZeroQuietDisablesCoalescing(t *testing.T) {
 		t.Errorf("Take: got %v, want 0", got)
 	}
 }
+
+func TestDue_LargeObjectsStretchTheMaximumWaitNotTheQuietPeriod(t *testing.T) {
+	s := Settings{Quiet: 500 * time.Millisecond, MaxWait: 3 * time.Second, BytesPerSecond: 32 << 10}
+	cases := []struct {
+		name        string
+		bytes       int
+		first, last int
+		want        int
+	}{
+		{"size unknown: the maximum wait", 0, 0, 2800, 3000},
+		{"small object: the maximum wait", 50_000, 0, 2800, 3000},
+		{"at the threshold (96 KiB): the maximum wait", 96 << 10, 0, 2800, 3000},
+		{"380 KB (10,000 hosts): stretched to size / rate", 380_000, 0, 11_300, 11_596},
+		{"380 KB, burst over: the quiet period after its last change", 380_000, 0, 4000, 4500},
+		{"1 MB: stretched", 1_000_000, 0, 40_000, 30_517},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := s.Due(Pending{First: at(c.first), Last: at(c.last), Bytes: c.bytes})
+			if d := got.Sub(at(c.want)); d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("Due = %v, want %v", got.Sub(t0), at(c.want).Sub(t0))
+			}
+		})
+	}
+}
+
+// TestWindow_SizedStretchesLaterChangesAndForgetDropsAll: the size recorded at a write applies
+// to the changes that come after it, and a forgotten key has nothing pending and no size.
+func TestWindow_SizedStretchesLaterChangesAndForgetDropsAll(t *testing.T) {
+	w := New[string](Settings{Quiet: 500 * time.Millisecond, MaxWait: 3 * time.Second, BytesPerSecond: 32 << 10})
+	w.Sized("gw", 655_360) // 20 s at 32 KiB/s
+	firstWrite := -1
+	for ms := 0; ms <= 25_000 && firstWrite < 0; ms += 100 {
+		w.Changed("gw", at(ms))
+		if w.Take("gw", at(ms), false) == 0 {
+			firstWrite = ms
+		}
+	}
+	if firstWrite != 20_000 {
+		t.Errorf("steady stream on a 640 KiB object: first write at %d ms, want 20000 (20 s after the first change, not 3 s)", firstWrite)
+	}
+	w.Changed("gw", at(20_100))
+	if wait := w.Take("gw", at(20_600), false); wait != 0 {
+		t.Errorf("burst over: wait %v, want 0 (the quiet period is not stretched)", wait)
+	}
+	w.Forget("gw")
+	if got := w.Changed("gw", at(20_000)); got != 500*time.Millisecond {
+		t.Errorf("after Forget: due in %v, want the quiet period", got)
+	}
+	for ms := 20_000; ms <= 23_000; ms += 100 {
+		w.Changed("gw", at(ms))
+	}
+	if wait := w.Take("gw", at(23_000), false); wait != 0 {
+		t.Errorf("after Forget the size is unknown: wait %v, want 0 at the 3 s maximum wait", wait)
+	}
+}

@@ -71,6 +71,8 @@ type HostAdmission struct {
 	Hosts []string
 	// Limit is nil when every candidate fits; otherwise it says where they were cut off.
 	Limit *routingv1alpha1.GatewayHostLimit
+	// Bytes is the estimated stored size of the Istio Gateway listing Hosts.
+	Bytes int
 }
 
 // hostCost is the estimated size a host adds to the Istio Gateway: the quoted string and its
@@ -105,12 +107,13 @@ func AdmitHosts(candidates []HostCandidate, budget int) HostAdmission {
 		if budget > 0 && size+hostCost(c) > budget {
 			out.Limit = &routingv1alpha1.GatewayHostLimit{BudgetBytes: int64(budget), Admitted: int32(i), LeftOff: int32(len(sorted) - i),
 				FirstLeftOff: c.Namespace + "/" + c.Name, FirstLeftOffCreated: c.Created}
-			return out
+			break
 		}
 		seen[c.Hostname] = true
 		size += hostCost(c)
 		out.Hosts = append(out.Hosts, c.Hostname)
 	}
+	out.Bytes = size
 	return out
 }
 

@@ -42,6 +42,7 @@ func TestAdmitHosts_OldestRoutesFillTheBudget(t *testing.T) {
 		{"routes created in the same second are ordered by namespace/name", []HostCandidate{tie2, tie1}, budgetFor(tie1), []string{"x.example.com"},
 			&routingv1alpha1.GatewayHostLimit{BudgetBytes: int64(budgetFor(tie1)), Admitted: 1, LeftOff: 1, FirstLeftOff: "ns/y", FirstLeftOffCreated: tie2.Created}},
 		{"a host named by two routes is listed and counted once", []HostCandidate{a, candidate("a2", 2, "a.example.com"), b}, budgetFor(a, b), []string{"a.example.com", "b.example.com"}, nil},
+		{"the budget exactly", []HostCandidate{a, b}, EstimatedIstioGatewayBytes(a, b), []string{"a.example.com", "b.example.com"}, nil},
 		{"nothing fits", []HostCandidate{a}, 10, nil,
 			&routingv1alpha1.GatewayHostLimit{BudgetBytes: 10, Admitted: 0, LeftOff: 1, FirstLeftOff: "ns/a", FirstLeftOffCreated: a.Created}},
 	}
@@ -50,6 +51,9 @@ func TestAdmitHosts_OldestRoutesFillTheBudget(t *testing.T) {
 			got := AdmitHosts(tt.candidates, tt.budget)
 			assert.Equal(t, tt.wantHosts, got.Hosts)
 			assert.Equal(t, tt.wantLimit, got.Limit)
+			if tt.budget > 0 {
+				assert.LessOrEqual(t, got.Bytes, tt.budget, "estimated size of the admitted hosts")
+			}
 		})
 	}
 }
