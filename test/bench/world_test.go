@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type world struct {
 	c      client.Client
 	cache  cache.Cache
 	domain string
+	// pollEvery is how often waitFor checks: a check scans every route in the benchmark's own
+	// process, on the cores the API server and the operator use, so it is spaced out with size.
+	pollEvery time.Duration
 }
 
 func newWorld(t testing.TB, ctx context.Context, admin *rest.Config) *world {
@@ -284,7 +288,7 @@ func (w *world) waitFor(what string, timeout time.Duration, check func() string)
 		if time.Now().After(deadline) {
 			w.t.Fatalf("waiting for %s: %s", what, last)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(cmp.Or(w.pollEvery, 100*time.Millisecond))
 	}
 }
 
