@@ -231,6 +231,14 @@ func (w *world) patchRouteStatus(r *routingv1alpha1.ServiceRoute, ep *externaldn
 	r.Status.ObservedGeneration = r.Generation
 	meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: r.Generation,
 		Reason: routingv1alpha1.ReasonReconciliationSucceeded, Message: fmt.Sprintf("%s → %s published through %s", hostname, target, weuController.Name)})
+	// The status a user reads carries the publication state too; the floor writes it as the
+	// operator does (without verification settings: one unverified zone), so that both write
+	// objects of the same size.
+	r.Status.Zones = []routingv1alpha1.ZoneStatus{{Controller: weuController.Name, Region: weuController.Region, State: routingv1alpha1.ZoneUnverified}}
+	r.Status.Published = "0/1"
+	meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionPublished, Status: metav1.ConditionUnknown,
+		ObservedGeneration: r.Generation, Reason: routingv1alpha1.ReasonVerificationNotConfigured,
+		Message: fmt.Sprintf("not known: no verification settings in DNSConfiguration dns-config for %s (not processed by ExternalDNS yet)", weuController.Name)})
 	return w.c.Status().Patch(w.ctx, r, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 }
 
