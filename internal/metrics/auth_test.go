@@ -62,12 +62,17 @@ func reviewingAPIServer(reviews *int, failing *bool) client.Client {
 	}).Build()
 }
 
+// testReviews returns reviews against reviewingAPIServer at a clock the test sets.
+func testReviews(reviews *int, failing *bool, now *time.Time) *scrapeReviews {
+	return &scrapeReviews{client: reviewingAPIServer(reviews, failing), now: func() time.Time { return *now },
+		answers: map[scrapeKey]scrapeAnswer{}}
+}
+
 func TestScrapeReviews_AnswersAndCaches(t *testing.T) {
 	var reviews int
 	var failing bool
 	now := time.Unix(1_000_000, 0)
-	s := &scrapeReviews{client: reviewingAPIServer(&reviews, &failing), now: func() time.Time { return now },
-		answers: map[scrapeKey]scrapeAnswer{}}
+	s := testReviews(&reviews, &failing, &now)
 	ctx, log := context.Background(), logr.Discard()
 
 	steps := []struct {
@@ -103,8 +108,7 @@ func TestScrapeReviews_CacheIsBounded(t *testing.T) {
 	var reviews int
 	var failing bool
 	now := time.Unix(1_000_000, 0)
-	s := &scrapeReviews{client: reviewingAPIServer(&reviews, &failing), now: func() time.Time { return now },
-		answers: map[scrapeKey]scrapeAnswer{}}
+	s := testReviews(&reviews, &failing, &now)
 	for i := range 3 * maxCachedAnswers {
 		s.decide(context.Background(), logr.Discard(), "forged-"+string(rune('a'+i%26))+time.Duration(i).String(), "get", "/metrics")
 	}
