@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -110,7 +111,7 @@ func TestScrapeReviews_CacheIsBounded(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s := testReviews(&reviews, &failing, &now)
 	for i := range 3 * maxCachedAnswers {
-		s.decide(context.Background(), logr.Discard(), "forged-"+string(rune('a'+i%26))+time.Duration(i).String(), "get", "/metrics")
+		s.decide(context.Background(), logr.Discard(), fmt.Sprintf("forged-%d", i), "get", "/metrics")
 	}
 	if len(s.answers) > maxCachedAnswers {
 		t.Errorf("%d answers cached, want at most %d", len(s.answers), maxCachedAnswers)
