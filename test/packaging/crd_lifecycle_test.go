@@ -258,13 +258,24 @@ func deleteCRDs(t *testing.T, c client.Client, names ...string) {
 			t.Fatalf("deleting CRD %s: %v", name, err)
 		}
 	}
+	// The API server deletes a CRD once its finalizer has removed every instance; on a loaded
+	// machine that queue can take more than the minute waitUntil allows, so this waits longer and
+	// says what the CRD reports meanwhile.
 	for _, name := range names {
-		waitUntil(t, "CRD "+name+" to be deleted", func() string {
-			err := c.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		waitUntilWithin(t, 3*time.Minute, "CRD "+name+" to be deleted", func() string {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
 			if apierrors.IsNotFound(err) {
 				return ""
 			}
-			return fmt.Sprintf("still there (%v)", err)
+			if err != nil {
+				return err.Error()
+			}
+			var conditions []string
+			for _, cond := range crd.Status.Conditions {
+				conditions = append(conditions, fmt.Sprintf("%s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message))
+			}
+			return fmt.Sprintf("still there: finalizers %v, deletion %v, conditions %v", crd.Finalizers, crd.DeletionTimestamp, conditions)
 		})
 	}
 }

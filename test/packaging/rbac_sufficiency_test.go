@@ -241,7 +241,13 @@ func conditionsOf(obj client.Object) []metav1.Condition {
 // waitUntil polls check until it returns "" or a minute passes, then fails with the last problem.
 func waitUntil(t *testing.T, what string, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	waitUntilWithin(t, time.Minute, what, check)
+}
+
+// waitUntilWithin is waitUntil with another timeout.
+func waitUntilWithin(t *testing.T, timeout time.Duration, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		problem := check()
 		if problem == "" {
