@@ -72,7 +72,7 @@ test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real 
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 $(GO_TEST_FLAGS)
 
 .PHONY: bench
-bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale run against its floor has SCALE_ROUTES routes (default 3000; 10000 for the large size).
+bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale runs against their floor at SCALE_ROUTES routes (default 3000,10000).
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 120m
 

@@ -1,8 +1,8 @@
 // Package bench measures the operator at scale, as a separate process against a real control
 // plane, side by side with the floor: a bare client doing only the writes the scenario cannot
 // avoid, with the same parallelism, while the operator is stopped. Run it with `make bench`
-// (SCALE_ROUTES=10000 for the large size). Benchmarks report figures; nothing here fails because
-// the machine is slow.
+// (3,000 and 10,000 routes; SCALE_ROUTES=30000 for another size). Benchmarks report figures;
+// nothing here fails because the machine is slow.
 package bench
 
 import (
@@ -43,13 +43,32 @@ func envInt(name string, def int) int {
 // cold convergence of N new routes, its fan-out after a domain change, and a restart on the
 // converged cluster, which must write nothing. It prints one table and reports the ratios.
 //
-// SCALE_ROUTES (default 3000) sets N, SCALE_NAMESPACES (10) the application namespaces,
-// SCALE_OPERATOR_ARGS adds operator flags (space-separated), SCALE_OPERATOR_ENV adds environment
-// variables (space-separated, e.g. GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap profiles there.
+// SCALE_ROUTES (default "3000,10000") lists the sizes N, each run in a control plane of its own,
+// SCALE_NAMESPACES (10) the application namespaces, SCALE_OPERATOR_ARGS adds operator flags
+// (space-separated), SCALE_OPERATOR_ENV adds environment variables (space-separated, e.g.
+// GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap and CPU profiles there.
 func BenchmarkScale(b *testing.B) {
-	for range b.N {
-		runScale(b, envInt("SCALE_ROUTES", 3000), envInt("SCALE_NAMESPACES", 10))
+	for _, n := range envInts("SCALE_ROUTES", 3000, 10000) {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			for range b.N {
+				runScale(b, n, envInt("SCALE_NAMESPACES", 10))
+			}
+		})
 	}
+}
+
+// envInts reads a comma-separated list of positive numbers, or returns the defaults.
+func envInts(name string, defaults ...int) []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv(name), ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return defaults
+	}
+	return out
 }
 
 func runScale(b *testing.B, n, nsCount int) {
@@ -86,6 +105,7 @@ func runScale(b *testing.B, n, nsCount int) {
 
 	// The operator: cold convergence.
 	op := startOperator(b, ctx, cl, binary)
+	op.routes = n
 	w.waitFor("the operator to settle on the empty world", 2*time.Minute, func() string {
 		if c := w.observe(appNS); c.routes != 0 {
 			return c.String()
@@ -132,6 +152,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	// Restart on the converged cluster: nothing to write.
 	m3 := w.quiet()
 	op = startOperator(b, ctx, cl, binary)
+	op.routes = n
 	rep.restartStart = time.Now()
 	w.waitFor("the restarted operator to reconcile everything", 30*time.Minute, func() string { return op.reconciledAll(b, n) })
 	rep.restartWrites = w.quiet().since(m3)
@@ -226,6 +247,7 @@ func buildManager(b *testing.B) string {
 type operator struct {
 	*framework.Operator
 	metricsPort, pprofPort int
+	routes                 int // the size of the run, in the names of the profiles
 	lastReconciles         float64
 	stableSince            time.Time
 	// peakAnon is the largest anonymous resident memory seen (sampled every 50 ms): the heap,
@@ -373,7 +395,7 @@ func (op *operator) cpuProfile(b *testing.B, phase string, d time.Duration) {
 		return
 	}
 	defer resp.Body.Close()
-	if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pb.gz", phase, envInt("SCALE_ROUTES", 3000)))); err == nil {
+	if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pb.gz", phase, op.routes))); err == nil {
 		_, _ = io.Copy(f, resp.Body)
 		_ = f.Close()
 	}
@@ -389,7 +411,7 @@ func (op *operator) heapProfile(b *testing.B, phase string) {
 	must(b, err)
 	defer resp.Body.Close()
 	must(b, os.MkdirAll(dir, 0o755))
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%s-%d.pb.gz", phase, envInt("SCALE_ROUTES", 3000))))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%s-%d.pb.gz", phase, op.routes)))
 	must(b, err)
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
