@@ -26,7 +26,7 @@ type Settings struct {
 
 // DefaultSettings: a burst is written 500 ms after its last change, and a steady stream at least
 // every 3 s, or every size / 32 KiB seconds for an object larger than 96 KiB (an Istio Gateway
-// with 10,000 hosts, 380 KB, every 12 s).
+// with 10,000 namespace-scoped hosts, 450 KB, about every 14 s).
 var DefaultSettings = Settings{Quiet: 500 * time.Millisecond, MaxWait: 3 * time.Second, BytesPerSecond: 32 << 10}
 
 // maxWait is the maximum wait for an object of the given size.
