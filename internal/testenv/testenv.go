@@ -46,6 +46,9 @@ type Options struct {
 	// SkipExternalDNSCRDs starts the control plane without the DNSEndpoint CRD, as a cluster where
 	// ExternalDNS is not installed yet; InstallExternalDNSCRDs adds it later.
 	SkipExternalDNSCRDs bool
+	// SkipOperatorCRDs starts the control plane without the operator's own CRDs, as a cluster
+	// the operator has never been installed on (a chart installs them).
+	SkipOperatorCRDs bool
 }
 
 // Env is a running control plane.
@@ -86,7 +89,10 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crdPaths := []string{crds.operator}
+	var crdPaths []string
+	if !opts.SkipOperatorCRDs {
+		crdPaths = append(crdPaths, crds.operator)
+	}
 	if !opts.SkipExternalDNSCRDs {
 		crdPaths = append(crdPaths, crds.externalDNS)
 	}

@@ -110,12 +110,16 @@ func TestChart_CRDLifecycle(t *testing.T) {
 // release metadata, upgrades to the CRD templates with --take-ownership (docs/INSTALLATION.md).
 func TestChart_UpgradeFromCRDsDirectoryTakesOwnershipOfTheCRDs(t *testing.T) {
 	requireOperatorRole(t)
-	env := crdControlPlane(t)
+	// A control plane of its own, on which the operator's CRDs were never installed: deleting the
+	// ones earlier tests installed and upgraded on the shared one could leave a CRD Terminating
+	// (kube-apiserver 1.36: "could not list instances: storage is (re)initializing").
+	env, err := testenv.Start(testenv.Options{SkipOperatorCRDs: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = env.Stop() })
 	c := crdClient(t, env)
 	kubeconfig, err := env.AdminKubeconfig()
 	require.NoError(t, err)
 	crds := operatorCRDNames(t)
-	deleteCRDs(t, c, crds...)
 	ns := "crd-takeover-" + rand.String(5)
 
 	previous := copyChart(t)
