@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -257,6 +258,7 @@ func deleteCRDs(t *testing.T, c client.Client, names ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, name := range names {
+		listInstances(t, c, name)
 		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("deleting CRD %s: %v", name, err)
@@ -266,6 +268,7 @@ func deleteCRDs(t *testing.T, c client.Client, names ...string) {
 	// machine that queue can take more than the minute waitUntil allows, so this waits longer and
 	// says what the CRD reports meanwhile.
 	for _, name := range names {
+		var lastNudge time.Time
 		waitUntilWithin(t, 3*time.Minute, "CRD "+name+" to be deleted", func() string {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
@@ -278,9 +281,57 @@ func deleteCRDs(t *testing.T, c client.Client, names ...string) {
 			var conditions []string
 			for _, cond := range crd.Status.Conditions {
 				conditions = append(conditions, fmt.Sprintf("%s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message))
+				if cond.Reason == "InstanceDeletionFailed" && time.Since(lastNudge) > 5*time.Second {
+					nudgeFinalizer(t, c, crd)
+					lastNudge = time.Now()
+				}
 			}
 			return fmt.Sprintf("still there: finalizers %v, deletion %v, conditions %v", crd.Finalizers, crd.DeletionTimestamp, conditions)
 		})
+	}
+}
+
+// listInstances lists the instances of a CRD until the API server answers. A CRD deleted before
+// the API server has initialised the storage of its resources can stay Terminating for good:
+// kube-apiserver 1.36's finalizer cannot list the instances ("storage is (re)initializing") and
+// the storage does not initialise for a terminating CRD. On a loaded machine a CRD installed a
+// moment ago can be in that state; in a cluster the CRDs have been in use.
+func listInstances(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		t.Fatalf("reading CRD %s: %v", name, err)
+	}
+	var version string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			version = v.Name
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(crd.Spec.Group + "/" + version)
+	list.SetKind(crd.Spec.Names.ListKind)
+	// ResourceVersion "0" is answered from the watch cache only, so a success means it is ready.
+	fromCache := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	waitUntilWithin(t, 3*time.Minute, "the API server to list "+name+" instances", func() string {
+		if err := c.List(context.Background(), list, fromCache); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+}
+
+// nudgeFinalizer touches an annotation of a terminating CRD. The API server's CRD finalizer
+// retries a failed instance deletion with an exponential backoff that reaches minutes after a
+// few seconds of "storage is (re)initializing"; an update of the CRD queues it at once.
+func nudgeFinalizer(t *testing.T, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test.router.io/nudged":%q}}}`, time.Now().Format(time.RFC3339Nano))))
+	if err := c.Patch(context.Background(), crd.DeepCopy(), patch); err != nil && !apierrors.IsNotFound(err) {
+		t.Logf("nudging the finalizer of CRD %s: %v", crd.Name, err)
 	}
 }
 
