@@ -47,10 +47,14 @@ type Guard struct {
 	mu sync.Mutex
 	// pending maps each record waiting to be deleted to when its deletion was first asked for.
 	pending map[string]time.Time
-	// done maps records deleted within the window to when they went, so that a change deleting
+	// permits holds the records whose wait is over: their deletion proceeds when asked for.
+	permits map[string]permit
+	// recent maps records allowed to go within the window to when, so that a change deleting
 	// many records one reconcile at a time is seen as one change.
-	done    map[string]time.Time
+	recent  map[string]time.Time
 	tripped bool
+	// nextExpiry is the earliest time at which expire has something to do (zero: now).
+	nextExpiry time.Time
 }
 
 // New returns a guard. total counts the managed records; onChange is called (outside the lock)
@@ -59,14 +63,15 @@ func New(s Settings, total func() int, onChange func(tripped bool)) *Guard {
 	if onChange == nil {
 		onChange = func(bool) {}
 	}
-	return &Guard{settings: s, total: total, onChange: onChange, pending: map[string]time.Time{}, done: map[string]time.Time{}}
+	return &Guard{settings: s, total: total, onChange: onChange, pending: map[string]time.Time{}, permits: map[string]permit{}, recent: map[string]time.Time{}}
 }
 
 // Hold records that key is to be deleted and reports whether the deletion must wait, and until
 // when. Every deletion first waits the short Observe delay, in which the guard sees how many
 // others the same change asks for; when they are too many, each waits the Grace period from
-// when it was first asked for. A held deletion proceeds when asked again after its time, if it
-// is still wanted then.
+// when it was first asked for. Once its time has come the deletion holds a permit: asked again
+// then or later (a busy queue can bring the retry minutes late), it proceeds at once instead of
+// waiting afresh.
 func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 	if g == nil || g.settings.Grace <= 0 {
 		return time.Time{}, false
@@ -74,9 +79,11 @@ func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 	g.mu.Lock()
 	g.expire(now)
 	settled := g.settle()
-	if _, allowed := g.done[key]; allowed {
-		// Already allowed within the window: a retry (a failed or conflicting delete) is not held
-		// again, and does not count twice.
+	if p, allowed := g.permits[key]; allowed {
+		// Its wait is over: a late or repeated request (a failed or conflicting delete) is not
+		// held again, and does not count twice.
+		p.used = true
+		g.permits[key] = p
 		g.mu.Unlock()
 		if settled {
 			g.onChange(false)
@@ -88,16 +95,13 @@ func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 		first = now
 		g.pending[key] = now
 	}
-	tripped := g.trip(len(g.done) + len(g.pending))
-	wait := g.settings.Observe
-	if g.tripped {
-		wait = g.settings.Grace
-	}
-	until = first.Add(wait)
+	tripped := g.trip(len(g.recent) + len(g.pending))
+	until = first.Add(g.wait())
 	held = now.Before(until)
-	if !held {
-		delete(g.pending, key)
-		g.done[key] = now
+	if held {
+		g.soonest(until)
+	} else {
+		g.permit(key, permit{first: first, at: now, used: true})
 	}
 	settled = g.settle() || settled
 	g.mu.Unlock()
@@ -107,7 +111,8 @@ func (g *Guard) Hold(key string, now time.Time) (until time.Time, held bool) {
 	return until, held
 }
 
-// Forget cancels a held deletion: the record is wanted again (the edit was reverted).
+// Forget cancels a held deletion, or the permit of one whose time has come: the record is
+// wanted again (the edit was reverted), and a later deletion of it waits afresh.
 func (g *Guard) Forget(key string) {
 	if g == nil {
 		return
@@ -115,6 +120,7 @@ func (g *Guard) Forget(key string) {
 	g.mu.Lock()
 	_, seen := g.pending[key]
 	delete(g.pending, key)
+	delete(g.permits, key)
 	settled := seen && g.settle()
 	g.mu.Unlock()
 	if settled {
@@ -130,12 +136,13 @@ type State struct {
 	Held int
 	// Until is when the last of them may proceed.
 	Until time.Time
-	// Recheck is when State will have forgotten any of them nobody asked for again.
+	// Recheck is when State will next change without any deletion being asked for: when the
+	// last held deletion's time comes and the guard settles.
 	Recheck time.Time
 }
 
-// State reports the guard's state at now, forgetting abandoned deletions first. Call it again
-// at Recheck to see the guard settle even when no deletion is asked for any more.
+// State reports the guard's state at now. Call it again at Recheck to see the guard settle even
+// when nobody asks for the held deletions again (their routes were deleted).
 func (g *Guard) State(now time.Time) State {
 	if g == nil {
 		return State{}
@@ -162,36 +169,81 @@ func (g *Guard) state() State {
 			s.Until = until
 		}
 	}
-	s.Recheck = s.Until.Add(abandonAfter + time.Second)
+	s.Recheck = s.Until
 	return s
 }
 
-// abandonAfter is how long after its time a waiting deletion that nobody asked for again is
-// forgotten. Every holder asks again when its time comes; one that does not had its object
-// removed by someone else (a route deleted, so the garbage collector took its records). Should a
-// slow holder ask later after all, its deletion just starts waiting afresh: the error is safe.
-const abandonAfter = 15 * time.Second
+// permitLifetime is how long a deletion whose time has come may still proceed without waiting
+// again. It covers any retry backlog; a deletion asked for after it waits afresh, which is safe.
+const permitLifetime = 15 * time.Minute
 
-// expire forgets deletions done longer ago than the window, and abandoned waiting ones.
+// wait is how long a deletion waits from its first request.
+func (g *Guard) wait() time.Duration {
+	if g.tripped {
+		return g.settings.Grace
+	}
+	return g.settings.Observe
+}
+
+// permit says a deletion's wait is over.
+type permit struct {
+	// first is when the deletion was first asked for; at is when its wait ended.
+	first, at time.Time
+	// used says its holder was told it may proceed. A permit nobody used yet is taken back when
+	// the guard trips, so that a record whose deletion belongs to the mass change waits too.
+	used bool
+}
+
+// permit lets key's deletion proceed, and counts it among the recent deletions of the window.
+func (g *Guard) permit(key string, p permit) {
+	delete(g.pending, key)
+	g.permits[key] = p
+	g.recent[key] = p.at
+	g.soonest(p.at.Add(g.settings.Window))
+}
+
+// soonest notes a time at which expire has work to do.
+func (g *Guard) soonest(t time.Time) {
+	if g.nextExpiry.IsZero() || t.Before(g.nextExpiry) {
+		g.nextExpiry = t
+	}
+}
+
+// expire turns waiting deletions whose time has come into permits (whether or not their holder
+// has asked again yet), forgets deletions older than the window for counting, and forgets old
+// permits. It scans only when something is due, so that a mass deletion costs linear time.
 func (g *Guard) expire(now time.Time) {
-	for k, at := range g.done {
-		if now.Sub(at) > g.settings.Window {
-			delete(g.done, k)
+	if now.Before(g.nextExpiry) {
+		return
+	}
+	g.nextExpiry = time.Time{}
+	wait := g.wait()
+	for k, first := range g.pending {
+		if until := first.Add(wait); now.Before(until) {
+			g.soonest(until)
+		} else {
+			g.permit(k, permit{first: first, at: until})
 		}
 	}
-	wait := g.settings.Observe
-	if g.tripped {
-		wait = g.settings.Grace
+	for k, at := range g.recent {
+		if now.Sub(at) > g.settings.Window {
+			delete(g.recent, k)
+		} else {
+			g.soonest(at.Add(g.settings.Window))
+		}
 	}
-	for k, first := range g.pending {
-		if now.Sub(first) > wait+abandonAfter {
-			delete(g.pending, k)
+	for k, p := range g.permits {
+		if now.Sub(p.at) > permitLifetime {
+			delete(g.permits, k)
+		} else {
+			g.soonest(p.at.Add(permitLifetime))
 		}
 	}
 }
 
 // trip trips the guard when requested deletions within the window reach the minimum and exceed
-// the share of all records; it reports whether it tripped now.
+// the share of all records; it reports whether it tripped now. Deletions of the window whose
+// short wait ended but whose holders have not come back for them wait the grace period too.
 func (g *Guard) trip(requested int) bool {
 	if g.tripped || requested < g.settings.Minimum {
 		return false
@@ -200,6 +252,14 @@ func (g *Guard) trip(requested int) bool {
 		return false
 	}
 	g.tripped = true
+	for k, p := range g.permits {
+		if _, inWindow := g.recent[k]; inWindow && !p.used {
+			delete(g.permits, k)
+			delete(g.recent, k)
+			g.pending[k] = p.first
+			g.soonest(p.first.Add(g.settings.Grace))
+		}
+	}
 	return true
 }
 

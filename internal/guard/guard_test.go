@@ -110,17 +110,17 @@ func TestGuard_DeletionsSpreadOverTheWindowCountAsOneChange(t *testing.T) {
 	assert.False(t, fresh.State(t0).Tripped, "deletions further apart than the window are separate changes")
 }
 
-func TestGuard_AbandonedRequestsExpire(t *testing.T) {
+func TestGuard_HeldDeletionsNobodyAsksForAgainSettleOnTime(t *testing.T) {
 	g, _ := newGuard(8)
 	for i := range 3 {
 		g.Hold(fmt.Sprintf("r%d", i), t0)
 	}
-	assert.True(t, g.State(t0).Tripped)
 	st := g.State(t0)
-	assert.Equal(t, t0.Add(2*time.Minute+abandonAfter+time.Second), st.Recheck)
+	assert.True(t, st.Tripped)
+	assert.Equal(t, t0.Add(2*time.Minute), st.Recheck, "the guard settles when the last held deletion's time comes")
 	// Nobody asks again (the routes were deleted and the garbage collector took the records).
-	assert.True(t, g.State(st.Recheck.Add(-2*time.Second)).Tripped, "still within the slack")
-	assert.Equal(t, State{}, g.State(st.Recheck), "the abandoned requests expired and the guard settled")
+	assert.True(t, g.State(st.Recheck.Add(-time.Second)).Tripped)
+	assert.Equal(t, State{}, g.State(st.Recheck), "their time came: nothing is held any more")
 
 	g2, changes := newGuard(8)
 	for i := range 3 {
@@ -128,8 +128,65 @@ func TestGuard_AbandonedRequestsExpire(t *testing.T) {
 	}
 	_, held := g2.Hold("other", t0.Add(3*time.Minute))
 	assert.True(t, held, "observe delay of the new request")
-	assert.False(t, g2.State(t0.Add(3*time.Minute)).Tripped, "a later request also clears them")
+	assert.False(t, g2.State(t0.Add(3*time.Minute)).Tripped, "a later request also sees them settled")
 	assert.Equal(t, 2, *changes, "tripped, then settled")
+}
+
+// A busy operator can come back for a held deletion long after its time (at 30,000 routes the
+// queue ran minutes behind). The deletion then proceeds; it used to start waiting afresh, so that
+// it never happened while dns-config said nothing was held.
+func TestGuard_ALateRequestAfterItsTimeProceeds(t *testing.T) {
+	g, _ := newGuard(8)
+	for i := range 3 {
+		g.Hold(fmt.Sprintf("r%d", i), t0)
+	}
+	assert.False(t, g.State(t0.Add(3*time.Minute)).Tripped, "the grace period is over")
+	until, held := g.Hold("r0", t0.Add(6*time.Minute))
+	assert.False(t, held, "asked again four minutes late: it goes")
+	assert.Equal(t, t0.Add(6*time.Minute), until)
+	assert.False(t, g.State(t0.Add(6*time.Minute)).Tripped, "and the guard does not trip again")
+
+	quiet, _ := newGuard(100)
+	quiet.Hold("a", t0)
+	_, held = quiet.Hold("a", t0.Add(2*time.Minute))
+	assert.False(t, held, "a single deletion asked again long after its observe delay goes")
+
+	_, held = g.Hold("r1", t0.Add(2*time.Minute+permitLifetime+time.Second))
+	assert.True(t, held, "asked for after the permit's lifetime: it waits afresh, the safe way")
+}
+
+func TestGuard_TrippingHoldsDeletionsOfTheWindowNotYetCarriedOut(t *testing.T) {
+	g, _ := newGuard(8)
+	g.Hold("early", t0)
+	g.State(t0.Add(6 * time.Second)) // its observe delay is over, but its holder has not come back yet
+	g.Hold("b", t0.Add(10*time.Second))
+	g.Hold("c", t0.Add(10*time.Second))
+	st := g.State(t0.Add(10 * time.Second))
+	assert.True(t, st.Tripped)
+	assert.Equal(t, 3, st.Held, "the early deletion belongs to the same change")
+	until, held := g.Hold("early", t0.Add(20*time.Second))
+	assert.True(t, held)
+	assert.Equal(t, t0.Add(2*time.Minute), until, "its grace period counts from its first request")
+
+	carried, _ := newGuard(8)
+	carried.Hold("early", t0)
+	_, held = carried.Hold("early", t0.Add(6*time.Second))
+	assert.False(t, held, "gone before the change was seen")
+	carried.Hold("b", t0.Add(10*time.Second))
+	carried.Hold("c", t0.Add(10*time.Second))
+	st = carried.State(t0.Add(10 * time.Second))
+	assert.True(t, st.Tripped, "the deletion carried out still counts")
+	assert.Equal(t, 2, st.Held)
+}
+
+func TestGuard_WantedAgainAfterItsTimeWaitsAfresh(t *testing.T) {
+	g, _ := newGuard(100)
+	g.Hold("a", t0)
+	g.State(t0.Add(10 * time.Second)) // its time came
+	g.Forget("a")                     // but the record is wanted again
+	until, held := g.Hold("a", t0.Add(20*time.Second))
+	assert.True(t, held, "a new deletion of it waits its own delay")
+	assert.Equal(t, t0.Add(25*time.Second), until)
 }
 
 func TestGuard_ARetriedDeletionIsNotHeldAgain(t *testing.T) {

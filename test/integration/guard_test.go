@@ -76,7 +76,7 @@ func uidsOf(eps []externaldnsv1alpha1.DNSEndpoint) map[string]types.UID {
 func (f *fixture) waitDeletionsHeld(status metav1.ConditionStatus) *metav1.Condition {
 	f.t.Helper()
 	var c *metav1.Condition
-	// Up to the grace period plus the guard's slack for abandoned requests, plus the usual wait.
+	// Up to the grace period, plus the usual wait.
 	waitFor(f.t, "DeletionsHeld="+string(status), func() string {
 		cfg := &clusterv1alpha1.DNSConfiguration{}
 		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
