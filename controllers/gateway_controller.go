@@ -97,12 +97,12 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	if in.Identity, err = getIdentity(ctx, r); err != nil {
 		return in, err
 	}
-	routes := &routingv1alpha1.ServiceRouteList{}
-	// Read-only (UnsafeDisableDeepCopy): thousands of routes, only their hostnames are used.
-	if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}, client.UnsafeDisableDeepCopy); err != nil {
+	// The cache's own objects, read in place: thousands of routes, only their hostnames are used.
+	routes, err := r.Lookups.routesByGateway.get(client.ObjectKeyFromObject(gw).String())
+	if err != nil {
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	candidates := hostCandidates(routes.Items)
+	candidates := hostCandidates(routes)
 	for i := range candidates {
 		candidates[i].Hostname = plan.IstioHost(gw, candidates[i].Namespace, candidates[i].Hostname)
 	}

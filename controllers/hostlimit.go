@@ -23,10 +23,10 @@ import (
 
 // hostCandidates are the routes whose hosts belong on the Gateway when there is room. routes may
 // be the cache's own objects: only strings and times are copied out of them.
-func hostCandidates(routes []routingv1alpha1.ServiceRoute) []plan.HostCandidate {
+func hostCandidates(routes []*routingv1alpha1.ServiceRoute) []plan.HostCandidate {
 	out := make([]plan.HostCandidate, 0, len(routes))
-	for i := range routes {
-		if c, ok := plan.HostCandidateOf(&routes[i]); ok {
+	for _, route := range routes {
+		if c, ok := plan.HostCandidateOf(route); ok {
 			out = append(out, c)
 		}
 	}
@@ -55,14 +55,12 @@ func (r *ServiceRouteReconciler) hostLimitChanges() handler.EventHandler {
 			if !okOld || !okNew || equality.Semantic.DeepEqual(old.Status.HostLimit, gw.Status.HostLimit) {
 				return
 			}
-			routes := &routingv1alpha1.ServiceRouteList{}
-			// Read-only: only the keys are taken from the cache's objects.
-			if err := r.List(ctx, routes, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(gw).String()}, client.UnsafeDisableDeepCopy); err != nil {
+			routes, err := r.Lookups.routesByGateway.get(client.ObjectKeyFromObject(gw).String())
+			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing the routes of a Gateway whose host limit moved")
 				return
 			}
-			for i := range routes.Items {
-				route := &routes.Items[i]
+			for _, route := range routes {
 				if plan.LeftOff(old.Status.HostLimit, route) != plan.LeftOff(gw.Status.HostLimit, route) {
 					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
 				}

@@ -13,13 +13,10 @@ import (
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
-// Field indexes on the informer cache. Every cross-resource lookup goes through one of these, so
-// a reconcile costs what it touches, not what the cluster holds.
+// Field indexes on the informer cache. Every cross-resource lookup goes through one of these or
+// one of the lookups read in place (lookup.go), so a reconcile costs what it touches, not what the
+// cluster holds.
 const (
-	// indexRouteGateway: ServiceRoutes by the namespace/name of the Gateway they reference.
-	indexRouteGateway = "serviceroute.gatewayRef"
-	// indexRouteHostnameKey: ServiceRoutes by naming.HostnameKey, for hostname conflicts.
-	indexRouteHostnameKey = "serviceroute.hostnameKey"
 	// indexGatewayIngress: Gateways by "controller/targetPostfix".
 	indexGatewayIngress = "gateway.ingress"
 	// indexGatewayIngressService: Gateways by "ingress namespace/controller" (the only Services
@@ -33,8 +30,6 @@ const (
 	// indexNamespaceApplication: Namespaces (metadata) by each application their
 	// router.io/applications annotation lists.
 	indexNamespaceApplication = "namespace.application"
-	// indexEndpointRoute: managed DNSEndpoints by the "namespace/name" of their ServiceRoute.
-	indexEndpointRoute = "dnsendpoint.serviceRoute"
 	// indexEndpointIngress: managed gateway address DNSEndpoints by "controller/targetPostfix".
 	indexEndpointIngress = "dnsendpoint.ingress"
 )
@@ -72,13 +67,6 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 		return nil
 	}
 	err := register(
-		index{&routingv1alpha1.ServiceRoute{}, indexRouteGateway, func(o client.Object) []string {
-			return []string{plan.GatewayRef(o.(*routingv1alpha1.ServiceRoute)).String()}
-		}},
-		index{&routingv1alpha1.ServiceRoute{}, indexRouteHostnameKey, func(o client.Object) []string {
-			r := o.(*routingv1alpha1.ServiceRoute)
-			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}
-		}},
 		index{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
 			return []string{ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))}
 		}},
@@ -105,12 +93,6 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 	}
 	return apis.WhenServed(dnsEndpointKind, func() error {
 		return register(
-			index{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointRoute, func(o client.Object) []string {
-				if route := o.GetLabels()[naming.LabelServiceRoute]; route != "" {
-					return []string{o.GetNamespace() + "/" + route}
-				}
-				return nil
-			}},
 			index{&externaldnsv1alpha1.DNSEndpoint{}, indexEndpointIngress, func(o client.Object) []string {
 				if pair, ok := desired.IngressOfLabels(o.GetLabels()); ok {
 					return []string{ingressKey(pair)}

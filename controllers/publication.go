@@ -24,13 +24,13 @@ import (
 // the prober's results. It writes nothing: the status goes out with the reconcile's one write.
 func (r *ServiceRouteReconciler) routePublication(ctx context.Context, route *routingv1alpha1.ServiceRoute, cfg *clusterv1alpha1.DNSConfiguration,
 	applied []*externaldnsv1alpha1.DNSEndpoint) error {
-	list := &externaldnsv1alpha1.DNSEndpointList{}
-	if err := r.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingFields{indexEndpointRoute: route.Namespace + "/" + route.Name}); err != nil {
+	cached, err := r.Lookups.endpointsByRoute.get(routeKey(route))
+	if err != nil {
 		return fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
-	current := map[string]*externaldnsv1alpha1.DNSEndpoint{}
-	for i := range list.Items {
-		current[list.Items[i].Name] = &list.Items[i]
+	current := make(map[string]*externaldnsv1alpha1.DNSEndpoint, len(cached))
+	for _, ep := range cached {
+		current[ep.Name] = ep
 	}
 	zones := make([]plan.ZoneInput, 0, len(applied))
 	for _, ep := range applied {

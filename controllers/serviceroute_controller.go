@@ -162,14 +162,11 @@ func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1
 	label := naming.SourceLabel(route.Spec.ServiceName, ci.Spec.EnvironmentLetter, route.Spec.Environment, route.Spec.Application)
 	var out []*routingv1alpha1.ServiceRoute
 	for _, key := range naming.ClaimKeys(label, ci.Spec.EnvironmentLetter) {
-		list := &routingv1alpha1.ServiceRouteList{}
-		// Read-only: claimants are compared and named, never changed.
-		if err := r.List(ctx, list, client.MatchingFields{indexRouteHostnameKey: key}, client.UnsafeDisableDeepCopy); err != nil {
+		claiming, err := r.Lookups.routesByHostname.get(key)
+		if err != nil {
 			return nil, fmt.Errorf("listing ServiceRoutes claiming %s: %w", label, err)
 		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
+		out = append(out, claiming...)
 	}
 	return out, nil
 }
@@ -177,12 +174,12 @@ func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1
 // syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
 // (by the route label index), the changes from apply.Diff.
 func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
-	list := &externaldnsv1alpha1.DNSEndpointList{}
-	if err := r.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingFields{indexEndpointRoute: route.Namespace + "/" + route.Name}); err != nil {
+	current, err := r.Lookups.endpointsByRoute.get(routeKey(route))
+	if err != nil {
 		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
 	kind := desired.RouteEndpointKind(route.Name)
-	changes := apply.Diff(kind, p.Endpoints, listItems(list.Items))
+	changes := apply.Diff(kind, p.Endpoints, current)
 	return applyChanges(ctx, r.base, kind, changes, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
 }
 
@@ -217,7 +214,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(o.GetNamespace()))
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.MatchingFields{indexRouteGateway: client.ObjectKeyFromObject(o).String()})
+			return requestsOf(ctx, &r.Lookups.routesByGateway, client.ObjectKeyFromObject(o).String())
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, r.hostLimitChanges()).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -124,8 +125,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := addIndexes(ctx, mgr.GetFieldIndexer(), apis); err != nil {
 		return fmt.Errorf("registering field indexes: %w", err)
 	}
+	lookups := newLookups()
+	if err := lookups.register(ctx, mgr.GetCache(), apis); err != nil {
+		return fmt.Errorf("registering cache indexes: %w", err)
+	}
 	guardChanges := make(chan event.GenericEvent, 1)
-	deletions := guard.New(opts.DeletionGuard, managedEndpointCount(mgr.GetClient(), apis), func(tripped bool) {
+	deletions := guard.New(opts.DeletionGuard, managedEndpointCount(lookups), func(tripped bool) {
 		if tripped {
 			metrics.DeletionGuardTripped()
 		}
@@ -142,7 +147,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions()}
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups}
 	ingressConflicts := metrics.NewConflictSet()
 	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
 	if err := mgr.Add(zones); err != nil {
@@ -185,18 +190,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// managedEndpointCount counts the DNSEndpoints the operator manages, from the cache, for the
-// mass-deletion guard's share.
-func managedEndpointCount(c client.Reader, apis *OptionalAPIs) func() int {
+// managedEndpointCount counts the DNSEndpoints the operator manages (the cache holds no others),
+// for the mass-deletion guard's share. The guard asks on every deletion of a large change, so the
+// count is taken from the store's keys and reused for a second.
+func managedEndpointCount(l *lookups) func() int {
+	var (
+		mu    sync.Mutex
+		count int
+		at    time.Time
+	)
 	return func() int {
-		if !apis.Served(dnsEndpointKind) {
-			return 0
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) < time.Second {
+			return count
 		}
-		list := &externaldnsv1alpha1.DNSEndpointList{}
-		if err := c.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+		n, err := l.endpointsByRoute.size()
+		if err != nil {
 			return 0 // unknown: every request counts against an empty total, so the guard trips
 		}
-		return len(list.Items)
+		count, at = n, time.Now()
+		return count
 	}
 }
 

@@ -205,3 +205,17 @@ func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 	})
 	return reqs
 }
+
+// requestsOf is requestsFor over a lookup read in place.
+func requestsOf[T client.Object](ctx context.Context, index *objectIndex[T], key string) []reconcile.Request {
+	objs, err := index.get(key)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(objs))
+	for i, o := range objs {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
+	}
+	return reqs
+}

@@ -44,6 +44,8 @@ type base struct {
 	// reconcile that read the cache before its previous write arrived does not write again and
 	// meet an optimistic-lock conflict (nil: not remembered).
 	Versions *writtenVersions
+	// Lookups are the cache indexes read in place (lookup.go).
+	Lookups *lookups
 }
 
 // requeue says when a reconcile that succeeded must run again although nothing changes.
