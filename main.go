@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -176,6 +177,11 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 func restConfig(opts options) *rest.Config {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	if opts.kubeAPIQPS >= 0 {
+		// One bucket for every client made from this configuration (the manager's, the status
+		// writer's, the event recorder's), so that the limit is the operator's, not per client.
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
 	return cfg
 }
 

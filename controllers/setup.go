@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/metadata"
+
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,8 +148,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	metadataClient, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the status client: %w", err)
+	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups}
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups,
+		StatusWriter: statusWriter{metadata: metadataClient, mapper: mgr.GetRESTMapper(), scheme: mgr.GetScheme()}}
 	ingressConflicts := metrics.NewConflictSet()
 	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
 	if err := mgr.Add(zones); err != nil {

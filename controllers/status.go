@@ -46,6 +46,8 @@ type base struct {
 	Versions *writtenVersions
 	// Lookups are the cache indexes read in place (lookup.go).
 	Lookups *lookups
+	// StatusWriter sends the status patches (statuswriter.go).
+	StatusWriter statusWriter
 }
 
 // requeue says when a reconcile that succeeded must run again although nothing changes.
@@ -100,7 +102,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 			// write's own event runs this reconcile again on the fresh copy.
 			return b.finish(rq, err)
 		}
-		patchErr := b.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
+		patchErr := b.StatusWriter.patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case apierrors.IsConflict(patchErr):
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, err
