@@ -320,7 +320,7 @@ func restoreSingleton(t testing.TB, obj client.Object, existed bool, setSpec fun
 	ctx := context.Background()
 	var err error
 	if existed {
-		_, err = ctrl.CreateOrUpdate(ctx, env.Client, obj, func() error { setSpec(); return nil })
+		_, err = createOrUpdate(ctx, obj, func() error { setSpec(); return nil })
 	} else {
 		err = client.IgnoreNotFound(env.Client.Delete(ctx, obj))
 	}

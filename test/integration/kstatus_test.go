@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -128,7 +127,7 @@ func TestKstatus_CurrentWhenConvergedInProgressWhilePending(t *testing.T) {
 	update := func(obj client.Object, key client.ObjectKey, change func()) {
 		obj.SetName(key.Name)
 		obj.SetNamespace(key.Namespace)
-		_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, obj, func() error { change(); return nil })
+		_, err := createOrUpdate(f.ctx, obj, func() error { change(); return nil })
 		require.NoError(t, err)
 	}
 	gw := &routingv1alpha1.Gateway{}

@@ -18,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -68,7 +70,7 @@ func newFixture(t testing.TB) *fixture {
 func (f *fixture) setIdentity(spec clusterv1alpha1.ClusterIdentitySpec) {
 	f.t.Helper()
 	ci := &clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, ci, func() error { ci.Spec = spec; return nil })
+	_, err := createOrUpdate(f.ctx, ci, func() error { ci.Spec = spec; return nil })
 	require.NoError(f.t, err)
 }
 
@@ -83,7 +85,7 @@ func (f *fixture) deleteIdentity() {
 func (f *fixture) setControllers(regions ...string) {
 	f.t.Helper()
 	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, cfg, func() error {
+	_, err := createOrUpdate(f.ctx, cfg, func() error {
 		cfg.Spec.ExternalDNSControllers = nil
 		for _, r := range regions {
 			cfg.Spec.ExternalDNSControllers = append(cfg.Spec.ExternalDNSControllers, clusterv1alpha1.ExternalDNSController{Name: "external-dns-" + r, Region: r})
@@ -117,7 +119,7 @@ func (f *fixture) policy(spec routingv1alpha1.DNSPolicySpec) *routingv1alpha1.DN
 func (f *fixture) updatePolicy(spec routingv1alpha1.DNSPolicySpec) {
 	f.t.Helper()
 	p := &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: f.ns}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, p, func() error { p.Spec = spec; return nil })
+	_, err := createOrUpdate(f.ctx, p, func() error { p.Spec = spec; return nil })
 	require.NoError(f.t, err)
 }
 
@@ -389,4 +391,17 @@ func eventReasons(t testing.TB, obj client.Object) []string {
 		}
 	}
 	return reasons
+}
+
+// createOrUpdate is ctrl.CreateOrUpdate as a person's retrying client does it: the operator
+// writes the status of these objects, so an update can meet a newer version and is retried on
+// a fresh read (mutate must set, not append).
+func createOrUpdate(ctx context.Context, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
+	var result controllerutil.OperationResult
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var err error
+		result, err = ctrl.CreateOrUpdate(ctx, env.Client, obj, mutate)
+		return err
+	})
+	return result, err
 }

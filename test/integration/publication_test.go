@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -42,7 +41,7 @@ func startZone(t *testing.T) *testdns.Server {
 func (f *fixture) setVerifiedControllers(regions []string, nameservers map[string]string) {
 	f.t.Helper()
 	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, cfg, func() error {
+	_, err := createOrUpdate(f.ctx, cfg, func() error {
 		cfg.Spec.ExternalDNSControllers = nil
 		for _, r := range regions {
 			c := clusterv1alpha1.ExternalDNSController{Name: "external-dns-" + r, Region: r}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -24,7 +23,7 @@ import (
 func (f *fixture) setAllowedRoutes(name string, from routingv1alpha1.FromNamespaces, selector *metav1.LabelSelector) {
 	f.t.Helper()
 	gw := &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.gatewayNS}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, env.Client, gw, func() error {
+	_, err := createOrUpdate(f.ctx, gw, func() error {
 		gw.Spec.AllowedRoutes = &routingv1alpha1.AllowedRoutes{Namespaces: &routingv1alpha1.RouteNamespaces{From: from, Selector: selector}}
 		return nil
 	})
