@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -176,13 +177,19 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 // restConfig is the API server connection with the client-side rate limit of the flags.
 func restConfig(opts options) *rest.Config {
 	cfg := ctrl.GetConfigOrDie()
-	cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
-	if opts.kubeAPIQPS >= 0 {
-		// One bucket for every client made from this configuration (the manager's, the status
-		// writer's, the event recorder's), so that the limit is the operator's, not per client.
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	}
+	setRateLimit(cfg, opts.kubeAPIQPS, opts.kubeAPIBurst)
 	return cfg
+}
+
+// setRateLimit sets the client-side limit of the flags: none for a negative qps, otherwise one
+// bucket for every client made from cfg (the manager's, the status writer's, the event
+// recorder's), so that the limit is the operator's, not per client. Zero means client-go's
+// default, as it does for a configuration without a bucket.
+func setRateLimit(cfg *rest.Config, qps float64, burst int) {
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	if qps >= 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cmp.Or(cfg.QPS, rest.DefaultQPS), cmp.Or(cfg.Burst, rest.DefaultBurst))
+	}
 }
 
 func managerOptions(opts options) ctrl.Options {
