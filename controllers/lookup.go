@@ -164,7 +164,7 @@ func newLookups() *lookups {
 		}},
 		endpointsByRoute: objectIndex[*externaldnsv1alpha1.DNSEndpoint]{name: "dnsendpoint.serviceRoute", newList: newEndpointList, keys: func(ep *externaldnsv1alpha1.DNSEndpoint) []string {
 			if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
-				return []string{ep.Namespace + "/" + route}
+				return []string{routeKey(ep.Namespace, route)}
 			}
 			return nil
 		}},
@@ -188,5 +188,5 @@ func (l *lookups) register(ctx context.Context, c ctrlcache.Cache, apis *Optiona
 func newRouteList() client.ObjectList    { return &routingv1alpha1.ServiceRouteList{} }
 func newEndpointList() client.ObjectList { return &externaldnsv1alpha1.DNSEndpointList{} }
 
-// routeKey is the index value of a route's own objects.
-func routeKey(route client.Object) string { return route.GetNamespace() + "/" + route.GetName() }
+// routeKey is the index value of the objects of the route namespace/name.
+func routeKey(namespace, name string) string { return namespace + "/" + name }

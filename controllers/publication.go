@@ -24,7 +24,7 @@ import (
 // the prober's results. It writes nothing: the status goes out with the reconcile's one write.
 func (r *ServiceRouteReconciler) routePublication(ctx context.Context, route *routingv1alpha1.ServiceRoute, cfg *clusterv1alpha1.DNSConfiguration,
 	applied []*externaldnsv1alpha1.DNSEndpoint) error {
-	cached, err := r.Lookups.endpointsByRoute.get(routeKey(route))
+	cached, err := r.Lookups.endpointsByRoute.get(routeKey(route.Namespace, route.Name))
 	if err != nil {
 		return fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}

@@ -174,7 +174,7 @@ func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1
 // syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
 // (by the route label index), the changes from apply.Diff.
 func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
-	current, err := r.Lookups.endpointsByRoute.get(routeKey(route))
+	current, err := r.Lookups.endpointsByRoute.get(routeKey(route.Namespace, route.Name))
 	if err != nil {
 		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
