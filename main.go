@@ -82,7 +82,7 @@ func main() {
 		"Client-side limit of requests per second to the API server. Negative (the default): no client-side limit; the API server's "+
 			"priority and fairness decides, which lets a change reaching every route go at the speed of the API server (see docs/DEVELOPMENT.md).")
 	flag.IntVar(&opts.kubeAPIBurst, "kube-api-burst", 0,
-		"Client-side burst of requests to the API server, with --kube-api-qps >= 0.")
+		"Client-side burst of requests to the API server, with --kube-api-qps >= 0; 0: client-go's default of 10.")
 	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 8,
 		"ServiceRoutes reconciled in parallel (a change reaching every route goes as fast as that many clients writing in parallel).")
 	opts.controllers.Events = eventrecorder.DefaultSettings
