@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -166,16 +167,17 @@ func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
 	for _, p := range out {
 		seen[p] = true
 	}
-	list := &externaldnsv1alpha1.DNSEndpointList{}
 	if !r.APIs.Served(dnsEndpointKind) {
 		return out
 	}
-	if err := r.List(ctx, list); err != nil {
+	// In place: a domain change runs this over every route's DNSEndpoint too.
+	endpoints, err := cacheview.All(ctx, r.Cached.Cache, newEndpoint, newEndpointList, "")
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing address DNSEndpoints to reconcile")
 		return out
 	}
-	for i := range list.Items {
-		if pair, ok := desired.IngressOfLabels(list.Items[i].Labels); ok && !seen[pair] {
+	for _, ep := range endpoints {
+		if pair, ok := desired.IngressOfLabels(ep.Labels); ok && !seen[pair] {
 			seen[pair] = true
 			out = append(out, pair)
 		}

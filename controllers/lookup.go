@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +27,11 @@ import (
 // through them copies every object into a new slice (a Gateway's 10,000 routes on each of its
 // reconciles). An index here holds each object under one key, and a lookup returns the cache's
 // own objects: callers read them and never change them.
+//
+// Keys that are unique to one object (a route's hostname, a route's DNSEndpoints) are filed under
+// one of uniqueKeyBuckets hashes of the key instead: client-go keeps a set per index value, and
+// a set of one costs about 200 bytes, 4 MB per such index at 10,000 routes. A bucket's set is
+// shared by the objects whose keys hash alike, and a lookup keeps those that have the key.
 
 // errIndexNotReady: the informer behind a lookup has not filled yet (its API just appeared). An
 // empty answer would look like "nothing exists"; the reconcile retries instead.
@@ -34,6 +42,9 @@ type objectIndex[T client.Object] struct {
 	name string
 	// keys are the values an object is found under.
 	keys func(T) []string
+	// has, when set, files objects under the bucket of each key and says whether an object of
+	// a bucket has the key asked for; for keys that are (nearly) unique to an object.
+	has func(o T, key string) bool
 	// newList makes an empty list of T, for a cache restricted to namespaces (see register).
 	newList func() client.ObjectList
 	source  atomic.Pointer[indexSource[T]]
@@ -60,7 +71,7 @@ func (x *objectIndex[T]) register(ctx context.Context, c ctrlcache.Cache, protot
 	}
 	err = inf.AddIndexers(toolscache.Indexers{x.name: func(obj any) ([]string, error) {
 		if o, ok := obj.(T); ok {
-			return x.keys(o), nil
+			return x.values(o), nil
 		}
 		return nil, nil
 	}})
@@ -73,13 +84,13 @@ func (x *objectIndex[T]) register(ctx context.Context, c ctrlcache.Cache, protot
 			if !inf.HasSynced() {
 				return nil, errIndexNotReady
 			}
-			items, err := store.ByIndex(x.name, key)
+			items, err := store.ByIndex(x.name, x.value(key))
 			if err != nil {
 				return nil, fmt.Errorf("reading index %s: %w", x.name, err)
 			}
-			out := make([]T, 0, len(items))
+			var out []T
 			for _, item := range items {
-				if o, ok := item.(T); ok {
+				if o, ok := item.(T); ok && (x.has == nil || x.has(o, key)) {
 					out = append(out, o)
 				}
 			}
@@ -96,7 +107,7 @@ func (x *objectIndex[T]) register(ctx context.Context, c ctrlcache.Cache, protot
 }
 
 func (x *objectIndex[T]) registerField(ctx context.Context, c ctrlcache.Cache, prototype T) error {
-	err := c.IndexField(ctx, prototype, x.name, func(o client.Object) []string { return x.keys(o.(T)) })
+	err := c.IndexField(ctx, prototype, x.name, func(o client.Object) []string { return x.values(o.(T)) })
 	if err != nil {
 		return fmt.Errorf("adding index %s: %w", x.name, err)
 	}
@@ -116,13 +127,53 @@ func (x *objectIndex[T]) registerField(ctx context.Context, c ctrlcache.Cache, p
 		return out, nil
 	}
 	x.source.Store(&indexSource[T]{
-		get: func(key string) ([]T, error) { return list(client.MatchingFields{x.name: key}) },
+		get: func(key string) ([]T, error) {
+			objs, err := list(client.MatchingFields{x.name: x.value(key)})
+			if x.has != nil {
+				objs = slices.DeleteFunc(objs, func(o T) bool { return !x.has(o, key) })
+			}
+			return objs, err
+		},
 		size: func() (int, error) {
 			all, err := list()
 			return len(all), err
 		},
 	})
 	return nil
+}
+
+// uniqueKeyBuckets is the number of buckets of an index with has: at 10,000 routes about 40
+// objects share one, which a lookup compares in a microsecond.
+const uniqueKeyBuckets = 256
+
+// bucketNames are the index values of the buckets, made once.
+var bucketNames = func() []string {
+	names := make([]string, uniqueKeyBuckets)
+	for i := range names {
+		names[i] = strconv.Itoa(i)
+	}
+	return names
+}()
+
+// value is the index value key is filed under: the key, or its bucket (FNV-1a).
+func (x *objectIndex[T]) value(key string) string {
+	if x.has == nil {
+		return key
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return bucketNames[h%uniqueKeyBuckets]
+}
+
+// values are the index values of o.
+func (x *objectIndex[T]) values(o T) []string {
+	keys := x.keys(o)
+	for i, k := range keys {
+		keys[i] = x.value(k)
+	}
+	return keys
 }
 
 // get returns the cache's objects indexed under key. They are shared: read them, never change
@@ -161,12 +212,17 @@ func newLookups() *lookups {
 		}},
 		routesByHostname: objectIndex[*routingv1alpha1.ServiceRoute]{name: "serviceroute.hostnameKey", newList: newRouteList, keys: func(r *routingv1alpha1.ServiceRoute) []string {
 			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}
+		}, has: func(r *routingv1alpha1.ServiceRoute, key string) bool {
+			return naming.IsHostnameKey(key, r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)
 		}},
 		endpointsByRoute: objectIndex[*externaldnsv1alpha1.DNSEndpoint]{name: "dnsendpoint.serviceRoute", newList: newEndpointList, keys: func(ep *externaldnsv1alpha1.DNSEndpoint) []string {
 			if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
 				return []string{routeKey(ep.Namespace, route)}
 			}
 			return nil
+		}, has: func(ep *externaldnsv1alpha1.DNSEndpoint, key string) bool {
+			namespace, route, _ := strings.Cut(key, "/")
+			return ep.Namespace == namespace && ep.Labels[naming.LabelServiceRoute] == route
 		}},
 	}
 }
@@ -185,8 +241,10 @@ func (l *lookups) register(ctx context.Context, c ctrlcache.Cache, apis *Optiona
 	})
 }
 
-func newRouteList() client.ObjectList    { return &routingv1alpha1.ServiceRouteList{} }
-func newEndpointList() client.ObjectList { return &externaldnsv1alpha1.DNSEndpointList{} }
+func newRoute() *routingv1alpha1.ServiceRoute       { return &routingv1alpha1.ServiceRoute{} }
+func newRouteList() client.ObjectList               { return &routingv1alpha1.ServiceRouteList{} }
+func newEndpoint() *externaldnsv1alpha1.DNSEndpoint { return &externaldnsv1alpha1.DNSEndpoint{} }
+func newEndpointList() client.ObjectList            { return &externaldnsv1alpha1.DNSEndpointList{} }
 
 // routeKey is the index value of the objects of the route namespace/name.
 func routeKey(namespace, name string) string { return namespace + "/" + name }

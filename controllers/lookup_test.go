@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,15 +56,23 @@ func TestObjectIndex_ReturnsTheCachedObjectsOfOneKeyOnlyOnceFilled(t *testing.T)
 		return &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels: map[string]string{naming.LabelServiceRoute: route}}}
 	}
+	x := &newLookups().endpointsByRoute
+	// A route whose key shares the bucket of app/api: its DNSEndpoint is filed with api's.
+	sharing := ""
+	for i := 0; sharing == ""; i++ {
+		if name := fmt.Sprintf("r%d", i); x.value(routeKey("app", name)) == x.value("app/api") {
+			sharing = name
+		}
+	}
 	weu, neu := endpoint("app", "api-weu", "api"), endpoint("app", "api-neu", "api")
 	other, elsewhere := endpoint("app", "web-weu", "web"), endpoint("team", "api-weu", "api")
-	x := &newLookups().endpointsByRoute
+	sameBucket := endpoint("app", sharing+"-weu", sharing)
 
 	_, err := x.get("app/api")
 	assert.ErrorIs(t, err, errIndexNotReady, "not registered yet (the DNSEndpoint API is not served)")
 
 	synced := false
-	store := storeOf(t, x, &synced, weu, neu, other, elsewhere)
+	store := storeOf(t, x, &synced, weu, neu, other, elsewhere, sameBucket)
 	_, err = x.get("app/api")
 	assert.ErrorIs(t, err, errIndexNotReady, "an empty answer from a filling cache would read as 'no records'")
 	_, err = x.size()
@@ -72,12 +81,19 @@ func TestObjectIndex_ReturnsTheCachedObjectsOfOneKeyOnlyOnceFilled(t *testing.T)
 	synced = true
 	got, err := x.get("app/api")
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []*externaldnsv1alpha1.DNSEndpoint{weu, neu}, got, "the cache's own objects, not copies, of that route in that namespace")
+	assert.ElementsMatch(t, []*externaldnsv1alpha1.DNSEndpoint{weu, neu}, got, "the cache's own objects, not copies, of that route in that namespace, not of another route of its bucket")
+	shared, err := x.get(routeKey("app", sharing))
+	require.NoError(t, err)
+	assert.Equal(t, []*externaldnsv1alpha1.DNSEndpoint{sameBucket}, shared)
 	none, err := x.get("app/missing")
 	require.NoError(t, err)
 	assert.Empty(t, none)
 	n, err := x.size()
 	require.NoError(t, err)
-	assert.Equal(t, 4, n)
-	assert.Len(t, store.ListIndexFuncValues(x.name), 3, "one index value per route: none doubled per namespace")
+	assert.Equal(t, 5, n)
+	values := store.ListIndexFuncValues(x.name)
+	assert.LessOrEqual(t, len(values), 4, "at most one index value per route, none doubled per namespace")
+	for _, v := range values {
+		assert.Contains(t, bucketNames, v, "routes are filed under buckets, not a set of their own each")
+	}
 }

@@ -26,6 +26,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -61,11 +62,12 @@ type ServiceRouteReconciler struct {
 // Gateway, and what the platform says about namespaces (labels for the Gateway's allowedRoutes,
 // the applications they own), and writes the route's status once. Records are removed only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	route := &routingv1alpha1.ServiceRoute{}
-	if ok, err := fetch(ctx, r, req.NamespacedName, route); !ok {
+	// original is the cache's copy (read only); route is the one the reconcile fills in.
+	original := &routingv1alpha1.ServiceRoute{}
+	if ok, err := fetch(ctx, r.Cached, req.NamespacedName, original); !ok {
 		return ctrl.Result{}, err
 	}
-	original := route.DeepCopy()
+	route := original.DeepCopy()
 	in, err := r.gather(ctx, route)
 	if err != nil {
 		return r.end(ctx, route, original, plan.Outcome{}, requeue{}, err) // nothing is deleted on a failed read
@@ -108,23 +110,24 @@ func routeOutcome(o plan.Outcome, w written[*externaldnsv1alpha1.DNSEndpoint]) p
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
 	in := plan.RouteInputs{Route: route}
 	var err error
-	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
+	// Every input is read only: shallow copies of the cache's objects (base.Cached).
+	if in.Identity, in.Configuration, err = getSingletons(ctx, r.Cached); err != nil {
 		return in, err
 	}
 	in.EndpointsAPIMissing = !r.APIs.Served(dnsEndpointKind)
-	if in.Policy, err = policyInForce(ctx, r, route.Namespace); err != nil {
+	if in.Policy, err = policyInForce(ctx, r.Cached, route.Namespace); err != nil {
 		return in, err
 	}
-	ns, err := getNamespace(ctx, r, route.Namespace)
+	ns, err := getNamespace(ctx, r.Cached, route.Namespace)
 	if err != nil {
 		return in, err
 	}
 	in.NamespaceLabels, in.NamespaceAnnotations = ns.Labels, ns.Annotations
-	if in.ApplicationListedBy, err = namespacesListing(ctx, r, route.Spec.Application); err != nil {
+	if in.ApplicationListedBy, err = namespacesListing(ctx, r.Cached, route.Spec.Application); err != nil {
 		return in, err
 	}
 	gw := &routingv1alpha1.Gateway{}
-	switch err := r.Get(ctx, plan.GatewayRef(route), gw); {
+	switch err := r.Cached.Get(ctx, plan.GatewayRef(route), gw); {
 	case err == nil:
 		in.Gateway = gw
 	case !apierrors.IsNotFound(err):
@@ -149,7 +152,7 @@ func (r *ServiceRouteReconciler) hostnameWinner(ctx context.Context, route *rout
 		if c.UID == route.UID {
 			continue
 		}
-		if allowed[c.UID], err = applicationAllowed(ctx, r, c); err != nil {
+		if allowed[c.UID], err = applicationAllowed(ctx, r.Cached, c); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +203,7 @@ func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1al
 // API appearing. The watch on the route's own DNSEndpoints starts once that API is served.
 func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allRoutes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{})
+		return requestsForAll(ctx, r.Cached.Cache, newRoute, newRouteList, "")
 	})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
@@ -211,7 +214,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&routingv1alpha1.ServiceRoute{}).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return requestsFor(ctx, r, &routingv1alpha1.ServiceRouteList{}, client.InNamespace(o.GetNamespace()))
+			return requestsForAll(ctx, r.Cached.Cache, newRoute, newRouteList, o.GetNamespace())
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsOf(ctx, &r.Lookups.routesByGateway, client.ObjectKeyFromObject(o).String())
@@ -248,27 +251,27 @@ func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
 		if old != nil && new != nil && !appsChanged && maps.Equal(old.GetLabels(), new.GetLabels()) {
 			return // no change the routes depend on
 		}
-		own := &routingv1alpha1.ServiceRouteList{}
-		if err := r.List(ctx, own, client.InNamespace(ns.GetName())); err != nil {
+		// Read in place: every namespace arrives as created when the operator starts.
+		affected, err := cacheview.All(ctx, r.Cached.Cache, newRoute, newRouteList, ns.GetName())
+		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of a namespace", "namespace", ns.GetName())
 			return
 		}
 		if !appsChanged {
-			for i := range own.Items {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&own.Items[i])})
+			for _, route := range affected {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
 			}
 			return
 		}
-		affected := listItems(own.Items)
 		for _, app := range symmetricDifference(oldApps, newApps) {
 			list := &routingv1alpha1.ServiceRouteList{}
-			if err := r.List(ctx, list, client.MatchingFields{indexRouteApplication: app}); err != nil {
+			if err := r.Cached.List(ctx, list, client.MatchingFields{indexRouteApplication: app}); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of an application", "application", app)
 				continue
 			}
 			affected = append(affected, listItems(list.Items)...)
 		}
-		ci, err := getIdentity(ctx, r)
+		ci, err := getIdentity(ctx, r.Cached)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "reading the ClusterIdentity")
 		}
@@ -337,7 +340,7 @@ func (r *ServiceRouteReconciler) claimantsHandler() handler.EventHandler {
 		if !ok {
 			return
 		}
-		ci, err := getIdentity(ctx, r)
+		ci, err := getIdentity(ctx, r.Cached)
 		if err != nil || ci == nil {
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
@@ -153,6 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups,
+		Cached:       cacheview.Reader{Cache: mgr.GetCache()},
 		StatusWriter: statusWriter{metadata: metadataClient, mapper: mgr.GetRESTMapper(), scheme: mgr.GetScheme()}}
 	ingressConflicts := metrics.NewConflictSet()
 	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
@@ -181,7 +183,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	metrics.RegisterDeletionsHeld(func() int { return deletions.State(time.Now()).Held })
 	metrics.RegisterEventsDropped(recorder.Dropped)
-	collector := metrics.NewStateCollector(mgr.GetClient(), ingressConflicts, func(l client.ObjectList) bool {
+	collector := metrics.NewStateCollector(mgr.GetCache(), ingressConflicts, func(l client.ObjectList) bool {
 		switch l.(type) {
 		case *externaldnsv1alpha1.DNSEndpointList:
 			return apis.Served(dnsEndpointKind)

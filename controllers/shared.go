@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -24,6 +25,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
@@ -203,6 +205,22 @@ func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.(client.Object))})
 		return nil
 	})
+	return reqs
+}
+
+// requestsForAll returns a request for every cached object of T's kind, in namespace when it is
+// not empty. It reads the cache in place (cacheview.All): a ClusterIdentity change maps to every
+// route, and a list would copy each of them only to take its key.
+func requestsForAll[T client.Object](ctx context.Context, c ctrlcache.Cache, newObj func() T, newList func() client.ObjectList, namespace string) []reconcile.Request {
+	objs, err := cacheview.All(ctx, c, newObj, newList, namespace)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(objs))
+	for i, o := range objs {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
+	}
 	return reqs
 }
 

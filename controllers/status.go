@@ -15,6 +15,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -46,6 +47,10 @@ type base struct {
 	Versions *writtenVersions
 	// Lookups are the cache indexes read in place (lookup.go).
 	Lookups *lookups
+	// Cached reads inputs a reconcile never changes as shallow copies of the cache's objects
+	// (cacheview.Reader): no deep copy of the singletons, policy, namespace and Gateway on each
+	// of thousands of route reconciles.
+	Cached cacheview.Reader
 	// StatusWriter sends the status patches (statuswriter.go).
 	StatusWriter statusWriter
 }

@@ -9,12 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 )
 
 // stateMetrics are the metrics StateCollector computes.
@@ -34,17 +36,18 @@ const collectTimeout = 10 * time.Second
 // controller-runtime's registry when it starts leading and unregisters it when it stops, so
 // standby replicas export no state metrics (nothing is counted twice) and start no informers.
 type StateCollector struct {
-	reader           client.Reader
+	cache            ctrlcache.Cache
 	ingressConflicts *ConflictSet
 	listable         func(client.ObjectList) bool
 	descs            map[string]*prometheus.Desc
 }
 
-// NewStateCollector returns a collector reading from reader (the manager's cached client) and
-// counting the IngressDNS conflicts recorded in ingressConflicts. listable says whether a kind can be listed (its API is installed); kinds that cannot are left
-// out of the scrape, so that a missing optional CRD never blocks it.
-func NewStateCollector(reader client.Reader, ingressConflicts *ConflictSet, listable func(client.ObjectList) bool) *StateCollector {
-	c := &StateCollector{reader: reader, ingressConflicts: ingressConflicts, listable: listable, descs: map[string]*prometheus.Desc{}}
+// NewStateCollector returns a collector reading the manager's cache and counting the IngressDNS
+// conflicts recorded in ingressConflicts. listable says whether a kind can be listed (its API is
+// installed); kinds that cannot are left out of the scrape, so that a missing optional CRD never
+// blocks it.
+func NewStateCollector(cache ctrlcache.Cache, ingressConflicts *ConflictSet, listable func(client.ObjectList) bool) *StateCollector {
+	c := &StateCollector{cache: cache, ingressConflicts: ingressConflicts, listable: listable, descs: map[string]*prometheus.Desc{}}
 	for _, name := range stateMetrics {
 		c.descs[name] = desc(name)
 	}
@@ -72,28 +75,33 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// read takes the cache's own objects (cacheview.All): a scrape copies none of them.
 func (c *StateCollector) read(ctx context.Context) (State, error) {
 	s := State{IngressConflicts: c.ingressConflicts.Len()}
-	identities := &clusterv1alpha1.ClusterIdentityList{}
-	configurations := &clusterv1alpha1.DNSConfigurationList{}
-	policies := &routingv1alpha1.DNSPolicyList{}
-	gateways := &routingv1alpha1.GatewayList{}
-	routes := &routingv1alpha1.ServiceRouteList{}
-	endpoints := &externaldnsv1alpha1.DNSEndpointList{}
-	istioGateways := &istionetworkingv1.GatewayList{}
 	var errs []error
-	for _, list := range []client.ObjectList{identities, configurations, policies, gateways, routes, endpoints, istioGateways} {
-		if !c.listable(list) {
-			continue
-		}
-		// Read-only: the samples are counted from the cache's own objects, without copying them.
-		if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			errs = append(errs, fmt.Errorf("listing %T: %w", list, err))
-		}
-	}
-	s.Identities, s.Configurations, s.Policies = identities.Items, configurations.Items, policies.Items
-	s.Gateways, s.Routes, s.Endpoints, s.IstioGateways = gateways.Items, routes.Items, endpoints.Items, istioGateways.Items
+	readAll(ctx, c, &s.Identities, &clusterv1alpha1.ClusterIdentityList{}, &errs)
+	readAll(ctx, c, &s.Configurations, &clusterv1alpha1.DNSConfigurationList{}, &errs)
+	readAll(ctx, c, &s.Policies, &routingv1alpha1.DNSPolicyList{}, &errs)
+	readAll(ctx, c, &s.Gateways, &routingv1alpha1.GatewayList{}, &errs)
+	readAll(ctx, c, &s.Routes, &routingv1alpha1.ServiceRouteList{}, &errs)
+	readAll(ctx, c, &s.Endpoints, &externaldnsv1alpha1.DNSEndpointList{}, &errs)
+	readAll(ctx, c, &s.IstioGateways, &istionetworkingv1.GatewayList{}, &errs)
 	return s, errors.Join(errs...)
+}
+
+// readAll fills out with the cached objects of list's kind, when the kind can be listed.
+func readAll[T interface {
+	client.Object
+	*E
+}, E any](ctx context.Context, c *StateCollector, out *[]T, list client.ObjectList, errs *[]error) {
+	if !c.listable(list) {
+		return
+	}
+	objs, err := cacheview.All(ctx, c.cache, func() T { return new(E) }, func() client.ObjectList { return list }, "")
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("listing %T: %w", list, err))
+	}
+	*out = objs
 }
 
 // Start registers the collector on controller-runtime's registry until ctx ends.

@@ -21,9 +21,9 @@ func TestState_RoutesByZoneState(t *testing.T) {
 	}
 	cfg := clusterv1alpha1.DNSConfiguration{Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
 		{Name: "external-dns-weu", Region: "weu"}, {Name: "external-dns-neu", Region: "neu"}}}}
-	s := State{Configurations: []clusterv1alpha1.DNSConfiguration{cfg}, Routes: []routingv1alpha1.ServiceRoute{
-		zones("Published", "Pending"), zones("Published", "Drifted"), zones("Unreachable"), {},
-	}}
+	s := State{Configurations: pointers(cfg), Routes: pointers(
+		zones("Published", "Pending"), zones("Published", "Drifted"), zones("Unreachable"), routingv1alpha1.ServiceRoute{},
+	)}
 	got := map[string]float64{}
 	for _, sample := range s.Samples(time.Now()) {
 		if sample.Name == ZoneRoutesName {

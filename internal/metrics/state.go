@@ -44,15 +44,15 @@ var conflictSeries = [][2]string{
 }
 
 // State is everything the state metrics are computed from: the objects in the informer cache
-// and the IngressDNS conflicts.
+// (its own objects, read only) and the IngressDNS conflicts.
 type State struct {
-	Identities     []clusterv1alpha1.ClusterIdentity
-	Configurations []clusterv1alpha1.DNSConfiguration
-	Policies       []routingv1alpha1.DNSPolicy
-	Gateways       []routingv1alpha1.Gateway
-	Routes         []routingv1alpha1.ServiceRoute
+	Identities     []*clusterv1alpha1.ClusterIdentity
+	Configurations []*clusterv1alpha1.DNSConfiguration
+	Policies       []*routingv1alpha1.DNSPolicy
+	Gateways       []*routingv1alpha1.Gateway
+	Routes         []*routingv1alpha1.ServiceRoute
 	// Endpoints are the managed DNSEndpoints; IstioGateways the managed Istio Gateways.
-	Endpoints     []externaldnsv1alpha1.DNSEndpoint
+	Endpoints     []*externaldnsv1alpha1.DNSEndpoint
 	IstioGateways []*istionetworkingv1.Gateway
 	// IngressConflicts is the number of gateway entry points in an ownership conflict.
 	IngressConflicts int
@@ -186,8 +186,9 @@ func (s State) conflicts() map[string]float64 {
 
 func (s State) dnsRecords() map[string]float64 {
 	counts := map[string]float64{}
+	k := keys{}
 	for _, ep := range s.Endpoints {
-		if !desired.IsManaged(&ep) {
+		if !desired.IsManaged(ep) {
 			continue
 		}
 		source := SourceServiceRoute
@@ -195,7 +196,7 @@ func (s State) dnsRecords() map[string]float64 {
 			source = SourceGateway
 		}
 		for _, r := range ep.Spec.Endpoints {
-			counts[key(ep.Labels[naming.LabelController], r.RecordType, source)]++
+			counts[k.of(ep.Labels[naming.LabelController], r.RecordType, source)]++
 		}
 	}
 	return counts

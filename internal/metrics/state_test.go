@@ -70,23 +70,22 @@ func TestState_Samples(t *testing.T) {
 	igw.Name = "gw"
 
 	state := State{
-		Identities:     []clusterv1alpha1.ClusterIdentity{identity},
-		Configurations: []clusterv1alpha1.DNSConfiguration{},
-		Policies:       []routingv1alpha1.DNSPolicy{activePolicy, noControllers, inactive},
-		Gateways:       []routingv1alpha1.Gateway{gateway, conflicted},
-		Routes: []routingv1alpha1.ServiceRoute{
+		Identities: pointers(identity),
+		Policies:   pointers(activePolicy, noControllers, inactive),
+		Gateways:   pointers(gateway, conflicted),
+		Routes: pointers(
 			route("a", routingv1alpha1.PhaseActive, ready(metav1.ConditionTrue, routingv1alpha1.ReasonReconciliationSucceeded, time.Hour)),
 			route("b", routingv1alpha1.PhaseActive, ready(metav1.ConditionTrue, routingv1alpha1.ReasonReconciliationSucceeded, time.Minute)),
 			route("c", routingv1alpha1.PhasePending, ready(metav1.ConditionFalse, routingv1alpha1.ReasonHostnameConflict, 30*time.Minute)),
 			route("d", routingv1alpha1.PhasePending, ready(metav1.ConditionFalse, routingv1alpha1.ReasonHostnameConflict, 10*time.Minute)),
 			route("e", routingv1alpha1.PhasePending, ready(metav1.ConditionFalse, routingv1alpha1.ReasonDNSPolicyInactive, 2*time.Hour)),
 			newRoute,
-		},
-		Endpoints: []externaldnsv1alpha1.DNSEndpoint{
-			*desired.RouteEndpoint(&r, weu, "h", "t"),
-			*desired.RouteEndpoint(&r, neu, "h", "t"),
-			*desired.GatewayEndpoint(ingress, weu, "istio-system", "t", address),
-			foreign, // not the operator's: not counted
+		),
+		Endpoints: []*externaldnsv1alpha1.DNSEndpoint{
+			desired.RouteEndpoint(&r, weu, "h", "t"),
+			desired.RouteEndpoint(&r, neu, "h", "t"),
+			desired.GatewayEndpoint(ingress, weu, "istio-system", "t", address),
+			&foreign, // not the operator's: not counted
 		},
 		IstioGateways:    []*istionetworkingv1.Gateway{desired.IstioGateway(igw, []string{"a.example.com", "b.example.com"})},
 		IngressConflicts: 1,
@@ -174,4 +173,13 @@ func TestDefinitions_PassPromlint(t *testing.T) {
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
+}
+
+// pointers returns pointers to copies of objs, as the cache hands out its objects.
+func pointers[T any](objs ...T) []*T {
+	out := make([]*T, len(objs))
+	for i := range objs {
+		out[i] = &objs[i]
+	}
+	return out
 }

@@ -111,6 +111,23 @@ func HostnameKey(serviceName, environment, application string) string {
 	return SourceLabel(serviceName, placeholder, environment, application)
 }
 
+// IsHostnameKey reports whether key equals HostnameKey(serviceName, environment, application)
+// without building it: a lookup compares it with every route that shares the key's index
+// bucket.
+func IsHostnameKey(key, serviceName, environment, application string) bool {
+	rest, ok := strings.CutPrefix(key, serviceName)
+	if ok {
+		rest, ok = strings.CutPrefix(rest, "-ns-"+placeholder+"-")
+	}
+	if ok {
+		rest, ok = strings.CutPrefix(rest, environment)
+	}
+	if ok {
+		rest, ok = strings.CutPrefix(rest, "-")
+	}
+	return ok && rest == application
+}
+
 // ClaimKeys returns the HostnameKeys of every (serviceName, environment, application) that yields
 // label with environmentLetter. Different fields can produce the same label (a serviceName may
 // itself contain "-ns-d-"), so there is one key per occurrence of "-ns-{letter}-" in the label.

@@ -85,7 +85,19 @@ func TestClaimKeys_FindEveryRouteWithTheSameLabel(t *testing.T) {
 			assert.Equal(t, tt.same, slices.Contains(ClaimKeys(labelA, tt.letter), keyB))
 			keyA := HostnameKey(tt.a.service, tt.a.env, tt.a.app)
 			assert.Contains(t, ClaimKeys(labelA, tt.letter), keyA, "a label's own key is always among its claim keys")
+			assert.True(t, IsHostnameKey(keyA, tt.a.service, tt.a.env, tt.a.app))
+			assert.Equal(t, keyB == keyA, IsHostnameKey(keyB, tt.a.service, tt.a.env, tt.a.app), "IsHostnameKey is equality with HostnameKey")
 		})
+	}
+}
+
+func TestIsHostnameKey_IsEqualityWithTheBuiltKey(t *testing.T) {
+	key := HostnameKey("api", "dev", "myapp")
+	for _, f := range [][3]string{
+		{"api", "dev", "myapp"}, {"api", "dev", "myap"}, {"api", "dev", "myappx"}, {"ap", "dev", "myapp"},
+		{"api-ns-*", "dev", "myapp"}, {"api", "de", "v-myapp"}, {"api", "", "dev-myapp"}, {"", "", ""},
+	} {
+		assert.Equal(t, key == HostnameKey(f[0], f[1], f[2]), IsHostnameKey(key, f[0], f[1], f[2]), "%q", f)
 	}
 }
 
