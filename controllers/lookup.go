@@ -9,13 +9,13 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -112,19 +112,7 @@ func (x *objectIndex[T]) registerField(ctx context.Context, c ctrlcache.Cache, p
 		return fmt.Errorf("adding index %s: %w", x.name, err)
 	}
 	list := func(opts ...client.ListOption) ([]T, error) {
-		l := x.newList()
-		if err := c.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-			return nil, err
-		}
-		objs, err := meta.ExtractList(l)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]T, len(objs))
-		for i, o := range objs {
-			out[i] = o.(T)
-		}
-		return out, nil
+		return cacheview.List[T](ctx, c, x.newList(), opts...)
 	}
 	x.source.Store(&indexSource[T]{
 		get: func(key string) ([]T, error) {

@@ -217,7 +217,8 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return requestsForAll(ctx, r.Cached.Cache, newRoute, newRouteList, o.GetNamespace())
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return requestsOf(ctx, &r.Lookups.routesByGateway, client.ObjectKeyFromObject(o).String())
+			routes, err := r.Lookups.routesByGateway.get(client.ObjectKeyFromObject(o).String())
+			return requestsOf(ctx, routes, err)
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, r.hostLimitChanges()).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).

@@ -195,7 +195,7 @@ func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1al
 // requestsFor lists the objects of list's kind that match opts (from the cache) and returns a
 // reconcile request for each: the mapping of every "this change affects those objects" watch.
 func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
-	// Read-only: only the keys are taken; a ClusterIdentity change lists every route.
+	// Read-only: only the keys are taken. (Every route: requestsForAll, which copies nothing.)
 	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
 		return nil
@@ -213,20 +213,11 @@ func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 // route, and a list would copy each of them only to take its key.
 func requestsForAll[T client.Object](ctx context.Context, c ctrlcache.Cache, newObj func() T, newList func() client.ObjectList, namespace string) []reconcile.Request {
 	objs, err := cacheview.All(ctx, c, newObj, newList, namespace)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(objs))
-	for i, o := range objs {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
-	}
-	return reqs
+	return requestsOf(ctx, objs, err)
 }
 
-// requestsOf is requestsFor over a lookup read in place.
-func requestsOf[T client.Object](ctx context.Context, index *objectIndex[T], key string) []reconcile.Request {
-	objs, err := index.get(key)
+// requestsOf returns a request for each of objs, read in place (nothing when the read failed).
+func requestsOf[T client.Object](ctx context.Context, objs []T, err error) []reconcile.Request {
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
 		return nil

@@ -50,7 +50,11 @@ func All[T client.Object](ctx context.Context, c ctrlcache.Cache, newObj func() 
 		return nil, err
 	}
 	if s == nil {
-		return listCopies[T](ctx, c, newList(), namespace)
+		var opts []client.ListOption
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		return List[T](ctx, c, newList(), opts...)
 	}
 	var items []any
 	if namespace == "" {
@@ -67,12 +71,10 @@ func All[T client.Object](ctx context.Context, c ctrlcache.Cache, newObj func() 
 	return out, nil
 }
 
-func listCopies[T client.Object](ctx context.Context, c ctrlcache.Cache, list client.ObjectList, namespace string) ([]T, error) {
-	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
-	if namespace != "" {
-		opts = append(opts, client.InNamespace(namespace))
-	}
-	if err := c.List(ctx, list, opts...); err != nil {
+// List lists the cached objects matching opts through the cache's client, without deep copies,
+// and returns pointers to the list's items: shallow copies whose maps and slices are the cache's.
+func List[T client.Object](ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) ([]T, error) {
+	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}
 	objs, err := meta.ExtractList(list)
