@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -101,6 +103,7 @@ func Start(opts Options) (*Env, error) {
 	}
 
 	scheme := operatorscheme.New()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // tests handle RBAC, leases, …
 	e := &Env{Scheme: scheme, RepoRoot: root, crds: crds}
 	e.env = &envtest.Environment{
 		Scheme:                scheme,
