@@ -123,6 +123,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
 	rep.cold = time.Since(start)
 	rep.coldGatewayLag = time.Since(routesDone)
+	rep.coldInPhase = scrape(b, w).since(m0)
 	op.heapProfile(b, "cold")
 	m1 = w.quiet()
 	reconciles = append(reconciles, op.metrics(b)["controller_runtime_reconcile_total/serviceroute"])
@@ -137,6 +138,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
 	rep.fanOut = time.Since(start)
 	rep.fanOutGatewayLag = time.Since(routesDone)
+	rep.fanOutInPhase = scrape(b, w).since(m1)
 	op.heapProfile(b, "fanout")
 	m2 := w.quiet()
 	reconciles = append(reconciles, op.metrics(b)["controller_runtime_reconcile_total/serviceroute"])
@@ -439,6 +441,7 @@ type report struct {
 	floorColdWrites, floorFanOutWrites requests
 	created, cold, fanOut              time.Duration
 	coldWrites, fanOutWrites           requests
+	coldInPhase, fanOutInPhase         requests // the writes until the phase converged, without the stragglers
 	coldState                          convergence
 	istioBytes                         int
 	peakRSS, restartRSS                int64
@@ -471,6 +474,9 @@ func (r *report) print(out io.Writer) {
 	p("| fan-out (domain change → every CNAME, status and Istio host follows) | %.1f s (%.1f s before, %.1f s after the operator's) | %.1f s | %.2f |",
 		r.fanOutFloor().Seconds(), r.floorFanOut.Seconds(), r.floorFanOutAfter.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.fanOutFloor().Seconds())
 	p("| ServiceRoute reconciles per route (cold / fan-out) | | %.2f / %.2f | |", r.coldReconciles, r.fanOutReconciles)
+	p("| events during the timed phase, share of all writes then (cold / fan-out) | | %.0f, %.1f %% / %.0f, %.1f %% | |",
+		r.coldInPhase.of(resEvents), 100*r.coldInPhase.of(resEvents)/r.coldInPhase.total(notLease),
+		r.fanOutInPhase.of(resEvents), 100*r.fanOutInPhase.of(resEvents)/r.fanOutInPhase.total(notLease))
 	p("| Istio Gateway writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resIstioGateways), r.fanOutWrites.of(resIstioGateways))
 	p("| Istio Gateway final after the last route settled (cold / fan-out) | | %.1f s / %.1f s | |", r.coldGatewayLag.Seconds(), r.fanOutGatewayLag.Seconds())
 	p("| router.io Gateway status writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resGatewayStatus), r.fanOutWrites.of(resGatewayStatus))
