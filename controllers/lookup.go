@@ -30,7 +30,7 @@ import (
 //
 // Keys that are unique to one object (a route's hostname, a route's DNSEndpoints) are filed under
 // one of uniqueKeyBuckets hashes of the key instead: client-go keeps a set per index value, and
-// a set of one costs about 200 bytes, 4 MB per such index at 10,000 routes. A bucket's set is
+// a set of one costs about 200 bytes, 2 MB per such index at 10,000 routes. A bucket's set is
 // shared by the objects whose keys hash alike, and a lookup keeps those that have the key.
 
 // errIndexNotReady: the informer behind a lookup has not filled yet (its API just appeared). An

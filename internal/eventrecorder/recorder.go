@@ -54,7 +54,7 @@ type Settings struct {
 // DefaultSettings: client-go's series window, four senders, 4,096 recent events (client-go's
 // core/v1 recorder remembers as many), bursts of 100 and then at most 5 events per second, with
 // 250 waiting: far more than a cluster at rest produces, while during a change reaching thousands
-// of routes the events take about 2 % of the API server's writes instead of the 9 % that 20 per
+// of routes the events take about 2 % of the API server's writes instead of the 6–9 % that 20 per
 // second took from the records, and trail them by at most 50 s (docs/DEVELOPMENT.md#scale).
 var DefaultSettings = Settings{Queue: 250, Senders: 4, Series: 4096, SeriesWindow: 6 * time.Minute, PerSecond: 5, Burst: 100}
 
