@@ -10,9 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -196,16 +194,8 @@ func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1al
 // reconcile request for each: the mapping of every "this change affects those objects" watch.
 func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
 	// Read-only: only the keys are taken. (Every route: requestsForAll, which copies nothing.)
-	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
-		return nil
-	}
-	var reqs []reconcile.Request
-	_ = meta.EachListItem(list, func(o runtime.Object) error {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.(client.Object))})
-		return nil
-	})
-	return reqs
+	objs, err := cacheview.List[client.Object](ctx, c, list, opts...)
+	return requestsOf(ctx, objs, err)
 }
 
 // requestsForAll returns a request for every cached object of T's kind, in namespace when it is
