@@ -83,10 +83,11 @@ func (a *OptionalAPIs) WhenServed(gvk schema.GroupVersionKind, start func() erro
 
 // watchOwnedWhenServed starts, once the optional kind of generated is served, c's watch on the
 // generated objects controlled by an owner of kind owner: the Owns() of the builder, deferred, and
-// mapped without the REST mapper (controllerOwner).
-func watchOwnedWhenServed(mgr ctrl.Manager, apis *OptionalAPIs, c controller.Controller, gvk schema.GroupVersionKind, generated client.Object, owner schema.GroupKind) error {
+// mapped without the REST mapper (controllerOwner). The echoes of the operator's own writes of
+// them are dropped (ownEchoes).
+func watchOwnedWhenServed(mgr ctrl.Manager, apis *OptionalAPIs, c controller.Controller, gvk schema.GroupVersionKind, generated client.Object, owner schema.GroupKind, written *writtenVersions) error {
 	return apis.WhenServed(gvk, func() error {
-		return c.Watch(source.Kind(mgr.GetCache(), generated, controllerOwner(owner)))
+		return c.Watch(source.Kind(mgr.GetCache(), generated, controllerOwner(owner), ownEchoes(written)))
 	})
 }
 

@@ -19,7 +19,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
@@ -144,7 +143,7 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 		want = append(want, desired.IstioGateway(gw, p.Hosts))
 	}
 	kind := desired.IstioGatewayKind(gw.Name)
-	return applyChanges(ctx, r.base, kind, apply.Diff(kind, want, current), notice[*istionetworkingv1.Gateway]{target: gw, reason: p.Reason, describe: describeHosts})
+	return applyChanges(ctx, r.base, kind, want, current, notice[*istionetworkingv1.Gateway]{target: gw, reason: p.Reason, describe: describeHosts})
 }
 
 // pairPeers enqueues the Gateways sharing the (controller, targetPostfix) pair of a Gateway that
@@ -208,5 +207,5 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, routingGK("Gateway"))
+	return watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, routingGK("Gateway"), r.Versions)
 }

@@ -16,7 +16,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
@@ -62,7 +61,7 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 		eventTarget = oldest
 	}
 	kind := desired.AddressEndpointKind(pair)
-	w, err := applyChanges(ctx, r.base, kind, apply.Diff(kind, p.Endpoints, listItems(list.Items)),
+	w, err := applyChanges(ctx, r.base, kind, p.Endpoints, listItems(list.Items),
 		notice[*externaldnsv1alpha1.DNSEndpoint]{target: eventTarget, reason: routingv1alpha1.ReasonGatewayCreated, describe: describeRecords})
 	if err != nil {
 		return r.finish(requeue{}, err)

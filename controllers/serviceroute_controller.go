@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -25,7 +26,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -175,15 +175,14 @@ func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1
 }
 
 // syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
-// (by the route label index), the changes from apply.Diff.
+// (by the route label index), the changes from apply.Diff in applyChanges.
 func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
 	current, err := r.Lookups.endpointsByRoute.get(routeKey(route.Namespace, route.Name))
 	if err != nil {
 		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
 	kind := desired.RouteEndpointKind(route.Name)
-	changes := apply.Diff(kind, p.Endpoints, current)
-	return applyChanges(ctx, r.base, kind, changes, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
+	return applyChanges(ctx, r.base, kind, p.Endpoints, current, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
 }
 
 func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1alpha1.ManagedEndpoint, string) {
@@ -208,10 +207,11 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, defaultRouteWorkers)}).
-		// Every change, its own status writes included: a reconcile that started from a cached
-		// copy older than the last status write may find nothing to write; the write's own
-		// event then runs it again on the fresh copy, so a status never stays stale.
-		For(&routingv1alpha1.ServiceRoute{}).
+		// Every change but the echoes of the operator's own status writes (ownEchoes): a route
+		// is reconciled once per change, not once more per write. A reconcile that started
+		// from a cached copy older than its last status write skips its write and asks for
+		// that write's echo, which then runs it again on the fresh copy.
+		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(ownEchoes(r.Versions))).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsForAll(ctx, r.Cached.Cache, newRoute, newRouteList, o.GetNamespace())
@@ -232,7 +232,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, routingGK("ServiceRoute"))
+	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, routingGK("ServiceRoute"), r.Versions)
 }
 
 // namespaceHandler enqueues the routes a namespace change affects: a change of its labels

@@ -101,20 +101,27 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	}
 	meta.SetStatusCondition(s.conditions, condition)
 	readyFirst(*s.conditions)
+	if b.Versions.superseded(original) {
+		// Our previous status write replaced this very copy: the cache is behind, and that
+		// write's own event runs this reconcile again on the fresh copy, whether this one found
+		// the status changed or not (the API server has the written one, not this copy's).
+		return b.finish(rq, err)
+	}
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
-		if b.Versions.superseded(original) {
-			// Our previous status write replaced this very copy: the cache is behind, and that
-			// write's own event runs this reconcile again on the fresh copy.
-			return b.finish(rq, err)
+		b.Versions.writing(original.GetUID(), original.GetResourceVersion())
+		produced, patchErr := b.StatusWriter.patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+		if patchErr != nil {
+			b.Versions.failed(original.GetUID())
 		}
-		patchErr := b.StatusWriter.patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case apierrors.IsConflict(patchErr):
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, err
 		case patchErr != nil:
 			return ctrl.Result{}, errors.Join(err, patchErr)
 		}
-		b.Versions.wrote(original.GetUID(), original.GetResourceVersion())
+		if !b.Versions.wrote(original.GetUID(), original.GetResourceVersion(), produced) {
+			err = errors.Join(err, errCacheLag) // somebody else's change went by unseen: look again
+		}
 		recordTransition(b.Recorder, obj, previous, condition)
 		recordPublishedTransition(b.Recorder, obj, original)
 	}

@@ -24,24 +24,28 @@ type statusWriter struct {
 	scheme   *runtime.Scheme
 }
 
-// patch applies patch to the status subresource of obj.
-func (w statusWriter) patch(ctx context.Context, obj client.Object, patch client.Patch) error {
+// patch applies patch to the status subresource of obj and returns the resourceVersion the
+// object has now.
+func (w statusWriter) patch(ctx context.Context, obj client.Object, patch client.Patch) (string, error) {
 	data, err := patch.Data(obj)
 	if err != nil {
-		return fmt.Errorf("computing the status patch: %w", err)
+		return "", fmt.Errorf("computing the status patch: %w", err)
 	}
 	gvk, err := apiutil.GVKForObject(obj, w.scheme)
 	if err != nil {
-		return err
+		return "", err
 	}
 	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var resource metadata.ResourceInterface = w.metadata.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		resource = w.metadata.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 	}
-	_, err = resource.Patch(ctx, obj.GetName(), patch.Type(), data, metav1.PatchOptions{FieldManager: string(fieldOwner)}, "status")
-	return err
+	patched, err := resource.Patch(ctx, obj.GetName(), patch.Type(), data, metav1.PatchOptions{FieldManager: string(fieldOwner)}, "status")
+	if err != nil {
+		return "", err
+	}
+	return patched.ResourceVersion, nil
 }

@@ -1,52 +1,217 @@
 package controllers
 
 import (
+	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // writtenVersions remembers, per object the operator wrote, the resourceVersion its write
-// replaced. A reconcile that starts from that very version read the cache before the write's
-// own event arrived: writing again would only meet an optimistic-lock conflict, so the write is
-// skipped, and the write's event — which always comes — runs the reconcile again on the fresh
-// copy. Only equality is tested: resourceVersions are opaque and never compared for order.
+// replaced and the one it produced. Only equality is tested: resourceVersions are opaque and
+// never compared for order. Two things follow from it:
+//
+//   - A reconcile that starts from the replaced version read the cache before the write's own
+//     event arrived: writing again would only meet an optimistic-lock conflict, so the write is
+//     skipped (superseded), and the write's event is asked to run the reconcile again on the
+//     fresh copy.
+//   - The event of the produced version is the echo of the operator's own write: the cache now
+//     holds exactly what the reconcile decided from its inputs, and a change of any input raises
+//     an event of its own. ownEchoes drops that event, so a route is reconciled once per change
+//     instead of once more for each of its writes (unless a reconcile asked for it, above).
 type writtenVersions struct {
-	mu       sync.Mutex
-	replaced map[types.UID]string
+	mu     sync.Mutex
+	writes map[types.UID]ownWrite
+	// creating are the creates in flight, by name: the new object's UID comes with the answer.
+	creating map[createKey]seenCreate
+}
+
+// createKey names an object being created: its Go type and its namespace and name.
+type createKey struct {
+	goType          reflect.Type
+	namespace, name string
+}
+
+func createKeyOf(obj client.Object) createKey {
+	return createKey{goType: reflect.TypeOf(obj), namespace: obj.GetNamespace(), name: obj.GetName()}
+}
+
+// seenCreate is the first event of an object of the name being created that arrived while the
+// create was in flight (dropped, as its echo most likely is).
+type seenCreate struct {
+	seen bool
+	uid  types.UID
+	rv   string
+}
+
+// ownWrite is what one write of the operator did to an object's resourceVersion.
+type ownWrite struct {
+	replaced, produced string
+	// inFlight: the write is sent and not answered yet; seen is the version of the first event
+	// that arrived meanwhile (dropped: with the write's optimistic lock, the next version after
+	// the replaced one is the write's own if it succeeds, and a failed write runs the reconcile
+	// again anyway).
+	inFlight bool
+	seen     string
+	// rerun: a reconcile skipped its write because it read the replaced version; the echo of
+	// the produced version must run it again.
+	rerun bool
 }
 
 func newWrittenVersions() *writtenVersions {
-	return &writtenVersions{replaced: map[types.UID]string{}}
+	return &writtenVersions{writes: map[types.UID]ownWrite{}, creating: map[createKey]seenCreate{}}
 }
 
-// wrote records that a write replaced the version obj had (call it with the object as it was
-// read, before the write).
-func (v *writtenVersions) wrote(uid types.UID, replacedVersion string) {
+// writing records that a write of the object uid, with an optimistic lock on version replaced,
+// is being sent: its echo may arrive before its answer. wrote or failed must follow.
+func (v *writtenVersions) writing(uid types.UID, replaced string) {
 	if v == nil || uid == "" {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.replaced[uid] = replacedVersion
+	v.writes[uid] = ownWrite{replaced: replaced, inFlight: true}
+}
+
+// failed forgets a write that did not happen. An event dropped while it was in flight was
+// somebody else's; the failed write's reconcile runs again, so nothing is lost.
+func (v *writtenVersions) failed(uid types.UID) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.writes, uid)
+}
+
+// creatingObject records that obj is being created: its echo may arrive before its answer.
+// createdObject must follow.
+func (v *writtenVersions) creatingObject(obj client.Object) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.creating[createKeyOf(obj)] = seenCreate{}
+}
+
+// createdObject records the answer to a create of obj (ok: obj is the created object, with its
+// UID and resourceVersion). It returns false when an event dropped while the create was in flight
+// was not the new object's: the caller must look again. A failed create's reconcile decides from
+// the live object or runs again, so nothing dropped meanwhile is lost.
+func (v *writtenVersions) createdObject(obj client.Object, ok bool) bool {
+	if v == nil {
+		return true
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key := createKeyOf(obj)
+	c := v.creating[key]
+	delete(v.creating, key)
+	switch {
+	case !ok:
+		return true
+	case c.seen:
+		return c.uid == obj.GetUID() && c.rv == obj.GetResourceVersion()
+	}
+	if obj.GetUID() != "" {
+		v.writes[obj.GetUID()] = ownWrite{produced: obj.GetResourceVersion()}
+	}
+	return true
+}
+
+// wrote records that a write turned the object uid from version replaced (empty for a create)
+// into version produced. It returns false when an event that arrived while the write was in
+// flight, and was dropped, carried another version than the write produced: somebody else's
+// change, which the caller must reconcile again.
+func (v *writtenVersions) wrote(uid types.UID, replaced, produced string) bool {
+	if v == nil || uid == "" {
+		return true
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if w := v.writes[uid]; w.inFlight && w.seen != "" {
+		delete(v.writes, uid) // the echo came first and went by: nothing left to wait for
+		return w.seen == produced
+	}
+	v.writes[uid] = ownWrite{replaced: replaced, produced: produced}
+	return true
 }
 
 // superseded reports whether obj, as read from the cache, is a version the operator's own write
-// already replaced. Once the cache shows another version the entry is forgotten.
+// already replaced; if so, the echo of that write will run the reconcile again. Once the cache
+// shows another version the entry is forgotten.
 func (v *writtenVersions) superseded(obj client.Object) bool {
 	if v == nil {
 		return false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	rv, ok := v.replaced[obj.GetUID()]
-	if !ok {
+	w, ok := v.writes[obj.GetUID()]
+	if !ok || w.inFlight {
 		return false
 	}
-	if rv == obj.GetResourceVersion() {
+	if w.replaced != "" && w.replaced == obj.GetResourceVersion() {
+		w.rerun = true
+		v.writes[obj.GetUID()] = w
 		return true
 	}
-	delete(v.replaced, obj.GetUID())
+	delete(v.writes, obj.GetUID())
 	return false
+}
+
+// echo reports whether an event carrying obj is only the echo of the operator's own last write
+// of it, with no reconcile waiting for it. Any event moves the object past the remembered write,
+// so the entry is forgotten.
+func (v *writtenVersions) echo(obj client.Object) bool {
+	if v == nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w, ok := v.writes[obj.GetUID()]
+	if !ok {
+		key := createKeyOf(obj)
+		if c, creating := v.creating[key]; creating && !c.seen {
+			v.creating[key] = seenCreate{seen: true, uid: obj.GetUID(), rv: obj.GetResourceVersion()}
+			return true // most likely the echo of the create outrunning its answer; createdObject tells
+		}
+		return false
+	}
+	rv := obj.GetResourceVersion()
+	switch {
+	case rv == w.replaced:
+		return false // an event of the version before the write: not an echo, and the write is still to come
+	case w.inFlight && w.seen == "":
+		w.seen = rv // most likely the echo outrunning the write's answer; wrote tells
+		v.writes[obj.GetUID()] = w
+		return true
+	case w.inFlight:
+		return false
+	}
+	delete(v.writes, obj.GetUID())
+	return rv == w.produced && !w.rerun
+}
+
+// ownEchoes is the watch filter that drops the echoes of the operator's own writes (echo) and
+// passes every other event: creations, deletions and changes by anybody else.
+func ownEchoes(v *writtenVersions) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !v.echo(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !v.echo(e.ObjectNew) },
+		DeleteFunc: func(e event.DeleteEvent) bool { v.forget(e.Object); return true },
+	}
+}
+
+// forget drops what is remembered of a deleted object.
+func (v *writtenVersions) forget(obj client.Object) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.writes, obj.GetUID())
 }

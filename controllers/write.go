@@ -40,12 +40,20 @@ type written[T client.Object] struct {
 	HeldUntil time.Time
 }
 
-// applyChanges makes the API server match what apply.Diff decided. It is the only code that
-// creates, updates or deletes generated objects. A create that finds the name taken reads the
-// live object past the cache (the cache holds only managed objects) to tell cache lag, adoption
-// and conflict apart. Errors of single objects do
-// not stop the others; cache lag comes back as errCacheLag.
-func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], ch apply.Changes[T], n notice[T]) (written[T], error) {
+// applyChanges makes the API server match the desired objects: apply.Diff against the current
+// ones (the cache's copies) decides the writes. It is the only code that creates, updates or
+// deletes generated objects. A create that finds the name taken reads the live object past the
+// cache (the cache holds only managed objects) to tell cache lag, adoption and conflict apart.
+// Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
+func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n notice[T]) (written[T], error) {
+	for _, obj := range current {
+		if w.Versions.superseded(obj) {
+			// A copy our last write replaced: the API server has what that write sent, whatever
+			// this reconcile decides from the copy; that write's event runs it again.
+			return written[T]{}, errCacheLag
+		}
+	}
+	ch := apply.Diff(k, desired, current)
 	out := written[T]{Applied: ch.Unchanged, Conflicts: ch.Conflicts}
 	defer func() {
 		for _, obj := range out.Applied {
@@ -54,16 +62,16 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 	}()
 	var errs []error
 	for _, obj := range ch.Update {
-		if w.Versions.superseded(obj) {
-			errs = append(errs, errCacheLag) // our last update replaced this copy; its event is on the way
-			continue
-		}
-		replaced := obj.GetResourceVersion()
+		uid, replaced := obj.GetUID(), obj.GetResourceVersion()
+		w.Versions.writing(uid, replaced)
 		if err := w.Client.Update(ctx, obj, fieldOwner); err != nil {
+			w.Versions.failed(uid)
 			errs = append(errs, writeError("updating", k.Name, obj, err))
 			continue
 		}
-		w.Versions.wrote(obj.GetUID(), replaced)
+		if !w.Versions.wrote(uid, replaced, obj.GetResourceVersion()) {
+			errs = append(errs, errCacheLag) // somebody else's change went by unseen: look again
+		}
 		out.Applied = append(out.Applied, obj)
 		w.event(n.target, obj, n.reason, "Update", "updated %s %s: %s", k.Name, apply.Key(obj), n.describe(obj))
 	}
@@ -100,7 +108,11 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 // cache is behind: errCacheLag), adoptable (taken over in place) or foreign (a conflict).
 func create[T client.Object](ctx context.Context, w base, k apply.Kind[T], obj T) (T, *apply.Conflict, error) {
 	created := obj.DeepCopyObject().(T)
+	w.Versions.creatingObject(created)
 	err := w.Client.Create(ctx, created, fieldOwner)
+	if !w.Versions.createdObject(created, err == nil) {
+		return created, nil, errCacheLag // somebody else's change went by unseen: look again
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
 			return created, nil, writeError("creating", k.Name, obj, err)

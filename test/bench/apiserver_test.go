@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -130,4 +134,26 @@ func (r requests) of(resource string) float64 {
 // conflictsOf counts the 409 answers on one resource.
 func (r requests) conflictsOf(resource string) float64 {
 	return r.total(func(k requestKey) bool { return k.Resource == resource && k.Code == "409" })
+}
+
+// apiServerCPUProfile saves a CPU profile of kube-apiserver over the next d to
+// $SCALE_PPROF_DIR/apiserver-cpu-<phase>-<routes>.pb.gz (its /debug/pprof, which the admin may
+// read): where the API server's time goes in a phase of the floor and the same phase of the
+// operator.
+func (w *world) apiServerCPUProfile(phase string, routes int, d time.Duration) {
+	dir := os.Getenv("SCALE_PPROF_DIR")
+	if dir == "" {
+		return
+	}
+	cs, err := kubernetes.NewForConfig(w.cfg)
+	if err != nil {
+		return
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
+		Timeout(d + 30*time.Second).DoRaw(w.ctx)
+	if err != nil {
+		w.t.Logf("profiling kube-apiserver: %v", err)
+		return
+	}
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("apiserver-cpu-%s-%d.pb.gz", phase, routes)), raw, 0o644)
 }

@@ -90,15 +90,17 @@ func runScale(b *testing.B, n, nsCount int) {
 
 	// The floor, with the operator stopped.
 	m0 := scrape(b, w)
-	start := time.Now()
+	go w.apiServerCPUProfile("floor-cold", n, 10*time.Second)
+	start, cpu := time.Now(), readMachineCPU()
 	floor := w.floorCold(floorNS, n, clients)
-	rep.floorCold = time.Since(start)
+	rep.floorCold, rep.floorColdCPU = time.Since(start), readMachineCPU().since(cpu)
 	m1 := scrape(b, w)
 	rep.floorColdWrites = m1.since(m0)
 	w.setDomain("example.org")
-	start = time.Now()
+	go w.apiServerCPUProfile("floor-fanout", n, 10*time.Second)
+	start, cpu = time.Now(), readMachineCPU()
 	w.floorFanOut(floor, clients)
-	rep.floorFanOut = time.Since(start)
+	rep.floorFanOut, rep.floorFanOutCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.floorFanOutWrites = scrape(b, w).since(m1)
 	w.deleteRoutes(floorNS)
 	w.setDomain("example.com")
@@ -115,13 +117,15 @@ func runScale(b *testing.B, n, nsCount int) {
 	m0 = w.quiet()
 	reconciles := []float64{op.metrics(b)["controller_runtime_reconcile_total/serviceroute"]}
 	go op.cpuProfile(b, "cold", 20*time.Second)
-	start = time.Now()
+	go w.apiServerCPUProfile("cold", n, 10*time.Second)
+	start, cpu = time.Now(), readMachineCPU()
 	w.createRoutes(appNS, n, clients)
 	rep.created = time.Since(start)
 	rep.settledWhenCreated = w.observe(appNS).settled
+	go w.apiServerCPUProfile("cold-operator-alone", n, 5*time.Second)
 	var routesDone time.Time
 	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
-	rep.cold = time.Since(start)
+	rep.cold, rep.coldCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.coldGatewayLag = time.Since(routesDone)
 	rep.coldInPhase = scrape(b, w).since(m0)
 	op.heapProfile(b, "cold")
@@ -133,10 +137,11 @@ func runScale(b *testing.B, n, nsCount int) {
 
 	// Fan-out: a domain change reaches every route.
 	go op.cpuProfile(b, "fanout", 20*time.Second)
-	start = time.Now()
+	go w.apiServerCPUProfile("fanout", n, 10*time.Second)
+	start, cpu = time.Now(), readMachineCPU()
 	w.setDomain("example.org")
 	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
-	rep.fanOut = time.Since(start)
+	rep.fanOut, rep.fanOutCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.fanOutGatewayLag = time.Since(routesDone)
 	rep.fanOutInPhase = scrape(b, w).since(m1)
 	op.heapProfile(b, "fanout")
@@ -169,12 +174,12 @@ func runScale(b *testing.B, n, nsCount int) {
 	// operator's routes, the cold floor in the floor's namespaces, emptied after the first.
 	published := w.published(appNS)
 	w.setDomain("example.net")
-	start = time.Now()
+	start, cpu = time.Now(), readMachineCPU()
 	w.floorFanOut(published, clients)
-	rep.floorFanOutAfter = time.Since(start)
-	start = time.Now()
+	rep.floorFanOutAfter, rep.floorFanOutAfterCPU = time.Since(start), readMachineCPU().since(cpu)
+	start, cpu = time.Now(), readMachineCPU()
 	w.floorCold(floorNS, n, clients)
-	rep.floorColdAfter = time.Since(start)
+	rep.floorColdAfter, rep.floorColdAfterCPU = time.Since(start), readMachineCPU().since(cpu)
 
 	rep.print(os.Stdout)
 	if writes := rep.restartWrites.total(notLease); writes > 0 {
@@ -452,8 +457,12 @@ type report struct {
 	cpu                                float64
 	coldGatewayLag, fanOutGatewayLag   time.Duration
 	floorFanOutAfter, floorColdAfter   time.Duration
-	settledWhenCreated                 int
-	coldReconciles, fanOutReconciles   float64
+	// The machine's CPU time during each timed phase (floorCold… the floor's, cold and fanOut the
+	// operator's).
+	floorColdCPU, floorColdAfterCPU, coldCPU       machineCPU
+	floorFanOutCPU, floorFanOutAfterCPU, fanOutCPU machineCPU
+	settledWhenCreated                             int
+	coldReconciles, fanOutReconciles               float64
 }
 
 // coldFloor and fanOutFloor are the means of the two measurements of each floor, before and
@@ -473,6 +482,10 @@ func (r *report) print(out io.Writer) {
 		r.coldFloor().Seconds(), r.floorCold.Seconds(), r.floorColdAfter.Seconds(), r.cold.Seconds(), r.created.Seconds(), r.settledWhenCreated, r.cold.Seconds()/r.coldFloor().Seconds())
 	p("| fan-out (domain change → every CNAME, status and Istio host follows) | %.1f s (%.1f s before, %.1f s after the operator's) | %.1f s | %.2f |",
 		r.fanOutFloor().Seconds(), r.floorFanOut.Seconds(), r.floorFanOutAfter.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.fanOutFloor().Seconds())
+	p("| machine CPU busy during cold convergence (floor: before, after) | %s, %s | %s | %.2f |",
+		r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, 2*r.coldCPU.busy/(r.floorColdCPU.busy+r.floorColdAfterCPU.busy))
+	p("| machine CPU busy during fan-out (floor: before, after) | %s, %s | %s | %.2f |",
+		r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU, 2*r.fanOutCPU.busy/(r.floorFanOutCPU.busy+r.floorFanOutAfterCPU.busy))
 	p("| ServiceRoute reconciles per route (cold / fan-out) | | %.2f / %.2f | |", r.coldReconciles, r.fanOutReconciles)
 	p("| events during the timed phase, share of all writes then (cold / fan-out) | | %.0f, %.1f %% / %.0f, %.1f %% | |",
 		r.coldInPhase.of(resEvents), 100*r.coldInPhase.of(resEvents)/r.coldInPhase.total(notLease),
@@ -542,3 +555,29 @@ func (op *operator) smaps(b *testing.B) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// machineCPU is the busy CPU time of the whole machine, in seconds (from /proc/stat: user, nice,
+// system, irq, softirq): the API server, etcd, kube-controller-manager, the operator and the
+// benchmark's clients together. The busy time of a phase is the work it cost, which waiting on a
+// noisy neighbour does not inflate the way it inflates wall time.
+type machineCPU struct{ busy float64 }
+
+func readMachineCPU() machineCPU {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 8 || f[0] != "cpu" {
+		return machineCPU{}
+	}
+	ticks := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v / 100 } // USER_HZ
+	return machineCPU{busy: ticks(1) + ticks(2) + ticks(3) + ticks(6) + ticks(7)}
+}
+
+func (c machineCPU) since(before machineCPU) machineCPU {
+	return machineCPU{busy: c.busy - before.busy}
+}
+
+func (c machineCPU) String() string { return fmt.Sprintf("%.1f s", c.busy) }
