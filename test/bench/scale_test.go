@@ -486,6 +486,20 @@ func (r *report) print(out io.Writer) {
 		r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, 2*r.coldCPU.busy/(r.floorColdCPU.busy+r.floorColdAfterCPU.busy))
 	p("| machine CPU busy during fan-out (floor: before, after) | %s, %s | %s | %.2f |",
 		r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU, 2*r.fanOutCPU.busy/(r.floorFanOutCPU.busy+r.floorFanOutAfterCPU.busy))
+	floorCold, floorFanOut := meanCPU(r.floorColdCPU, r.floorColdAfterCPU), meanCPU(r.floorFanOutCPU, r.floorFanOutAfterCPU)
+	var processes []string
+	for _, c := range []machineCPU{floorCold, r.coldCPU, floorFanOut, r.fanOutCPU} {
+		for name, v := range c.byProcess {
+			if v >= 0.5 && !slices.Contains(processes, name) {
+				processes = append(processes, name)
+			}
+		}
+	}
+	slices.Sort(processes)
+	for _, name := range processes {
+		p("| CPU of %s (cold / fan-out; the floor's: mean of both) | %.1f s / %.1f s | %.1f s / %.1f s | |", name,
+			floorCold.byProcess[name], floorFanOut.byProcess[name], r.coldCPU.byProcess[name], r.fanOutCPU.byProcess[name])
+	}
 	p("| ServiceRoute reconciles per route (cold / fan-out) | | %.2f / %.2f | |", r.coldReconciles, r.fanOutReconciles)
 	p("| events during the timed phase, share of all writes then (cold / fan-out) | | %.0f, %.1f %% / %.0f, %.1f %% | |",
 		r.coldInPhase.of(resEvents), 100*r.coldInPhase.of(resEvents)/r.coldInPhase.total(notLease),
@@ -556,28 +570,69 @@ func (op *operator) smaps(b *testing.B) string {
 	return strings.Join(out, "; ")
 }
 
-// machineCPU is the busy CPU time of the whole machine, in seconds (from /proc/stat: user, nice,
-// system, irq, softirq): the API server, etcd, kube-controller-manager, the operator and the
-// benchmark's clients together. The busy time of a phase is the work it cost, which waiting on a
-// noisy neighbour does not inflate the way it inflates wall time.
-type machineCPU struct{ busy float64 }
+// machineCPU is CPU time in seconds: the whole machine's busy time (from /proc/stat: user, nice,
+// system, irq, softirq) and, within it, each process's by command name (kube-apiserver, etcd,
+// kube-controller-manager, the operator's "manager" and the benchmark itself). The busy time of a
+// phase is the work it cost, which waiting on a noisy neighbour does not inflate the way it
+// inflates wall time, and the processes say whose work it was.
+type machineCPU struct {
+	busy      float64
+	byProcess map[string]float64
+}
 
 func readMachineCPU() machineCPU {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return machineCPU{}
+	out := machineCPU{byProcess: map[string]float64{}}
+	if data, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(data), "\n")
+		if f := strings.Fields(line); len(f) >= 8 && f[0] == "cpu" { // cpu user nice system idle iowait irq softirq ...
+			for _, i := range []int{1, 2, 3, 6, 7} {
+				v, _ := strconv.ParseFloat(f[i], 64)
+				out.busy += v / 100 // USER_HZ
+			}
+		}
 	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
-	if len(f) < 8 || f[0] != "cpu" {
-		return machineCPU{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range dirs {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			continue
+		}
+		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(string(data[end+1:])) // state ppid … utime (12th) stime (13th)
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		out.byProcess[string(data[open+1:end])] += (utime + stime) / 100
 	}
-	ticks := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v / 100 } // USER_HZ
-	return machineCPU{busy: ticks(1) + ticks(2) + ticks(3) + ticks(6) + ticks(7)}
+	return out
 }
 
 func (c machineCPU) since(before machineCPU) machineCPU {
-	return machineCPU{busy: c.busy - before.busy}
+	out := machineCPU{busy: c.busy - before.busy, byProcess: map[string]float64{}}
+	for name, v := range c.byProcess {
+		// A process started during the phase (the operator) counts from zero.
+		if d := v - before.byProcess[name]; d > 0.05 {
+			out.byProcess[name] = d
+		}
+	}
+	return out
 }
 
 func (c machineCPU) String() string { return fmt.Sprintf("%.1f s", c.busy) }
+
+// meanCPU is the mean of two measurements (the floor's, before and after the operator's phases).
+func meanCPU(a, b machineCPU) machineCPU {
+	out := machineCPU{busy: (a.busy + b.busy) / 2, byProcess: map[string]float64{}}
+	for name := range a.byProcess {
+		out.byProcess[name] = (a.byProcess[name] + b.byProcess[name]) / 2
+	}
+	for name := range b.byProcess {
+		out.byProcess[name] = (a.byProcess[name] + b.byProcess[name]) / 2
+	}
+	return out
+}
