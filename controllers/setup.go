@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
-	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,14 +147,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	metadataClient, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	w, err := newWriter(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), mgr.GetScheme())
 	if err != nil {
-		return fmt.Errorf("creating the status client: %w", err)
+		return err
 	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
 		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups,
-		Cached:       cacheview.Reader{Cache: mgr.GetCache()},
-		StatusWriter: statusWriter{metadata: metadataClient, mapper: mgr.GetRESTMapper(), scheme: mgr.GetScheme()}}
+		Cached: cacheview.Reader{Cache: mgr.GetCache()}, Writer: w}
 	ingressConflicts := metrics.NewConflictSet()
 	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
 	if err := mgr.Add(zones); err != nil {

@@ -51,8 +51,9 @@ type base struct {
 	// (cacheview.Reader): no deep copy of the singletons, policy, namespace and Gateway on each
 	// of thousands of route reconciles.
 	Cached cacheview.Reader
-	// StatusWriter sends the status patches (statuswriter.go).
-	StatusWriter statusWriter
+	// Writer sends the creates and updates of generated objects and the status patches, answered
+	// with metadata only (writer.go).
+	Writer writer
 }
 
 // requeue says when a reconcile that succeeded must run again although nothing changes.
@@ -109,7 +110,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	}
 	if !equality.Semantic.DeepEqual(statusFieldsOf(original).status, s.status) {
 		b.Versions.writing(original.GetUID(), original.GetResourceVersion())
-		produced, patchErr := b.StatusWriter.patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+		produced, patchErr := b.Writer.patchStatus(ctx, obj, statusFieldsOf(original).status, s.status, original.GetResourceVersion())
 		if patchErr != nil {
 			b.Versions.failed(original.GetUID())
 		}

@@ -64,7 +64,7 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 	for _, obj := range ch.Update {
 		uid, replaced := obj.GetUID(), obj.GetResourceVersion()
 		w.Versions.writing(uid, replaced)
-		if err := w.Client.Update(ctx, obj, fieldOwner); err != nil {
+		if err := w.Writer.update(ctx, obj); err != nil {
 			w.Versions.failed(uid)
 			errs = append(errs, writeError("updating", k.Name, obj, err))
 			continue
@@ -109,7 +109,7 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 func create[T client.Object](ctx context.Context, w base, k apply.Kind[T], obj T) (T, *apply.Conflict, error) {
 	created := obj.DeepCopyObject().(T)
 	w.Versions.creatingObject(created)
-	err := w.Client.Create(ctx, created, fieldOwner)
+	err := w.Writer.create(ctx, created)
 	if !w.Versions.createdObject(created, err == nil) {
 		return created, nil, errCacheLag // somebody else's change went by unseen: look again
 	}
