@@ -63,7 +63,7 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 			event: "2", want: true,
 		},
 		{
-			name: "the echo of a create is dropped",
+			name:    "the echo of a create is dropped",
 			prepare: func(v *writtenVersions) { v.wrote("u", "", "2") },
 			event:   "2", want: false,
 		},
