@@ -572,8 +572,8 @@ func (op *operator) smaps(b *testing.B) string {
 
 // machineCPU is CPU time in seconds: the whole machine's busy time (from /proc/stat: user, nice,
 // system, irq, softirq) and, within it, each process's by command name (kube-apiserver, etcd,
-// kube-controller-manager, the operator's "manager" and the benchmark itself; everything else,
-// the kernel's threads included, as "other"). The busy time of a
+// kube-controller-manager, the operator's "manager" and the benchmark itself; the rest of the
+// busy time, the kernel's included, as "other"). The busy time of a
 // phase is the work it cost, which waiting on a noisy neighbour does not inflate the way it
 // inflates wall time, and the processes say whose work it was.
 type machineCPU struct {
@@ -610,9 +610,8 @@ func readMachineCPU() machineCPU {
 		stime, _ := strconv.ParseFloat(f[12], 64)
 		out.byProcess[string(data[open+1:end])] += (utime + stime) / 100
 	}
-	for name, v := range out.byProcess {
+	for name := range out.byProcess {
 		if !slices.Contains(benchProcesses, name) {
-			out.byProcess["other"] += v
 			delete(out.byProcess, name)
 		}
 	}
@@ -623,11 +622,11 @@ func readMachineCPU() machineCPU {
 var benchProcesses = []string{"kube-apiserver", "etcd", "kube-controller-manager", "manager", "bench.test"}
 
 func (c machineCPU) since(before machineCPU) machineCPU {
-	out := machineCPU{busy: c.busy - before.busy, byProcess: map[string]float64{}}
+	out := machineCPU{busy: c.busy - before.busy, byProcess: map[string]float64{"other": c.busy - before.busy}}
 	for name, v := range c.byProcess {
-		// A process started during the phase (the operator) counts from zero; "other" may also
-		// lose processes that ended, hence no negative times.
+		// A process started during the phase (the operator) counts from zero.
 		out.byProcess[name] = max(0, v-before.byProcess[name])
+		out.byProcess["other"] -= out.byProcess[name]
 	}
 	return out
 }
