@@ -100,18 +100,14 @@ func (w writer) update(ctx context.Context, obj client.Object) error {
 }
 
 func (w writer) send(ctx context.Context, obj client.Object, verb string) error {
-	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	mapping, err := w.mapping(obj)
 	if err != nil {
 		return err
 	}
-	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return err
-	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk) // the body names its kind, as a typed client's does
+	obj.GetObjectKind().SetGroupVersionKind(mapping.GroupVersionKind) // the body names its kind, as a typed client's does
 	body, err := json.Marshal(obj)
 	if err != nil {
-		return fmt.Errorf("encoding %s %s: %w", gvk.Kind, obj.GetName(), err)
+		return fmt.Errorf("encoding %s %s: %w", mapping.GroupVersionKind.Kind, obj.GetName(), err)
 	}
 	path := []string{"/apis", mapping.Resource.Group, mapping.Resource.Version}
 	if mapping.Resource.Group == "" {
@@ -138,13 +134,18 @@ func (w writer) send(ctx context.Context, obj client.Object, verb string) error 
 	return nil
 }
 
-// resource is the metadata client's interface to obj's resource.
-func (w writer) resource(obj client.Object) (metadata.ResourceInterface, error) {
+// mapping is the REST mapping of obj's kind.
+func (w writer) mapping(obj client.Object) (*meta.RESTMapping, error) {
 	gvk, err := apiutil.GVKForObject(obj, w.scheme)
 	if err != nil {
 		return nil, err
 	}
-	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// resource is the metadata client's interface to obj's resource.
+func (w writer) resource(obj client.Object) (metadata.ResourceInterface, error) {
+	mapping, err := w.mapping(obj)
 	if err != nil {
 		return nil, err
 	}
