@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -237,18 +238,21 @@ func (d *demo) waitConverged(ctx context.Context) error {
 }
 
 // verifyZone gives the cluster's own controller verification settings: the demo's BIND is its
-// zone's authoritative server.
+// zone's authoritative server. The operator writes the DNSConfiguration's status meanwhile: an
+// update that meets its write (409) reads again and retries, as kubectl edit would.
 func (d *demo) verifyZone(ctx context.Context) error {
-	cfg := &clusterv1alpha1.DNSConfiguration{}
-	if err := d.cluster.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
-		return err
-	}
-	for i, c := range cfg.Spec.ExternalDNSControllers {
-		if c.Name == d.samples.controller {
-			cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", d.zone.Port)}}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := d.cluster.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+			return err
 		}
-	}
-	return d.cluster.Client.Update(ctx, cfg)
+		for i, c := range cfg.Spec.ExternalDNSControllers {
+			if c.Name == d.samples.controller {
+				cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", d.zone.Port)}}
+			}
+		}
+		return d.cluster.Client.Update(ctx, cfg)
+	})
 }
 
 // waitPublished waits until every sample ServiceRoute's zones are Published (they publish into
