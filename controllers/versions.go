@@ -137,6 +137,12 @@ func (v *writtenVersions) wrote(uid types.UID, replaced, produced string) bool {
 		delete(v.writes, uid) // the echo came first and went by: nothing left to wait for
 		return w.seen == produced
 	}
+	if produced == replaced {
+		// The API server found nothing to change and raised no event: remembering the write
+		// would take the current copy for a replaced one and wait for an echo that never comes.
+		delete(v.writes, uid)
+		return true
+	}
 	v.writes[uid] = ownWrite{replaced: replaced, produced: produced}
 	return true
 }

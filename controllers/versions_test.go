@@ -32,6 +32,9 @@ func TestWrittenVersions_OnlyTheCopyOurWriteReplacedIsStale(t *testing.T) {
 	v.wrote("u", "", "7") // a create replaced nothing
 	assert.False(t, v.superseded(routeAt("u", "")), "a create supersedes no copy")
 
+	v.wrote("u", "8", "8") // the API server changed nothing: no new version, no event
+	assert.False(t, v.superseded(at("8")), "a write that changed nothing replaced no copy: waiting for its echo would wait forever")
+
 	var none *writtenVersions
 	none.wrote("u", "1", "2")
 	assert.False(t, none.superseded(at("1")), "no memory: never stale")
