@@ -140,7 +140,7 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 	if err != nil {
 		return nil, err
 	}
-	err = step(fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation filter, txt registry)", s.controller), func() error {
+	err = step(fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation and label filters, txt registry)", s.controller), func() error {
 		d.edns, err = d.cluster.StartExternalDNS(ctx, td, framework.ExternalDNSOptions{
 			Name:      s.controller,
 			OwnerID:   s.controller,
