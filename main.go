@@ -212,9 +212,10 @@ func managerOptions(opts options) ctrl.Options {
 
 // defaultGCPercent is the operator's GOGC unless the environment sets one. Most of its heap is the
 // informer cache, which lives as long as the process and is hardly ever garbage: collecting when
-// the heap has grown by a quarter rather than doubled keeps the heap at 1.25 times the cache
-// instead of 2. Measured at 3,000 routes (docs/DEVELOPMENT.md#where-the-memory-goes): peak RSS
-// 63.4 MiB at 50, 60.2 at 30, with the operator's CPU in a fan-out within the noise (6.6 and 6.8 s).
+// the heap has grown by a quarter keeps it at 1.25 times the live heap. Measured at 3,000 routes
+// (docs/DEVELOPMENT.md#where-the-memory-goes): peak RSS 63.4 MiB at 50 and 58.8 MiB at 25, for
+// about 1 s more of the operator's CPU per burst of 3,000 route changes (7.1 / 6.6 s cold /
+// fan-out at 50, 8.7 / 7.4 s at 25).
 const defaultGCPercent = 25
 
 func leanGarbageCollection() {

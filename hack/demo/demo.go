@@ -141,11 +141,13 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 		return nil, err
 	}
 	err = step(fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation and label filters, txt registry)", s.controller), func() error {
+		// The framework selects by label as well as by annotation, as
+		// docs/EXTERNALDNS-INTEGRATION.md recommends.
 		d.edns, err = d.cluster.StartExternalDNS(ctx, td, framework.ExternalDNSOptions{
 			Name:      s.controller,
 			OwnerID:   s.controller,
 			TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
-			LogLevel:  "info", // selecting by label too, as docs/EXTERNALDNS-INTEGRATION.md recommends
+			LogLevel:  "info",
 		}.ForBind(d.zone))
 		return err
 	})

@@ -24,8 +24,9 @@ const ControllerAnnotation = "external-dns.alpha.kubernetes.io/controller"
 // ExternalDNSOptions configure one ExternalDNS process with the CRD source (DNSEndpoint) and the
 // rfc2136 provider.
 type ExternalDNSOptions struct {
-	// Name is the controller name: DNSEndpoints annotated ControllerAnnotation=Name are this
-	// instance's (--annotation-filter). Required, e.g. "external-dns-weu".
+	// Name is the controller name: DNSEndpoints annotated ControllerAnnotation=Name and labelled
+	// router.io/controller=Name are this instance's (--annotation-filter, --label-filter).
+	// Required, e.g. "external-dns-weu".
 	Name string
 	// Kubeconfig is the kubeconfig of the cluster to watch. Required.
 	Kubeconfig string
