@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -18,14 +19,17 @@ import (
 )
 
 // requestKey identifies one series of kube-apiserver's apiserver_request_total that the benchmark
-// reports: a resource (with its group and subresource), a verb and the response code.
+// reports: a resource (with its group and subresource), a verb and the response code; or, with
+// Storage set, one series of its etcd_requests_total: what the API server asked etcd (Verb is the
+// operation: "get", "update", "create", ...), for the same writes.
 type requestKey struct {
 	Resource string // "serviceroutes/status", "gateways.networking.istio.io", "events.events.k8s.io"
 	Verb     string
 	Code     string
+	Storage  bool
 }
 
-// requests are the apiserver_request_total counters at one moment.
+// requests are the apiserver_request_total (and etcd_requests_total) counters at one moment.
 type requests map[requestKey]float64
 
 // writeVerbs are the verbs that change something.
@@ -48,15 +52,8 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 		return nil, fmt.Errorf("parsing kube-apiserver /metrics: %w", err)
 	}
 	out := requests{}
-	family := families["apiserver_request_total"]
-	if family == nil {
-		return out, nil
-	}
-	for _, m := range family.GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		l := labels(m)
 		if !writeVerbs[l["verb"]] {
 			continue
 		}
@@ -69,7 +66,23 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 		}
 		out[requestKey{Resource: resource, Verb: l["verb"], Code: l["code"]}] += m.GetCounter().GetValue()
 	}
+	for _, m := range families["etcd_requests_total"].GetMetric() {
+		l := labels(m)
+		resource := l["resource"]
+		if g := l["group"]; g != "" {
+			resource += "." + g
+		}
+		out[requestKey{Resource: resource, Verb: l["operation"], Storage: true}] += m.GetCounter().GetValue()
+	}
 	return out, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
 }
 
 // since is what was written between before and r.
@@ -83,11 +96,11 @@ func (r requests) since(before requests) requests {
 	return out
 }
 
-// total counts the writes matching keep.
+// total counts the writes (not the storage requests) matching keep.
 func (r requests) total(keep func(requestKey) bool) float64 {
 	n := 0.0
 	for k, v := range r {
-		if keep(k) {
+		if !k.Storage && keep(k) {
 			n += v
 		}
 	}
@@ -103,8 +116,20 @@ func (r requests) conflicts() float64 {
 func (r requests) byResource() map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range r {
-		if k.Code != "409" {
+		if !k.Storage && k.Code != "409" {
 			out[k.Resource] += v
+		}
+	}
+	return out
+}
+
+// storageOps sums the API server's etcd requests by operation, for the resources the benchmark's
+// routes touch ("update" → count): the work behind the writes, retries included.
+func (r requests) storageOps() map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range r {
+		if k.Storage && (k.Resource == resRoutes || k.Resource == resEndpoints) {
+			out[k.Verb] += v
 		}
 	}
 	return out

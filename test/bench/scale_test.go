@@ -75,64 +75,48 @@ func runScale(b *testing.B, n, nsCount int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	binary := buildManager(b)
-	cl, err := framework.StartCluster(ctx, b, framework.ClusterOptions{Name: "bench"})
-	must(b, err)
-	w := newWorld(b, ctx, cl.Config)
-	// 100 ms at 3,000 routes, 1 s at 30,000: under 1 % of the phase being timed either way.
-	w.pollEvery = min(time.Second, max(100*time.Millisecond, time.Duration(n)*time.Second/30000))
-	var appNS, floorNS []string
+	var namespaces []string
 	for i := range nsCount {
-		appNS = append(appNS, fmt.Sprintf("app-%02d", i))
-		floorNS = append(floorNS, fmt.Sprintf("floor-%02d", i))
+		namespaces = append(namespaces, fmt.Sprintf("app-%02d", i))
 	}
-	w.setup(appNS, floorNS)
 	rep := &report{routes: n, namespaces: nsCount, load: loadAverage()}
 
-	// The floor, with the operator stopped.
-	m0 := scrape(b, w)
-	go w.apiServerCPUProfile("floor-cold", n, 10*time.Second)
-	start, cpu := time.Now(), readMachineCPU()
-	floor := w.floorCold(floorNS, n, clients)
-	rep.floorCold, rep.floorColdCPU = time.Since(start), readMachineCPU().since(cpu)
-	m1 := scrape(b, w)
-	rep.floorColdWrites = m1.since(m0)
-	w.setDomain("example.org")
-	go w.apiServerCPUProfile("floor-fanout", n, 10*time.Second)
-	start, cpu = time.Now(), readMachineCPU()
-	w.floorFanOut(floor, clients)
-	rep.floorFanOut, rep.floorFanOutCPU = time.Since(start), readMachineCPU().since(cpu)
-	rep.floorFanOutWrites = scrape(b, w).since(m1)
-	w.deleteRoutes(floorNS)
-	w.setDomain("example.com")
+	// The floor, with no operator, in a control plane of its own that starts as the operator's
+	// does: the floor and the operator each begin from the same empty world, not one from what
+	// the other left in etcd. It is measured again after the operator's phases (below).
+	before := measureFloor(b, ctx, n, namespaces, true)
+	rep.floorCold, rep.floorColdCPU, rep.floorColdWrites = before.cold, before.coldCPU, before.coldWrites
+	rep.floorFanOut, rep.floorFanOutCPU, rep.floorFanOutWrites = before.fanOut, before.fanOutCPU, before.fanOutWrites
 
-	// The operator: cold convergence.
+	// The operator: cold convergence, in a fresh control plane.
+	cl, w, stopWorld := startWorld(b, ctx, n, namespaces)
 	op := startOperator(b, ctx, cl, binary)
 	op.routes = n
 	w.waitFor("the operator to settle on the empty world", 2*time.Minute, func() string {
-		if c := w.observe(appNS); c.routes != 0 {
+		if c := w.observe(namespaces); c.routes != 0 {
 			return c.String()
 		}
 		return op.idle(b)
 	})
-	m0 = w.quiet()
+	m0 := w.quiet()
 	reconciles := []float64{op.metrics(b)["controller_runtime_reconcile_total/serviceroute"]}
 	go op.cpuProfile(b, "cold", 20*time.Second)
 	go w.apiServerCPUProfile("cold", n, 10*time.Second)
-	start, cpu = time.Now(), readMachineCPU()
-	w.createRoutes(appNS, n, clients)
+	start, cpu := time.Now(), readMachineCPU()
+	w.createRoutes(namespaces, n, clients)
 	rep.created = time.Since(start)
-	rep.settledWhenCreated = w.observe(appNS).settled
+	rep.settledWhenCreated = w.observe(namespaces).settled
 	go w.apiServerCPUProfile("cold-operator-alone", n, 5*time.Second)
 	var routesDone time.Time
-	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
+	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, namespaces, n, &routesDone))
 	rep.cold, rep.coldCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.coldGatewayLag = time.Since(routesDone)
 	rep.coldInPhase = scrape(b, w).since(m0)
 	op.heapProfile(b, "cold")
-	m1 = w.quiet()
+	m1 := w.quiet()
 	reconciles = append(reconciles, op.metrics(b)["controller_runtime_reconcile_total/serviceroute"])
 	rep.coldWrites = m1.since(m0)
-	rep.coldState = w.observe(appNS)
+	rep.coldState = w.observe(namespaces)
 	rep.istioBytes = w.istioGatewayBytes()
 
 	// Fan-out: a domain change reaches every route.
@@ -140,7 +124,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	go w.apiServerCPUProfile("fanout", n, 10*time.Second)
 	start, cpu = time.Now(), readMachineCPU()
 	w.setDomain("example.org")
-	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, appNS, n, &routesDone))
+	w.waitFor("the domain change to reach every route", 30*time.Minute, routesThenGateway(w, namespaces, n, &routesDone))
 	rep.fanOut, rep.fanOutCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.fanOutGatewayLag = time.Since(routesDone)
 	rep.fanOutInPhase = scrape(b, w).since(m1)
@@ -169,17 +153,13 @@ func runScale(b *testing.B, n, nsCount int) {
 	rep.restartMemory = op.memoryNow(b)
 	must(b, op.Stop())
 
-	// Both floors again, now (operator stopped): the machine's load changes over a run, and the
-	// two measurements of each floor bracket the operator's phases. The fan-out floor runs on the
-	// operator's routes, the cold floor in the floor's namespaces, emptied after the first.
-	published := w.published(appNS)
-	w.setDomain("example.net")
-	start, cpu = time.Now(), readMachineCPU()
-	w.floorFanOut(published, clients)
-	rep.floorFanOutAfter, rep.floorFanOutAfterCPU = time.Since(start), readMachineCPU().since(cpu)
-	start, cpu = time.Now(), readMachineCPU()
-	w.floorCold(floorNS, n, clients)
-	rep.floorColdAfter, rep.floorColdAfterCPU = time.Since(start), readMachineCPU().since(cpu)
+	stopWorld(cl)
+
+	// The floor again, in a fresh control plane: the machine's load changes over a run, and the
+	// two measurements of the floor bracket the operator's phases.
+	after := measureFloor(b, ctx, n, namespaces, false)
+	rep.floorColdAfter, rep.floorColdAfterCPU = after.cold, after.coldCPU
+	rep.floorFanOutAfter, rep.floorFanOutAfterCPU = after.fanOut, after.fanOutCPU
 
 	rep.print(os.Stdout)
 	if writes := rep.restartWrites.total(notLease); writes > 0 {
@@ -192,6 +172,59 @@ func runScale(b *testing.B, n, nsCount int) {
 	b.ReportMetric(float64(rep.peakRSS)/(1<<20), "peak-MiB")
 	b.ReportMetric(float64(rep.peakAnon)/(1<<20), "peak-anon-MiB")
 	b.ReportMetric(rep.restartWrites.total(notLease), "restart-writes")
+}
+
+// startWorld starts a fresh control plane (pinned as SCALE_CONTROL_PLANE_CPUS asks) with the
+// benchmark's world in it: the singletons, the Gateway and its Service, the namespaces with their
+// DNSPolicy, no route yet. stop ends the world's cache and then the control plane.
+func startWorld(b *testing.B, ctx context.Context, n int, namespaces []string) (*framework.Cluster, *world, func(*framework.Cluster)) {
+	cl, err := framework.StartCluster(ctx, b, framework.ClusterOptions{Name: "bench"})
+	must(b, err)
+	pinControlPlane(b, os.Getenv("SCALE_CONTROL_PLANE_CPUS"))
+	worldCtx, cancel := context.WithCancel(ctx)
+	w := newWorld(b, worldCtx, cl.Config)
+	// 100 ms at 3,000 routes, 1 s at 30,000: under 1 % of the phase being timed either way.
+	w.pollEvery = min(time.Second, max(100*time.Millisecond, time.Duration(n)*time.Second/30000))
+	w.setup(namespaces)
+	return cl, w, func(cl *framework.Cluster) {
+		cancel()
+		must(b, cl.Stop())
+	}
+}
+
+// floorRun is one measurement of the floor: what a bare client cannot avoid writing, with no
+// operator.
+type floorRun struct {
+	cold, fanOut             time.Duration
+	coldCPU, fanOutCPU       machineCPU
+	coldWrites, fanOutWrites requests
+}
+
+// measureFloor measures the floor of both phases in a fresh control plane of its own: create the
+// routes (with their DNSEndpoints and status), then change the domain and update them. profile
+// takes the API server's CPU profiles (SCALE_PPROF_DIR) of the first measurement only.
+func measureFloor(b *testing.B, ctx context.Context, n int, namespaces []string, profile bool) floorRun {
+	cl, w, stop := startWorld(b, ctx, n, namespaces)
+	defer stop(cl)
+	var f floorRun
+	m0 := scrape(b, w)
+	if profile {
+		go w.apiServerCPUProfile("floor-cold", n, 10*time.Second)
+	}
+	start, cpu := time.Now(), readMachineCPU()
+	routes := w.floorCold(namespaces, n, clients)
+	f.cold, f.coldCPU = time.Since(start), readMachineCPU().since(cpu)
+	m1 := scrape(b, w)
+	f.coldWrites = m1.since(m0)
+	w.setDomain("example.org")
+	if profile {
+		go w.apiServerCPUProfile("floor-fanout", n, 10*time.Second)
+	}
+	start, cpu = time.Now(), readMachineCPU()
+	w.floorFanOut(routes, clients)
+	f.fanOut, f.fanOutCPU = time.Since(start), readMachineCPU().since(cpu)
+	f.fanOutWrites = scrape(b, w).since(m1)
+	return f
 }
 
 // routesThenGateway is the convergence check of a phase: it records in routesDone when the last
@@ -486,9 +519,8 @@ func (r *report) print(out io.Writer) {
 		r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, 2*r.coldCPU.busy/(r.floorColdCPU.busy+r.floorColdAfterCPU.busy))
 	p("| machine CPU busy during fan-out (floor: before, after) | %s, %s | %s | %.2f |",
 		r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU, 2*r.fanOutCPU.busy/(r.floorFanOutCPU.busy+r.floorFanOutAfterCPU.busy))
-	floorCold, floorFanOut := meanCPU(r.floorColdCPU, r.floorColdAfterCPU), meanCPU(r.floorFanOutCPU, r.floorFanOutAfterCPU)
 	var processes []string
-	for _, c := range []machineCPU{floorCold, r.coldCPU, floorFanOut, r.fanOutCPU} {
+	for _, c := range []machineCPU{r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU} {
 		for name, v := range c.byProcess {
 			if v >= 0.1 && !slices.Contains(processes, name) {
 				processes = append(processes, name)
@@ -497,8 +529,9 @@ func (r *report) print(out io.Writer) {
 	}
 	slices.Sort(processes)
 	for _, name := range processes {
-		p("| CPU of %s (cold / fan-out; the floor's: mean of both) | %.1f s / %.1f s | %.1f s / %.1f s | |", name,
-			floorCold.byProcess[name], floorFanOut.byProcess[name], r.coldCPU.byProcess[name], r.fanOutCPU.byProcess[name])
+		p("| CPU of %s (cold / fan-out; floor: before, after) | %.1f, %.1f s / %.1f, %.1f s | %.1f s / %.1f s | |", name,
+			r.floorColdCPU.byProcess[name], r.floorColdAfterCPU.byProcess[name], r.floorFanOutCPU.byProcess[name], r.floorFanOutAfterCPU.byProcess[name],
+			r.coldCPU.byProcess[name], r.fanOutCPU.byProcess[name])
 	}
 	p("| ServiceRoute reconciles per route (cold / fan-out) | | %.2f / %.2f | |", r.coldReconciles, r.fanOutReconciles)
 	p("| events during the timed phase, share of all writes then (cold / fan-out) | | %.0f, %.1f %% / %.0f, %.1f %% | |",
@@ -537,6 +570,24 @@ func (r *report) print(out io.Writer) {
 		if c := []float64{r.floorColdWrites.conflictsOf(res), r.coldWrites.conflictsOf(res), r.floorFanOutWrites.conflictsOf(res), r.fanOutWrites.conflictsOf(res)}; slices.Max(c) > 0 {
 			p("| 409 on %s | %.0f | %.0f | %.0f | %.0f |", res, c[0], c[1], c[2], c[3])
 		}
+	}
+	p("")
+	p("The API server's etcd requests for the routes and DNSEndpoints, per route and operation (the same writes can cost more requests: an update retried on a stale copy reads etcd again):")
+	p("")
+	p("| operation | floor cold | operator cold | floor fan-out | operator fan-out |")
+	p("| --- | --- | --- | --- | --- |")
+	ops := []map[string]float64{r.floorColdWrites.storageOps(), r.coldWrites.storageOps(), r.floorFanOutWrites.storageOps(), r.fanOutWrites.storageOps()}
+	var names []string
+	for _, o := range ops {
+		for op := range o {
+			if !slices.Contains(names, op) {
+				names = append(names, op)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, op := range names {
+		p("| %s | %.3f | %.3f | %.3f | %.3f |", op, ops[0][op]/n, ops[1][op]/n, ops[2][op]/n, ops[3][op]/n)
 	}
 	if t := r.restartWrites.total(notLease); t > 0 {
 		p("")
@@ -632,15 +683,3 @@ func (c machineCPU) since(before machineCPU) machineCPU {
 }
 
 func (c machineCPU) String() string { return fmt.Sprintf("%.1f s", c.busy) }
-
-// meanCPU is the mean of two measurements (the floor's, before and after the operator's phases).
-func meanCPU(a, b machineCPU) machineCPU {
-	out := machineCPU{busy: (a.busy + b.busy) / 2, byProcess: map[string]float64{}}
-	for name := range a.byProcess {
-		out.byProcess[name] = (a.byProcess[name] + b.byProcess[name]) / 2
-	}
-	for name := range b.byProcess {
-		out.byProcess[name] = (a.byProcess[name] + b.byProcess[name]) / 2
-	}
-	return out
-}

@@ -94,7 +94,7 @@ func (w *world) namespace(name string) {
 
 // setup creates the singletons, the Gateway, its ingress Service (with a load balancer address)
 // and the application namespaces with their DNSPolicy.
-func (w *world) setup(appNamespaces, floorNamespaces []string) {
+func (w *world) setup(namespaces []string) {
 	ci := &clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName},
 		Spec: clusterv1alpha1.ClusterIdentitySpec{Region: region, Cluster: clusterName, Domain: w.domain, EnvironmentLetter: "d"}}
 	must(w.t, w.c.Create(w.ctx, ci))
@@ -110,10 +110,7 @@ func (w *world) setup(appNamespaces, floorNamespaces []string) {
 	must(w.t, w.c.Create(w.ctx, svc))
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
 	must(w.t, w.c.Status().Update(w.ctx, svc))
-	for _, ns := range floorNamespaces {
-		w.namespace(ns)
-	}
-	for _, ns := range appNamespaces {
+	for _, ns := range namespaces {
 		w.namespace(ns)
 		must(w.t, w.c.Create(w.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: ns},
 			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive}}))
@@ -241,47 +238,6 @@ func (w *world) patchRouteStatus(r *routingv1alpha1.ServiceRoute, ep *externaldn
 		ObservedGeneration: r.Generation, Reason: routingv1alpha1.ReasonVerificationNotConfigured,
 		Message: fmt.Sprintf("not known: no verification settings in DNSConfiguration dns-config for %s (not processed by ExternalDNS yet)", weuController.Name)})
 	return w.c.Status().Patch(w.ctx, r, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
-}
-
-// published returns the routes of the namespaces that have a DNSEndpoint, with it, as the cache
-// has them now (for a floor run on the operator's own objects).
-func (w *world) published(namespaces []string) []floorRoute {
-	var out []floorRoute
-	for _, ns := range namespaces {
-		routes := &routingv1alpha1.ServiceRouteList{}
-		must(w.t, w.cache.List(w.ctx, routes, client.InNamespace(ns)))
-		for i := range routes.Items {
-			r := &routes.Items[i]
-			ep := &externaldnsv1alpha1.DNSEndpoint{}
-			if err := w.cache.Get(w.ctx, client.ObjectKey{Namespace: ns, Name: r.Name + "-" + weuController.Name}, ep); err == nil {
-				out = append(out, floorRoute{route: r, endpoint: ep})
-			}
-		}
-	}
-	return out
-}
-
-// deleteRoutes removes the routes and DNSEndpoints of the namespaces (there is no garbage
-// collector in this control plane) and waits until the cache no longer has them.
-func (w *world) deleteRoutes(namespaces []string) {
-	for _, ns := range namespaces {
-		must(w.t, w.c.DeleteAllOf(w.ctx, &routingv1alpha1.ServiceRoute{}, client.InNamespace(ns)))
-		must(w.t, w.c.DeleteAllOf(w.ctx, &externaldnsv1alpha1.DNSEndpoint{}, client.InNamespace(ns)))
-	}
-	w.waitFor("the floor's objects to be deleted", 30*time.Minute, func() string {
-		left := 0
-		for _, ns := range namespaces {
-			routes := &routingv1alpha1.ServiceRouteList{}
-			eps := &externaldnsv1alpha1.DNSEndpointList{}
-			must(w.t, w.cache.List(w.ctx, routes, client.InNamespace(ns), client.UnsafeDisableDeepCopy))
-			must(w.t, w.cache.List(w.ctx, eps, client.InNamespace(ns), client.UnsafeDisableDeepCopy))
-			left += len(routes.Items) + len(eps.Items)
-		}
-		if left > 0 {
-			return fmt.Sprintf("%d left", left)
-		}
-		return ""
-	})
 }
 
 // waitFor polls check (from the cache: cheap) until it returns "", failing after timeout with its
