@@ -54,9 +54,6 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 	out := requests{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		l := labels(m)
-		if !writeVerbs[l["verb"]] {
-			continue
-		}
 		resource := l["resource"]
 		if g := l["group"]; g != "" {
 			resource += "." + g
@@ -96,11 +93,14 @@ func (r requests) since(before requests) requests {
 	return out
 }
 
-// total counts the writes (not the storage requests) matching keep.
+// write says whether the key counts writes (not reads, not storage requests).
+func (k requestKey) write() bool { return !k.Storage && writeVerbs[k.Verb] }
+
+// total counts the writes matching keep.
 func (r requests) total(keep func(requestKey) bool) float64 {
 	n := 0.0
 	for k, v := range r {
-		if !k.Storage && keep(k) {
+		if k.write() && keep(k) {
 			n += v
 		}
 	}
@@ -116,8 +116,20 @@ func (r requests) conflicts() float64 {
 func (r requests) byResource() map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range r {
-		if !k.Storage && k.Code != "409" {
+		if k.write() && k.Code != "409" {
 			out[k.Resource] += v
+		}
+	}
+	return out
+}
+
+// reads sums the read requests (GET, LIST, WATCH: a watch counts once, when it opens) by
+// resource and verb ("serviceroutes.routing.router.io LIST" → count).
+func (r requests) reads() map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range r {
+		if !k.Storage && !writeVerbs[k.Verb] {
+			out[k.Resource+" "+k.Verb] += v
 		}
 	}
 	return out

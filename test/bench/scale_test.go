@@ -572,6 +572,24 @@ func (r *report) print(out io.Writer) {
 		}
 	}
 	p("")
+	p("Reads by resource and verb (count, all clients; a WATCH counts when it opens):")
+	p("")
+	p("| read | floor cold | operator cold | floor fan-out | operator fan-out |")
+	p("| --- | --- | --- | --- | --- |")
+	reads := []map[string]float64{r.floorColdWrites.reads(), r.coldWrites.reads(), r.floorFanOutWrites.reads(), r.fanOutWrites.reads()}
+	var readKeys []string
+	for _, m := range reads {
+		for k := range m {
+			if !slices.Contains(readKeys, k) {
+				readKeys = append(readKeys, k)
+			}
+		}
+	}
+	slices.Sort(readKeys)
+	for _, k := range readKeys {
+		p("| %s | %.0f | %.0f | %.0f | %.0f |", k, reads[0][k], reads[1][k], reads[2][k], reads[3][k])
+	}
+	p("")
 	p("The API server's etcd requests for the routes and DNSEndpoints, per route and operation (the same writes can cost more requests: an update retried on a stale copy reads etcd again):")
 	p("")
 	p("| operation | floor cold | operator cold | floor fan-out | operator fan-out |")
