@@ -153,7 +153,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	rep.restartMemory = op.memoryNow(b)
 	must(b, op.Stop())
 
-	stopWorld(cl)
+	stopWorld()
 
 	// The floor again, in a fresh control plane: the machine's load changes over a run, and the
 	// two measurements of the floor bracket the operator's phases.
@@ -177,16 +177,16 @@ func runScale(b *testing.B, n, nsCount int) {
 // startWorld starts a fresh control plane (pinned as SCALE_CONTROL_PLANE_CPUS asks) with the
 // benchmark's world in it: the singletons, the Gateway and its Service, the namespaces with their
 // DNSPolicy, no route yet. stop ends the world's cache and then the control plane.
-func startWorld(b *testing.B, ctx context.Context, n int, namespaces []string) (*framework.Cluster, *world, func(*framework.Cluster)) {
+func startWorld(b *testing.B, ctx context.Context, n int, namespaces []string) (cl *framework.Cluster, w *world, stop func()) {
 	cl, err := framework.StartCluster(ctx, b, framework.ClusterOptions{Name: "bench"})
 	must(b, err)
 	pinControlPlane(b, os.Getenv("SCALE_CONTROL_PLANE_CPUS"))
 	worldCtx, cancel := context.WithCancel(ctx)
-	w := newWorld(b, worldCtx, cl.Config)
+	w = newWorld(b, worldCtx, cl.Config)
 	// 100 ms at 3,000 routes, 1 s at 30,000: under 1 % of the phase being timed either way.
 	w.pollEvery = min(time.Second, max(100*time.Millisecond, time.Duration(n)*time.Second/30000))
 	w.setup(namespaces)
-	return cl, w, func(cl *framework.Cluster) {
+	return cl, w, func() {
 		cancel()
 		must(b, cl.Stop())
 	}
@@ -204,8 +204,8 @@ type floorRun struct {
 // routes (with their DNSEndpoints and status), then change the domain and update them. profile
 // takes the API server's CPU profiles (SCALE_PPROF_DIR) of the first measurement only.
 func measureFloor(b *testing.B, ctx context.Context, n int, namespaces []string, profile bool) floorRun {
-	cl, w, stop := startWorld(b, ctx, n, namespaces)
-	defer stop(cl)
+	_, w, stop := startWorld(b, ctx, n, namespaces)
+	defer stop()
 	var f floorRun
 	m0 := scrape(b, w)
 	if profile {
