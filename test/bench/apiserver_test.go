@@ -74,6 +74,7 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 	return out, nil
 }
 
+// labels returns a series' labels by name.
 func labels(m *dto.Metric) map[string]string {
 	l := map[string]string{}
 	for _, p := range m.GetLabel() {

@@ -3,7 +3,6 @@ package bench
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,20 +31,10 @@ func pinControlPlane(b *testing.B, cpus string) {
 		b.Fatalf("SCALE_CONTROL_PLANE_CPUS=%s leaves no CPU of %s to the operator and the clients", cpus, all)
 	}
 	pinned := 0
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, stat := range dirs {
-		data, err := os.ReadFile(stat)
-		if err != nil {
-			continue
-		}
-		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		f := strings.Fields(string(data[end+1:]))
-		if open < 0 || len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
-			continue // not a child of the benchmark
-		}
-		if name := string(data[open+1 : end]); name == "kube-apiserver" || name == "etcd" {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
-			set(cpus, pid)
+	for _, p := range processes() {
+		child := len(p.fields) > 1 && p.fields[1] == strconv.Itoa(os.Getpid())
+		if child && (p.name == "kube-apiserver" || p.name == "etcd") {
+			set(cpus, p.pid)
 			pinned++
 		}
 	}

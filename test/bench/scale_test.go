@@ -661,23 +661,13 @@ func readMachineCPU() machineCPU {
 			}
 		}
 	}
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, stat := range dirs {
-		data, err := os.ReadFile(stat)
-		if err != nil {
+	for _, p := range processes() {
+		if len(p.fields) < 13 { // state ppid … utime (12th) stime (13th)
 			continue
 		}
-		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(string(data[end+1:])) // state ppid … utime (12th) stime (13th)
-		if len(f) < 13 {
-			continue
-		}
-		utime, _ := strconv.ParseFloat(f[11], 64)
-		stime, _ := strconv.ParseFloat(f[12], 64)
-		out.byProcess[string(data[open+1:end])] += (utime + stime) / 100
+		utime, _ := strconv.ParseFloat(p.fields[11], 64)
+		stime, _ := strconv.ParseFloat(p.fields[12], 64)
+		out.byProcess[p.name] += (utime + stime) / 100
 	}
 	for name := range out.byProcess {
 		if !slices.Contains(benchProcesses, name) {
@@ -701,3 +691,31 @@ func (c machineCPU) since(before machineCPU) machineCPU {
 }
 
 func (c machineCPU) String() string { return fmt.Sprintf("%.1f s", c.busy) }
+
+// process is one line of /proc/<pid>/stat: the command name, and the fields after it (state,
+// ppid, …).
+type process struct {
+	pid    int
+	name   string
+	fields []string
+}
+
+// processes reads /proc/<pid>/stat of every process running now.
+func processes() []process {
+	var out []process
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range dirs {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			continue
+		}
+		// The command name may contain spaces and parentheses: it ends at the last ')'.
+		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+		out = append(out, process{pid: pid, name: string(data[open+1 : end]), fields: strings.Fields(string(data[end+1:]))})
+	}
+	return out
+}
