@@ -571,42 +571,10 @@ func (r *report) print(out io.Writer) {
 			p("| 409 on %s | %.0f | %.0f | %.0f | %.0f |", res, c[0], c[1], c[2], c[3])
 		}
 	}
-	p("")
-	p("Reads by resource and verb (count, all clients; a WATCH counts when it opens):")
-	p("")
-	p("| read | floor cold | operator cold | floor fan-out | operator fan-out |")
-	p("| --- | --- | --- | --- | --- |")
-	reads := []map[string]float64{r.floorColdWrites.reads(), r.coldWrites.reads(), r.floorFanOutWrites.reads(), r.fanOutWrites.reads()}
-	var readKeys []string
-	for _, m := range reads {
-		for k := range m {
-			if !slices.Contains(readKeys, k) {
-				readKeys = append(readKeys, k)
-			}
-		}
-	}
-	slices.Sort(readKeys)
-	for _, k := range readKeys {
-		p("| %s | %.0f | %.0f | %.0f | %.0f |", k, reads[0][k], reads[1][k], reads[2][k], reads[3][k])
-	}
-	p("")
-	p("The API server's etcd requests for the routes and DNSEndpoints, per route and operation (the same writes can cost more requests: an update retried on a stale copy reads etcd again):")
-	p("")
-	p("| operation | floor cold | operator cold | floor fan-out | operator fan-out |")
-	p("| --- | --- | --- | --- | --- |")
-	ops := []map[string]float64{r.floorColdWrites.storageOps(), r.coldWrites.storageOps(), r.floorFanOutWrites.storageOps(), r.fanOutWrites.storageOps()}
-	var names []string
-	for _, o := range ops {
-		for op := range o {
-			if !slices.Contains(names, op) {
-				names = append(names, op)
-			}
-		}
-	}
-	slices.Sort(names)
-	for _, op := range names {
-		p("| %s | %.3f | %.3f | %.3f | %.3f |", op, ops[0][op]/n, ops[1][op]/n, ops[2][op]/n, ops[3][op]/n)
-	}
+	printPhaseTable(p, "Reads by resource and verb (count, all clients; a WATCH counts when it opens):", "read", "%.0f", 1,
+		r.floorColdWrites.reads(), r.coldWrites.reads(), r.floorFanOutWrites.reads(), r.fanOutWrites.reads())
+	printPhaseTable(p, "The API server's etcd requests for the routes and DNSEndpoints, per route and operation (the same writes can cost more requests: an update retried on a stale copy reads etcd again):",
+		"operation", "%.3f", n, r.floorColdWrites.storageOps(), r.coldWrites.storageOps(), r.floorFanOutWrites.storageOps(), r.fanOutWrites.storageOps())
 	if t := r.restartWrites.total(notLease); t > 0 {
 		p("")
 		p("Writes after the restart:")
@@ -692,6 +660,32 @@ func (c machineCPU) since(before machineCPU) machineCPU {
 
 func (c machineCPU) String() string { return fmt.Sprintf("%.1f s", c.busy) }
 
+// printPhaseTable prints one row per key of the four phases' counts (floor cold, operator cold,
+// floor fan-out, operator fan-out, in that order), sorted by key, each count divided by per.
+func printPhaseTable(p func(string, ...any), heading, first, format string, per float64, phases ...map[string]float64) {
+	p("")
+	p(heading)
+	p("")
+	p("| %s | floor cold | operator cold | floor fan-out | operator fan-out |", first)
+	p("| --- | --- | --- | --- | --- |")
+	var keys []string
+	for _, m := range phases {
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		row := "| " + k
+		for _, m := range phases {
+			row += " | " + fmt.Sprintf(format, m[k]/per)
+		}
+		p("%s |", row)
+	}
+}
+
 // process is one line of /proc/<pid>/stat: the command name, and the fields after it (state,
 // ppid, …).
 type process struct {
@@ -718,4 +712,15 @@ func processes() []process {
 		out = append(out, process{pid: pid, name: string(data[open+1 : end]), fields: strings.Fields(string(data[end+1:]))})
 	}
 	return out
+}
+
+func TestPrintPhaseTable(t *testing.T) {
+	var out strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
+	printPhaseTable(p, "Heading:", "op", "%.1f", 2, map[string]float64{"update": 4}, map[string]float64{"create": 2, "update": 6}, nil, map[string]float64{"get": 1})
+	want := "\nHeading:\n\n| op | floor cold | operator cold | floor fan-out | operator fan-out |\n| --- | --- | --- | --- | --- |\n" +
+		"| create | 0.0 | 1.0 | 0.0 | 0.0 |\n| get | 0.0 | 0.0 | 0.0 | 0.5 |\n| update | 2.0 | 3.0 | 0.0 | 0.0 |\n"
+	if out.String() != want {
+		t.Errorf("printPhaseTable printed\n%s\nwant\n%s", out.String(), want)
+	}
 }
