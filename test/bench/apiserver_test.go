@@ -54,10 +54,7 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 	out := requests{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		l := labels(m)
-		resource := l["resource"]
-		if g := l["group"]; g != "" {
-			resource += "." + g
-		}
+		resource := groupResource(l)
 		if s := l["subresource"]; s != "" {
 			resource += "/" + s
 		}
@@ -65,13 +62,18 @@ func scrapeRequests(ctx context.Context, cfg *rest.Config) (requests, error) {
 	}
 	for _, m := range families["etcd_requests_total"].GetMetric() {
 		l := labels(m)
-		resource := l["resource"]
-		if g := l["group"]; g != "" {
-			resource += "." + g
-		}
-		out[requestKey{Resource: resource, Verb: l["operation"], Storage: true}] += m.GetCounter().GetValue()
+		out[requestKey{Resource: groupResource(l), Verb: l["operation"], Storage: true}] += m.GetCounter().GetValue()
 	}
 	return out, nil
+}
+
+// groupResource names a series' resource with its group, as "serviceroutes.routing.router.io"
+// (a core resource has no group: "events").
+func groupResource(l map[string]string) string {
+	if g := l["group"]; g != "" {
+		return l["resource"] + "." + g
+	}
+	return l["resource"]
 }
 
 // labels returns a series' labels by name.

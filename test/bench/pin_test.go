@@ -30,9 +30,9 @@ func pinControlPlane(b *testing.B, cpus string) {
 	if others == "" {
 		b.Fatalf("SCALE_CONTROL_PLANE_CPUS=%s leaves no CPU of %s to the operator and the clients", cpus, all)
 	}
-	pinned := 0
+	pinned, self := 0, strconv.Itoa(os.Getpid())
 	for _, p := range processes() {
-		child := len(p.fields) > 1 && p.fields[1] == strconv.Itoa(os.Getpid())
+		child := len(p.fields) > 1 && p.fields[1] == self // fields: state, ppid, …
 		if child && (p.name == "kube-apiserver" || p.name == "etcd") {
 			set(cpus, p.pid)
 			pinned++
@@ -66,8 +66,9 @@ func otherCPUs(all, taken string) string {
 		return out
 	}
 	var rest []string
+	takenCPUs := expand(taken)
 	for _, c := range expand(all) {
-		if !slices.Contains(expand(taken), c) {
+		if !slices.Contains(takenCPUs, c) {
 			rest = append(rest, strconv.Itoa(c))
 		}
 	}

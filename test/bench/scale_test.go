@@ -84,9 +84,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	// The floor, with no operator, in a control plane of its own that starts as the operator's
 	// does: the floor and the operator each begin from the same empty world, not one from what
 	// the other left in etcd. It is measured again after the operator's phases (below).
-	before := measureFloor(b, ctx, n, namespaces, true)
-	rep.floorCold, rep.floorColdCPU, rep.floorColdWrites = before.cold, before.coldCPU, before.coldWrites
-	rep.floorFanOut, rep.floorFanOutCPU, rep.floorFanOutWrites = before.fanOut, before.fanOutCPU, before.fanOutWrites
+	rep.floorBefore = measureFloor(b, ctx, n, namespaces, true)
 
 	// The operator: cold convergence, in a fresh control plane.
 	cl, w, stopWorld := startWorld(b, ctx, n, namespaces)
@@ -157,9 +155,7 @@ func runScale(b *testing.B, n, nsCount int) {
 
 	// The floor again, in a fresh control plane: the machine's load changes over a run, and the
 	// two measurements of the floor bracket the operator's phases.
-	after := measureFloor(b, ctx, n, namespaces, false)
-	rep.floorColdAfter, rep.floorColdAfterCPU = after.cold, after.coldCPU
-	rep.floorFanOutAfter, rep.floorFanOutAfterCPU = after.fanOut, after.fanOutCPU
+	rep.floorAfter = measureFloor(b, ctx, n, namespaces, false)
 
 	rep.print(os.Stdout)
 	if writes := rep.restartWrites.total(notLease); writes > 0 {
@@ -473,35 +469,32 @@ func loadAverage() string {
 
 // report is the benchmark's table.
 type report struct {
-	routes, namespaces                 int
-	load                               string
-	floorCold, floorFanOut             time.Duration
-	floorColdWrites, floorFanOutWrites requests
-	created, cold, fanOut              time.Duration
-	coldWrites, fanOutWrites           requests
-	coldInPhase, fanOutInPhase         requests // the writes until the phase converged, without the stragglers
-	coldState                          convergence
-	istioBytes                         int
-	peakRSS, restartRSS                int64
-	peakAnon, restartAnon              int64
-	restartStart                       time.Time
-	restartWrites                      requests
-	memory, restartMemory              string
-	cpu                                float64
-	coldGatewayLag, fanOutGatewayLag   time.Duration
-	floorFanOutAfter, floorColdAfter   time.Duration
-	// The machine's CPU time during each timed phase (floorCold… the floor's, cold and fanOut the
-	// operator's).
-	floorColdCPU, floorColdAfterCPU, coldCPU       machineCPU
-	floorFanOutCPU, floorFanOutAfterCPU, fanOutCPU machineCPU
-	settledWhenCreated                             int
-	coldReconciles, fanOutReconciles               float64
+	routes, namespaces int
+	load               string
+	// The floor, measured before and after the operator's run (the writes of the first).
+	floorBefore, floorAfter          floorRun
+	created, cold, fanOut            time.Duration
+	coldWrites, fanOutWrites         requests
+	coldInPhase, fanOutInPhase       requests // the writes until the phase converged, without the stragglers
+	coldState                        convergence
+	istioBytes                       int
+	peakRSS, restartRSS              int64
+	peakAnon, restartAnon            int64
+	restartStart                     time.Time
+	restartWrites                    requests
+	memory, restartMemory            string
+	cpu                              float64
+	coldGatewayLag, fanOutGatewayLag time.Duration
+	// The machine's CPU time during the operator's timed phases.
+	coldCPU, fanOutCPU               machineCPU
+	settledWhenCreated               int
+	coldReconciles, fanOutReconciles float64
 }
 
 // coldFloor and fanOutFloor are the means of the two measurements of each floor, before and
 // after the operator ran.
-func (r *report) coldFloor() time.Duration   { return (r.floorCold + r.floorColdAfter) / 2 }
-func (r *report) fanOutFloor() time.Duration { return (r.floorFanOut + r.floorFanOutAfter) / 2 }
+func (r *report) coldFloor() time.Duration   { return (r.floorBefore.cold + r.floorAfter.cold) / 2 }
+func (r *report) fanOutFloor() time.Duration { return (r.floorBefore.fanOut + r.floorAfter.fanOut) / 2 }
 
 func (r *report) print(out io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
@@ -512,15 +505,15 @@ func (r *report) print(out io.Writer) {
 	p("| figure | floor | operator | operator / floor |")
 	p("| --- | --- | --- | --- |")
 	p("| cold convergence (create → every route settled, Istio Gateway complete) | %.1f s (%.1f s before, %.1f s after the operator's) | %.1f s (creating alone: %.1f s, %d routes settled by then) | %.2f |",
-		r.coldFloor().Seconds(), r.floorCold.Seconds(), r.floorColdAfter.Seconds(), r.cold.Seconds(), r.created.Seconds(), r.settledWhenCreated, r.cold.Seconds()/r.coldFloor().Seconds())
+		r.coldFloor().Seconds(), r.floorBefore.cold.Seconds(), r.floorAfter.cold.Seconds(), r.cold.Seconds(), r.created.Seconds(), r.settledWhenCreated, r.cold.Seconds()/r.coldFloor().Seconds())
 	p("| fan-out (domain change → every CNAME, status and Istio host follows) | %.1f s (%.1f s before, %.1f s after the operator's) | %.1f s | %.2f |",
-		r.fanOutFloor().Seconds(), r.floorFanOut.Seconds(), r.floorFanOutAfter.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.fanOutFloor().Seconds())
+		r.fanOutFloor().Seconds(), r.floorBefore.fanOut.Seconds(), r.floorAfter.fanOut.Seconds(), r.fanOut.Seconds(), r.fanOut.Seconds()/r.fanOutFloor().Seconds())
 	p("| machine CPU busy during cold convergence (floor: before, after) | %s, %s | %s | %.2f |",
-		r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, 2*r.coldCPU.busy/(r.floorColdCPU.busy+r.floorColdAfterCPU.busy))
+		r.floorBefore.coldCPU, r.floorAfter.coldCPU, r.coldCPU, 2*r.coldCPU.busy/(r.floorBefore.coldCPU.busy+r.floorAfter.coldCPU.busy))
 	p("| machine CPU busy during fan-out (floor: before, after) | %s, %s | %s | %.2f |",
-		r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU, 2*r.fanOutCPU.busy/(r.floorFanOutCPU.busy+r.floorFanOutAfterCPU.busy))
+		r.floorBefore.fanOutCPU, r.floorAfter.fanOutCPU, r.fanOutCPU, 2*r.fanOutCPU.busy/(r.floorBefore.fanOutCPU.busy+r.floorAfter.fanOutCPU.busy))
 	var processes []string
-	for _, c := range []machineCPU{r.floorColdCPU, r.floorColdAfterCPU, r.coldCPU, r.floorFanOutCPU, r.floorFanOutAfterCPU, r.fanOutCPU} {
+	for _, c := range []machineCPU{r.floorBefore.coldCPU, r.floorAfter.coldCPU, r.coldCPU, r.floorBefore.fanOutCPU, r.floorAfter.fanOutCPU, r.fanOutCPU} {
 		for name, v := range c.byProcess {
 			if v >= 0.1 && !slices.Contains(processes, name) {
 				processes = append(processes, name)
@@ -530,7 +523,7 @@ func (r *report) print(out io.Writer) {
 	slices.Sort(processes)
 	for _, name := range processes {
 		p("| CPU of %s (cold / fan-out; floor: before, after) | %.1f, %.1f s / %.1f, %.1f s | %.1f s / %.1f s | |", name,
-			r.floorColdCPU.byProcess[name], r.floorColdAfterCPU.byProcess[name], r.floorFanOutCPU.byProcess[name], r.floorFanOutAfterCPU.byProcess[name],
+			r.floorBefore.coldCPU.byProcess[name], r.floorAfter.coldCPU.byProcess[name], r.floorBefore.fanOutCPU.byProcess[name], r.floorAfter.fanOutCPU.byProcess[name],
 			r.coldCPU.byProcess[name], r.fanOutCPU.byProcess[name])
 	}
 	p("| ServiceRoute reconciles per route (cold / fan-out) | | %.2f / %.2f | |", r.coldReconciles, r.fanOutReconciles)
@@ -540,7 +533,7 @@ func (r *report) print(out io.Writer) {
 	p("| Istio Gateway writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resIstioGateways), r.fanOutWrites.of(resIstioGateways))
 	p("| Istio Gateway final after the last route settled (cold / fan-out) | | %.1f s / %.1f s | |", r.coldGatewayLag.Seconds(), r.fanOutGatewayLag.Seconds())
 	p("| router.io Gateway status writes (cold / fan-out) | 1 / 1 | %.0f / %.0f | |", r.coldWrites.of(resGatewayStatus), r.fanOutWrites.of(resGatewayStatus))
-	p("| conflicts, 409 (cold / fan-out) | %.0f / %.0f | %.0f / %.0f | |", r.floorColdWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.coldWrites.conflicts(), r.fanOutWrites.conflicts())
+	p("| conflicts, 409 (cold / fan-out) | %.0f / %.0f | %.0f / %.0f | |", r.floorBefore.coldWrites.conflicts(), r.floorBefore.fanOutWrites.conflicts(), r.coldWrites.conflicts(), r.fanOutWrites.conflicts())
 	p("| largest generated object (the Istio Gateway, as stored) | | %d bytes, %d hosts (%d routes left off by the host limit) | |", r.istioBytes, r.coldState.istioHosts, r.coldState.leftOff)
 	p("| operator peak RSS (cold + fan-out): VmHWM, of which anonymous (heap, stacks) | | %.1f MiB, %.1f MiB | |", float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20))
 	p("| restart on the converged cluster: writes, peak RSS, anonymous | 0 | %.0f, %.1f MiB, %.1f MiB | |", r.restartWrites.total(notLease), float64(r.restartRSS)/(1<<20), float64(r.restartAnon)/(1<<20))
@@ -554,7 +547,7 @@ func (r *report) print(out io.Writer) {
 	p("| resource | floor cold | operator cold | floor fan-out | operator fan-out |")
 	p("| --- | --- | --- | --- | --- |")
 	var resources []string
-	for _, w := range []requests{r.floorColdWrites, r.coldWrites, r.floorFanOutWrites, r.fanOutWrites} {
+	for _, w := range []requests{r.floorBefore.coldWrites, r.coldWrites, r.floorBefore.fanOutWrites, r.fanOutWrites} {
 		for _, res := range w.resources() {
 			if !slices.Contains(resources, res) && res != "leases.coordination.k8s.io" {
 				resources = append(resources, res)
@@ -563,18 +556,18 @@ func (r *report) print(out io.Writer) {
 	}
 	slices.Sort(resources)
 	for _, res := range resources {
-		p("| %s | %.3f | %.3f | %.3f | %.3f |", res, r.floorColdWrites.of(res)/n, r.coldWrites.of(res)/n, r.floorFanOutWrites.of(res)/n, r.fanOutWrites.of(res)/n)
+		p("| %s | %.3f | %.3f | %.3f | %.3f |", res, r.floorBefore.coldWrites.of(res)/n, r.coldWrites.of(res)/n, r.floorBefore.fanOutWrites.of(res)/n, r.fanOutWrites.of(res)/n)
 	}
-	p("| **409 conflicts (count)** | %.0f | %.0f | %.0f | %.0f |", r.floorColdWrites.conflicts(), r.coldWrites.conflicts(), r.floorFanOutWrites.conflicts(), r.fanOutWrites.conflicts())
+	p("| **409 conflicts (count)** | %.0f | %.0f | %.0f | %.0f |", r.floorBefore.coldWrites.conflicts(), r.coldWrites.conflicts(), r.floorBefore.fanOutWrites.conflicts(), r.fanOutWrites.conflicts())
 	for _, res := range resources {
-		if c := []float64{r.floorColdWrites.conflictsOf(res), r.coldWrites.conflictsOf(res), r.floorFanOutWrites.conflictsOf(res), r.fanOutWrites.conflictsOf(res)}; slices.Max(c) > 0 {
+		if c := []float64{r.floorBefore.coldWrites.conflictsOf(res), r.coldWrites.conflictsOf(res), r.floorBefore.fanOutWrites.conflictsOf(res), r.fanOutWrites.conflictsOf(res)}; slices.Max(c) > 0 {
 			p("| 409 on %s | %.0f | %.0f | %.0f | %.0f |", res, c[0], c[1], c[2], c[3])
 		}
 	}
 	printPhaseTable(p, "Reads by resource and verb (count, all clients; a WATCH counts when it opens):", "read", "%.0f", 1,
-		r.floorColdWrites.reads(), r.coldWrites.reads(), r.floorFanOutWrites.reads(), r.fanOutWrites.reads())
+		r.floorBefore.coldWrites.reads(), r.coldWrites.reads(), r.floorBefore.fanOutWrites.reads(), r.fanOutWrites.reads())
 	printPhaseTable(p, "The API server's etcd requests for the routes and DNSEndpoints, per route and operation (the same writes can cost more requests: an update retried on a stale copy reads etcd again):",
-		"operation", "%.3f", n, r.floorColdWrites.storageOps(), r.coldWrites.storageOps(), r.floorFanOutWrites.storageOps(), r.fanOutWrites.storageOps())
+		"operation", "%.3f", n, r.floorBefore.coldWrites.storageOps(), r.coldWrites.storageOps(), r.floorBefore.fanOutWrites.storageOps(), r.fanOutWrites.storageOps())
 	if t := r.restartWrites.total(notLease); t > 0 {
 		p("")
 		p("Writes after the restart:")
