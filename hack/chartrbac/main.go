@@ -56,6 +56,7 @@ var roleTemplates = []roleTemplate{
 	{"infrastructure_editor_role.yaml", "infrastructure-editor-role.yaml", "ClusterRole", userRolePrefix + "-infrastructure-editor", ".Values.rbac.userRoles.create"},
 	{"editor_role.yaml", "editor-role.yaml", "ClusterRole", userRolePrefix + "-editor", ".Values.rbac.userRoles.create"},
 	{"viewer_role.yaml", "viewer-role.yaml", "ClusterRole", userRolePrefix + "-viewer", ".Values.rbac.userRoles.create"},
+	{"gateway_reader_role.yaml", "gateway-reader-role.yaml", "ClusterRole", userRolePrefix + "-gateway-reader", ".Values.rbac.userRoles.create"},
 }
 
 func main() {

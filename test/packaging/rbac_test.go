@@ -152,6 +152,7 @@ var chartRBACSources = []struct {
 	{"infrastructure_editor_role.yaml", "ClusterRole", "service-router-infrastructure-editor"},
 	{"editor_role.yaml", "ClusterRole", "service-router-editor"},
 	{"viewer_role.yaml", "ClusterRole", "service-router-viewer"},
+	{"gateway_reader_role.yaml", "ClusterRole", "service-router-gateway-reader"},
 }
 
 // aggregationLabels returns the aggregate-to-* labels of a role.
@@ -304,6 +305,25 @@ func TestChartRBAC_UserRoles(t *testing.T) {
 			require.NotContains(t, r.Labels, label, "%s must not be aggregated into the built-in roles", name)
 		}
 	}
+
+	// Application teams read the DNSEndpoints of their namespace (the docs tell them to) and
+	// never write one: ExternalDNS publishes a DNSEndpoint as it stands, for any hostname.
+	readsEndpoints := false
+	for _, r := range []*rbacv1.ClusterRole{viewer, editor} {
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.APIGroups, "externaldns.k8s.io") {
+				require.Subset(t, readVerbs, rule.Verbs, "%s: application teams never write DNSEndpoints", r.Name)
+				readsEndpoints = readsEndpoints || slices.Contains(rule.Resources, "dnsendpoints") && slices.Contains(rule.Verbs, "list")
+			}
+		}
+	}
+	require.True(t, readsEndpoints, "the roles aggregated into view and edit let a team list its DNSEndpoints")
+
+	// gateway-reader is bound by the platform in the Gateways' namespaces: Gateways only, read
+	// only, and carried by no built-in role.
+	gatewayReader := role("service-router-gateway-reader")
+	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"routing.router.io"}, Resources: []string{"gateways"}, Verbs: readVerbs}}, gatewayReader.Rules)
+	require.Empty(t, aggregationLabels(gatewayReader.Labels), "gateway-reader is bound where the platform chooses, never aggregated")
 
 	admin := role("service-router-platform-admin")
 	require.NotNil(t, admin.AggregationRule, "platform-admin aggregates its rules")

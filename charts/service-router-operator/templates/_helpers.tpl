@@ -58,7 +58,8 @@ The operator's service account.
 {{- end }}
 
 {{/*
-Prefix of the ClusterRoles for people (platform-admin, infrastructure-editor, editor, viewer).
+Prefix of the ClusterRoles for people (platform-admin, infrastructure-editor, editor, viewer,
+gateway-reader).
 */}}
 {{- define "service-router-operator.userRolePrefix" -}}
 {{- .Values.rbac.userRoles.namePrefix | trimSuffix "-" }}
