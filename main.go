@@ -83,7 +83,7 @@ func main() {
 			"priority and fairness decides, which lets a change reaching every route go at the speed of the API server (see docs/DEVELOPMENT.md).")
 	flag.IntVar(&opts.kubeAPIBurst, "kube-api-burst", 0,
 		"Client-side burst of requests to the API server, with --kube-api-qps >= 0; 0: client-go's default of 10.")
-	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", 8,
+	flag.IntVar(&opts.controllers.ServiceRouteWorkers, "serviceroute-workers", controllers.DefaultServiceRouteWorkers,
 		"ServiceRoutes reconciled in parallel (a change reaching every route goes as fast as that many clients writing in parallel).")
 	opts.controllers.Events = eventrecorder.DefaultSettings
 	flag.Float64Var(&opts.eventsPerSecond, "events-per-second", float64(eventrecorder.DefaultSettings.PerSecond),

@@ -20,8 +20,8 @@ type ClusterIdentityReconciler struct {
 	base
 }
 
-// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities;dnsconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status;dnsconfigurations/status,verbs=patch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status,verbs=patch
 
 // Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and
 // writes its status; it writes nothing else.

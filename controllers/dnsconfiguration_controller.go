@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,6 +26,9 @@ type DNSConfigurationReconciler struct {
 	APIs *OptionalAPIs
 }
 
+// +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations/status,verbs=patch
+
 // Reconcile reports the DNSConfiguration in status: its controllers, whether the DNSEndpoint API
 // is installed (Ready), and whether the mass-deletion guard holds deletions (DeletionsHeld). It
 // writes nothing else.
@@ -38,26 +40,12 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	original := cfg.DeepCopy()
 	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
 	held := r.Deletions.State(time.Now())
-	r.setDeletionsHeld(cfg, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
+	// Announced by end once the status is written (a Warning when the guard starts holding
+	// deletions, a Normal event when it no longer does: plan.StatusEvents).
+	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
 	// Looked at again once every held deletion has had its turn, so that the condition clears
 	// even when the last of them needed no reconcile (its object was deleted by someone else).
 	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{at: held.Recheck}, nil)
-}
-
-// setDeletionsHeld sets the DeletionsHeld condition and announces a change of its status: a
-// Warning when the guard starts holding deletions, a Normal event when it no longer does.
-func (r *DNSConfigurationReconciler) setDeletionsHeld(cfg *clusterv1alpha1.DNSConfiguration, c metav1.Condition) {
-	previous := meta.FindStatusCondition(cfg.Status.Conditions, c.Type)
-	changed := previous == nil && c.Status == metav1.ConditionTrue || previous != nil && previous.Status != c.Status
-	meta.SetStatusCondition(&cfg.Status.Conditions, c)
-	if !changed {
-		return
-	}
-	eventType := "Normal"
-	if c.Status == metav1.ConditionTrue {
-		eventType = "Warning"
-	}
-	r.Recorder.Eventf(cfg, nil, eventType, c.Reason, "Reconcile", "%s", c.Message)
 }
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API

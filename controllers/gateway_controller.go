@@ -7,7 +7,6 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +18,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -31,9 +29,10 @@ import (
 type GatewayReconciler struct {
 	base
 	APIs *OptionalAPIs
-	// Window coalesces the route changes feeding each Gateway (coalesce.go).
+	// Window coalesces the route changes feeding each Gateway (gateway_controller_coalesce.go;
+	// required: Setup makes it from Options.GatewayCoalesce).
 	Window *gatewayWindow
-	// HostBudget is the byte budget of one Istio Gateway (hostlimit.go).
+	// HostBudget is the byte budget of one Istio Gateway (gateway_controller_hostlimit.go).
 	HostBudget int
 	// Zones are the verification results (nil: none).
 	Zones zoneResults
@@ -74,10 +73,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err != nil {
 			return r.end(ctx, gw, original, p.Outcome, rq, err)
 		}
-		if len(w.Conflicts) > 0 {
-			p.Outcome = plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
-				Message: fmt.Sprintf("Istio Gateway %s/%s exists and is not managed by this Gateway; it was left untouched", gw.Namespace, gw.Name)}
-		}
+		p.Outcome = plan.AfterWrite(p.Outcome, w.result("Istio Gateway", "Gateway"))
 		rq = requeueOf(w)
 	}
 	if !p.Keep {
@@ -97,7 +93,7 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 		return in, err
 	}
 	// The cache's own objects, read in place: thousands of routes, only their hostnames are used.
-	routes, err := r.Lookups.routesByGateway.get(client.ObjectKeyFromObject(gw).String())
+	routes, err := r.Lookups.routesByGateway.Get(client.ObjectKeyFromObject(gw).String())
 	if err != nil {
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
@@ -146,22 +142,13 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 	return applyChanges(ctx, r.base, kind, want, current, notice[*istionetworkingv1.Gateway]{target: gw, reason: p.Reason, describe: describeHosts})
 }
 
-// pairPeers enqueues the Gateways sharing the (controller, targetPostfix) pair of a Gateway that
-// was created, deleted or changed (before and after the change): the oldest of a pair decides the
-// ingress namespace of all of them.
-func (r *GatewayReconciler) pairPeers() handler.EventHandler {
-	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		gw, ok := obj.(*routingv1alpha1.Gateway)
-		if !ok {
-			return
-		}
-		for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(gw))}) {
-			if req.NamespacedName != client.ObjectKeyFromObject(gw) {
-				q.Add(req)
-			}
-		}
+// describeHosts summarises an Istio Gateway for events: "3 host(s)".
+func describeHosts(g *istionetworkingv1.Gateway) string {
+	n := 0
+	for _, s := range g.Spec.Servers {
+		n += len(s.Hosts)
 	}
-	return eachObjectOf(enqueue)
+	return fmt.Sprintf("%d host(s)", n)
 }
 
 // SetupWithManager registers the controller: the hosts follow the referencing ServiceRoutes
@@ -172,9 +159,6 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allGateways := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return requestsFor(ctx, r, &routingv1alpha1.GatewayList{})
 	})
-	if r.Window == nil {
-		r.Window = coalesce.New[types.NamespacedName](coalesce.Settings{}) // no coalescing
-	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
 		// Every change, its own status writes included: a reconcile that started from a cached
@@ -208,4 +192,22 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, routingGK("Gateway"), r.Versions)
+}
+
+// pairPeers enqueues the Gateways sharing the (controller, targetPostfix) pair of a Gateway that
+// was created, deleted or changed (before and after the change): the oldest of a pair decides the
+// ingress namespace of all of them.
+func (r *GatewayReconciler) pairPeers() handler.EventHandler {
+	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		gw, ok := obj.(*routingv1alpha1.Gateway)
+		if !ok {
+			return
+		}
+		for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(gw))}) {
+			if req.NamespacedName != client.ObjectKeyFromObject(gw) {
+				q.Add(req)
+			}
+		}
+	}
+	return eachObjectOf(enqueue)
 }

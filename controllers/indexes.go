@@ -2,19 +2,23 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // Field indexes on the informer cache. Every cross-resource lookup goes through one of these or
-// one of the lookups read in place (lookup.go), so a reconcile costs what it touches, not what the
+// one of the lookups read in place (below), so a reconcile costs what it touches, not what the
 // cluster holds.
 const (
 	// indexGatewayIngress: Gateways by "controller/targetPostfix".
@@ -43,6 +47,15 @@ func ingressServiceKey(namespace, controller string) string { return namespace +
 
 func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
 	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+}
+
+// ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
+const ingressLabel = naming.IngressServiceSelector
+
+// namespaceMetadata is an empty Namespace as the cache holds it: metadata only (labels and the
+// router.io/applications annotation, see CacheOptions).
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
 }
 
 type indexer interface {
@@ -102,3 +115,62 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 		)
 	})
 }
+
+// lookups are the indexes read in place (cacheview.Index): those that run for every route (its
+// DNSEndpoints, the routes claiming its hostname) or over every route of a Gateway. They return
+// the cache's own objects: read them, never change them.
+type lookups struct {
+	// routesByGateway: ServiceRoutes by the namespace/name of the Gateway they reference.
+	routesByGateway cacheview.Index[*routingv1alpha1.ServiceRoute]
+	// routesByHostname: ServiceRoutes by naming.HostnameKey, for hostname claims.
+	routesByHostname cacheview.Index[*routingv1alpha1.ServiceRoute]
+	// endpointsByRoute: managed DNSEndpoints by the namespace/name of their ServiceRoute.
+	endpointsByRoute cacheview.Index[*externaldnsv1alpha1.DNSEndpoint]
+}
+
+func newLookups() *lookups {
+	return &lookups{
+		routesByGateway: cacheview.Index[*routingv1alpha1.ServiceRoute]{Name: "serviceroute.gatewayRef", NewList: newRouteList, Keys: func(r *routingv1alpha1.ServiceRoute) []string {
+			return []string{plan.GatewayRef(r).String()}
+		}},
+		routesByHostname: cacheview.Index[*routingv1alpha1.ServiceRoute]{Name: "serviceroute.hostnameKey", NewList: newRouteList, Keys: func(r *routingv1alpha1.ServiceRoute) []string {
+			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}
+		}, Has: func(r *routingv1alpha1.ServiceRoute, key string) bool {
+			return naming.IsHostnameKey(key, r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)
+		}},
+		endpointsByRoute: cacheview.Index[*externaldnsv1alpha1.DNSEndpoint]{Name: "dnsendpoint.serviceRoute", NewList: newEndpointList, Keys: func(ep *externaldnsv1alpha1.DNSEndpoint) []string {
+			if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
+				return []string{routeKey(ep.Namespace, route)}
+			}
+			return nil
+		}, Has: func(ep *externaldnsv1alpha1.DNSEndpoint, key string) bool {
+			namespace, route, _ := strings.Cut(key, "/")
+			return ep.Namespace == namespace && ep.Labels[naming.LabelServiceRoute] == route
+		}},
+	}
+}
+
+// register adds the indexes to the manager's cache; those on DNSEndpoints once their API is
+// served (see addIndexes).
+func (l *lookups) register(ctx context.Context, c ctrlcache.Cache, apis *OptionalAPIs) error {
+	if err := l.routesByGateway.Register(ctx, c, &routingv1alpha1.ServiceRoute{}); err != nil {
+		return err
+	}
+	if err := l.routesByHostname.Register(ctx, c, &routingv1alpha1.ServiceRoute{}); err != nil {
+		return err
+	}
+	return apis.WhenServed(dnsEndpointKind, func() error {
+		return l.endpointsByRoute.Register(ctx, c, &externaldnsv1alpha1.DNSEndpoint{})
+	})
+}
+
+func newRoute() *routingv1alpha1.ServiceRoute { return &routingv1alpha1.ServiceRoute{} }
+
+func newRouteList() client.ObjectList { return &routingv1alpha1.ServiceRouteList{} }
+
+func newEndpoint() *externaldnsv1alpha1.DNSEndpoint { return &externaldnsv1alpha1.DNSEndpoint{} }
+
+func newEndpointList() client.ObjectList { return &externaldnsv1alpha1.DNSEndpointList{} }
+
+// routeKey is the index value of the objects of the route namespace/name.
+func routeKey(namespace, name string) string { return namespace + "/" + name }

@@ -67,9 +67,9 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 		return r.finish(requeue{}, err)
 	}
 	r.Conflicts.Set(ingressKey(pair), len(w.Conflicts) > 0)
-	if len(w.Conflicts) > 0 && eventTarget != nil {
-		r.Recorder.Eventf(eventTarget, nil, "Warning", routingv1alpha1.ReasonOwnershipConflict, "Reconcile",
-			"DNSEndpoint(s) %v exist and are not managed by the operator; they were left untouched", w.Conflicts)
+	if conflicts := w.result("DNSEndpoint", "").Conflicts; len(conflicts) > 0 && eventTarget != nil {
+		e := plan.IngressConflictEvent(conflicts)
+		r.Recorder.Eventf(eventTarget, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	return r.finish(requeueOf(w), nil)
 }

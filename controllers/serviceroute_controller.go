@@ -4,16 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,24 +19,24 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
 
-// defaultRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each other
-// and a reconcile mostly waits on API round-trips (--serviceroute-workers; see DEVELOPMENT.md
-// for the measurements behind the default).
-const defaultRouteWorkers = 8
+// DefaultServiceRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each
+// other and a reconcile mostly waits on API round-trips (--serviceroute-workers; see
+// DEVELOPMENT.md for the measurements behind the default).
+const DefaultServiceRouteWorkers = 8
 
 // ServiceRouteReconciler maintains one DNSEndpoint (a CNAME to the gateway target hostname) per
 // ExternalDNS controller the namespace's DNSPolicy activates.
 type ServiceRouteReconciler struct {
 	base
 	APIs *OptionalAPIs
-	// Workers is the number of routes reconciled in parallel (0: defaultRouteWorkers).
+	// Workers is the number of routes reconciled in parallel (0: DefaultServiceRouteWorkers).
 	Workers int
 	// Zones are the verification results (nil: none, every zone is reported Unverified or Pending).
 	Zones zoneResults
@@ -81,30 +74,13 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(w.Applied)
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
-		p.Outcome = routeOutcome(p.Outcome, w)
+		p.Outcome = plan.AfterWrite(p.Outcome, w.result("DNSEndpoint", "ServiceRoute"))
 		rq = requeueOf(w)
 		if err := r.routePublication(ctx, route, in.Configuration, w.Applied); err != nil {
 			return r.end(ctx, route, original, p.Outcome, rq, err)
 		}
 	}
 	return r.end(ctx, route, original, p.Outcome, rq, nil)
-}
-
-// routeOutcome adds what the write step found to the plan's outcome: ownership conflicts fail
-// the route, deletions held by the mass-deletion guard are announced.
-func routeOutcome(o plan.Outcome, w written[*externaldnsv1alpha1.DNSEndpoint]) plan.Outcome {
-	if len(w.Conflicts) > 0 {
-		keys := make([]string, len(w.Conflicts))
-		for i, c := range w.Conflicts {
-			keys[i] = c.Key
-		}
-		return plan.Outcome{Phase: string(routingv1alpha1.PhaseFailed), Reason: routingv1alpha1.ReasonOwnershipConflict,
-			Message: fmt.Sprintf("DNSEndpoint(s) %s exist and are not managed by this ServiceRoute; they were left untouched", strings.Join(keys, ", "))}
-	}
-	if !w.HeldUntil.IsZero() {
-		o.Message += fmt.Sprintf("; the deletion of its other DNSEndpoint(s) waits until %s (mass-deletion guard)", w.HeldUntil.UTC().Format(time.RFC3339))
-	}
-	return o
 }
 
 func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
@@ -139,45 +115,10 @@ func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alp
 	return in, err
 }
 
-// hostnameWinner returns the oldest other ServiceRoute, in any namespace, that generates the same
-// hostname as route and may use its application (plan.HostnameWinner); nil when route is the
-// oldest such claimant.
-func (r *ServiceRouteReconciler) hostnameWinner(ctx context.Context, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) (*routingv1alpha1.ServiceRoute, error) {
-	claimants, err := r.claimants(ctx, route, ci)
-	if err != nil {
-		return nil, err
-	}
-	allowed := make(map[types.UID]bool, len(claimants))
-	for _, c := range claimants {
-		if c.UID == route.UID {
-			continue
-		}
-		if allowed[c.UID], err = applicationAllowed(ctx, r.Cached, c); err != nil {
-			return nil, err
-		}
-	}
-	return plan.HostnameWinner(route, claimants, func(c *routingv1alpha1.ServiceRoute) bool { return allowed[c.UID] }), nil
-}
-
-// claimants lists the ServiceRoutes whose hostname equals route's, route included. They are the
-// cache's own objects: read them, never change them.
-func (r *ServiceRouteReconciler) claimants(ctx context.Context, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) ([]*routingv1alpha1.ServiceRoute, error) {
-	label := naming.SourceLabel(route.Spec.ServiceName, ci.Spec.EnvironmentLetter, route.Spec.Environment, route.Spec.Application)
-	var out []*routingv1alpha1.ServiceRoute
-	for _, key := range naming.ClaimKeys(label, ci.Spec.EnvironmentLetter) {
-		claiming, err := r.Lookups.routesByHostname.get(key)
-		if err != nil {
-			return nil, fmt.Errorf("listing ServiceRoutes claiming %s: %w", label, err)
-		}
-		out = append(out, claiming...)
-	}
-	return out, nil
-}
-
 // syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
 // (by the route label index), the changes from apply.Diff in applyChanges.
 func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
-	current, err := r.Lookups.endpointsByRoute.get(routeKey(route.Namespace, route.Name))
+	current, err := r.Lookups.endpointsByRoute.Get(routeKey(route.Namespace, route.Name))
 	if err != nil {
 		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
 	}
@@ -206,18 +147,18 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("serviceroute").
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, defaultRouteWorkers)}).
-		// Every change but the echoes of the operator's own status writes (ownEchoes): a route
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultServiceRouteWorkers)}).
+		// Every change but the echoes of the operator's own status writes (ownwrite.EchoFilter): a route
 		// is reconciled once per change, not once more per write. A reconcile that started
 		// from a cached copy older than its last status write skips its write and asks for
 		// that write's echo, which then runs it again on the fresh copy.
-		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(ownEchoes(r.Versions))).
+		For(&routingv1alpha1.ServiceRoute{}, builder.WithPredicates(ownwrite.EchoFilter(r.Versions))).
 		Watches(&routingv1alpha1.ServiceRoute{}, r.claimantsHandler(), createOrDeleteOrSpec).
 		Watches(&routingv1alpha1.DNSPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requestsForAll(ctx, r.Cached.Cache, newRoute, newRouteList, o.GetNamespace())
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			routes, err := r.Lookups.routesByGateway.get(client.ObjectKeyFromObject(o).String())
+			routes, err := r.Lookups.routesByGateway.Get(client.ObjectKeyFromObject(o).String())
 			return requestsOf(ctx, routes, err)
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, r.hostLimitChanges()).
@@ -233,128 +174,4 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return watchOwnedWhenServed(mgr, r.APIs, c, dnsEndpointKind, &externaldnsv1alpha1.DNSEndpoint{}, routingGK("ServiceRoute"), r.Versions)
-}
-
-// namespaceHandler enqueues the routes a namespace change affects: a change of its labels
-// affects its own routes (Gateways' allowedRoutes); a change of the applications it lists affects
-// its own routes and, in every namespace, the routes using an application added or removed, and
-// the routes claiming the same hostnames as any of those (a route whose application is no longer
-// allowed stops claiming, and the next claimant is promoted).
-func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, old, new client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		ns := new
-		if ns == nil {
-			ns = old
-		}
-		oldApps, oldListed := applicationsOf(old)
-		newApps, newListed := applicationsOf(new)
-		appsChanged := oldListed != newListed || !slices.Equal(oldApps, newApps)
-		if old != nil && new != nil && !appsChanged && maps.Equal(old.GetLabels(), new.GetLabels()) {
-			return // no change the routes depend on
-		}
-		// Read in place: every namespace arrives as created when the operator starts.
-		affected, err := cacheview.All(ctx, r.Cached.Cache, newRoute, newRouteList, ns.GetName())
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of a namespace", "namespace", ns.GetName())
-			return
-		}
-		if !appsChanged {
-			for _, route := range affected {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
-			}
-			return
-		}
-		for _, app := range symmetricDifference(oldApps, newApps) {
-			list := &routingv1alpha1.ServiceRouteList{}
-			if err := r.Cached.List(ctx, list, client.MatchingFields{indexRouteApplication: app}); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "listing the ServiceRoutes of an application", "application", app)
-				continue
-			}
-			affected = append(affected, listItems(list.Items)...)
-		}
-		ci, err := getIdentity(ctx, r.Cached)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "reading the ClusterIdentity")
-		}
-		for _, route := range affected {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
-			if ci == nil {
-				continue
-			}
-			claimants, err := r.claimants(ctx, route, ci)
-			if err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
-				continue
-			}
-			for _, c := range claimants {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-			}
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, nil, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectOld, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, nil, q)
-		},
-	}
-}
-
-// applicationsOf returns the applications a namespace lists, sorted (none for a nil namespace).
-func applicationsOf(ns client.Object) ([]string, bool) {
-	if ns == nil {
-		return nil, false
-	}
-	apps, listed := naming.Applications(ns.GetAnnotations())
-	slices.Sort(apps)
-	return apps, listed
-}
-
-// symmetricDifference returns the names in exactly one of two sorted lists. A list set or unset
-// as a whole changes what its own routes may use, which the caller handles; other namespaces
-// are affected only by the names added or removed.
-func symmetricDifference(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
-		}
-	}
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// claimantsHandler enqueues the other routes claiming the hostname of a route that was created,
-// deleted or changed, so that a conflict is detected at once and the next claimant is promoted
-// when the winner goes away.
-func (r *ServiceRouteReconciler) claimantsHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		route, ok := obj.(*routingv1alpha1.ServiceRoute)
-		if !ok {
-			return
-		}
-		ci, err := getIdentity(ctx, r.Cached)
-		if err != nil || ci == nil {
-			return
-		}
-		claimants, err := r.claimants(ctx, route, ci)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
-			return
-		}
-		for _, c := range claimants {
-			if c.UID != route.UID {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-			}
-		}
-	}
-	return eachObjectOf(enqueue)
 }

@@ -7,13 +7,9 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -24,61 +20,11 @@ import (
 	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
-
-// CacheOptions restricts the informer caches to what the operator manages, so that memory follows
-// the operator's objects rather than the cluster's size: DNSEndpoints and Istio Gateways carrying
-// the managed-by label (objects of others never enter the cache; a name collision with one is
-// detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
-// as metadata with only their labels and the router.io/applications annotation. Managed fields
-// are stripped from every cached object, and kubectl's last-applied-configuration (a full copy of
-// the object) from the objects the operator reads but never writes whole.
-func CacheOptions() cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{naming.LabelManagedBy: naming.ManagedByValue})
-	hasIstioLabel, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant requirement; cannot fail
-	}
-	// The generated objects are updated whole from their cached copy: every annotation stays, so
-	// that an update never drops one somebody else set.
-	generated := trimGenerated
-	return cache.Options{
-		DefaultTransform: trimForCache,
-		ByObject: map[client.Object]cache.ByObject{
-			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed, Transform: generated},
-			&istionetworkingv1.Gateway{}:       {Label: managed, Transform: generated},
-			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
-			&corev1.Namespace{}:                {Transform: namespaceTransform},
-		},
-	}
-}
-
-// namespaceTransform keeps of a cached Namespace what the operator reads: its name, labels (the
-// Gateways' allowedRoutes selectors) and the applications it owns. Other annotations (a
-// last-applied configuration, for instance) can be large and are dropped, as are managed fields,
-// owner references, finalizers, spec and status.
-func namespaceTransform(obj any) (any, error) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return obj, nil // a tombstone: passed on as it is
-	}
-	var kept map[string]string
-	if apps, ok := o.GetAnnotations()[naming.AnnotationApplications]; ok {
-		kept = map[string]string{naming.AnnotationApplications: apps}
-	}
-	o.SetAnnotations(kept)
-	o.SetManagedFields(nil)
-	o.SetOwnerReferences(nil)
-	o.SetFinalizers(nil)
-	if ns, ok := o.(*corev1.Namespace); ok {
-		ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
-	}
-	return o, nil
-}
 
 // Options tune the controllers.
 type Options struct {
@@ -96,7 +42,8 @@ type Options struct {
 	// IstioGatewayMaxBytes is the byte budget of one generated Istio Gateway. Zero:
 	// plan.DefaultIstioGatewayBudget.
 	IstioGatewayMaxBytes int
-	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero: 8.
+	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero:
+	// DefaultServiceRouteWorkers.
 	ServiceRouteWorkers int
 	// Verification tunes when zones are checked (zero fields take verify.DefaultSettings);
 	// VerificationLimits bound the queries to each zone (zero fields take prober.DefaultLimits).
@@ -147,12 +94,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	w, err := newWriter(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), mgr.GetScheme())
+	w, err := ownwrite.NewWriter(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), mgr.GetScheme(), fieldOwner)
 	if err != nil {
 		return err
 	}
 	b := base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder,
-		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: newWrittenVersions(), Lookups: lookups,
+		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: ownwrite.NewVersions(), Lookups: lookups,
 		Cached: cacheview.Reader{Cache: mgr.GetCache()}, Writer: w}
 	ingressConflicts := metrics.NewConflictSet()
 	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
@@ -211,7 +158,7 @@ func managedEndpointCount(l *lookups) func() int {
 		if time.Since(at) < time.Second {
 			return count
 		}
-		n, err := l.endpointsByRoute.size()
+		n, err := l.endpointsByRoute.Size()
 		if err != nil {
 			return 0 // unknown: every request counts against an empty total, so the guard trips
 		}

@@ -7,18 +7,17 @@ import (
 	"strings"
 	"time"
 
-	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/plan"
 )
 
-// errCacheLag asks for a retry: the API server has a newer version of an object than the cache.
-var errCacheLag = errors.New("the object changed since the cache last saw it; retrying")
+// The write step of every reconciler: the only code that creates, updates or deletes generated
+// objects.
 
 // notice says where a write's events go and how they read.
 type notice[T client.Object] struct {
@@ -47,7 +46,7 @@ type written[T client.Object] struct {
 // Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
 func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n notice[T]) (written[T], error) {
 	for _, obj := range current {
-		if w.Versions.superseded(obj) {
+		if w.Versions.Superseded(obj) {
 			// A copy our last write replaced: the API server has what that write sent, whatever
 			// this reconcile decides from the copy; that write's event runs it again.
 			return written[T]{}, errCacheLag
@@ -63,13 +62,13 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 	var errs []error
 	for _, obj := range ch.Update {
 		uid, replaced := obj.GetUID(), obj.GetResourceVersion()
-		w.Versions.writing(uid, replaced)
-		if err := w.Writer.update(ctx, obj); err != nil {
-			w.Versions.failed(uid)
+		w.Versions.Writing(uid, replaced)
+		if err := w.Writer.Update(ctx, obj); err != nil {
+			w.Versions.Failed(uid)
 			errs = append(errs, writeError("updating", k.Name, obj, err))
 			continue
 		}
-		if !w.Versions.wrote(uid, replaced, obj.GetResourceVersion()) {
+		if !w.Versions.Wrote(uid, replaced, obj.GetResourceVersion()) {
 			errs = append(errs, errCacheLag) // somebody else's change went by unseen: look again
 		}
 		out.Applied = append(out.Applied, obj)
@@ -108,9 +107,9 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 // cache is behind: errCacheLag), adoptable (taken over in place) or foreign (a conflict).
 func create[T client.Object](ctx context.Context, w base, k apply.Kind[T], obj T) (T, *apply.Conflict, error) {
 	created := obj.DeepCopyObject().(T)
-	w.Versions.creatingObject(created)
-	err := w.Writer.create(ctx, created)
-	if !w.Versions.createdObject(created, err == nil) {
+	w.Versions.Creating(created)
+	err := w.Writer.Create(ctx, created)
+	if !w.Versions.Created(created, err == nil) {
 		return created, nil, errCacheLag // somebody else's change went by unseen: look again
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -152,15 +151,6 @@ func (w base) event(target, related runtime.Object, reason, action, note string,
 	}
 }
 
-// listItems returns pointers to a list's items (no copies: the items are the caller's).
-func listItems[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
-}
-
 // describeRecords summarises an endpoint's records for events: "api.example.com CNAME aks01.example.com".
 func describeRecords(ep *externaldnsv1alpha1.DNSEndpoint) string {
 	var parts []string
@@ -170,11 +160,12 @@ func describeRecords(ep *externaldnsv1alpha1.DNSEndpoint) string {
 	return strings.Join(parts, "; ")
 }
 
-// describeHosts summarises an Istio Gateway for events: "3 host(s)".
-func describeHosts(g *istionetworkingv1.Gateway) string {
-	n := 0
-	for _, s := range g.Spec.Servers {
-		n += len(s.Hosts)
+// result is what the write step found, for the owner's outcome (plan.AfterWrite): kind names the
+// generated objects and owner the kind whose status reports them.
+func (w written[T]) result(kind, owner string) plan.Written {
+	keys := make([]string, len(w.Conflicts))
+	for i, c := range w.Conflicts {
+		keys[i] = c.Key
 	}
-	return fmt.Sprintf("%d host(s)", n)
+	return plan.Written{Kind: kind, Owner: owner, Conflicts: keys, HeldUntil: w.HeldUntil}
 }

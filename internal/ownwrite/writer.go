@@ -1,4 +1,4 @@
-package controllers
+package ownwrite
 
 import (
 	"context"
@@ -18,45 +18,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// writer sends the operator's writes of generated objects (creates, updates) and of status
+// Writer sends the operator's writes of generated objects (creates, updates) and of status
 // (merge patches) and asks the API server to answer with the object's metadata only
 // (as=PartialObjectMetadata, in protobuf). The operator never reads the rest of an answer: what
 // it sent is what it keeps, and the object's own watch event brings the new version to the
 // cache. A client that decodes the answer into the object makes the API server encode the whole
 // object in JSON and the operator decode it, once per object and change: for the status patches
 // alone that decoding was a sixth of the operator's CPU during a fan-out.
-type writer struct {
+type Writer struct {
 	metadata metadata.Interface
 	// rest sends creates and updates (the metadata client has no verb for them) with the same
 	// metadata-only answer.
 	rest   rest.Interface
 	mapper meta.RESTMapper
 	scheme *runtime.Scheme
+	// owner names the writer in the managedFields of what it writes.
+	owner string
 }
 
 const metadataAnswer = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
 	"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
-// newWriter builds the writer on the operator's client configuration and HTTP client.
-func newWriter(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, scheme *runtime.Scheme) (writer, error) {
+// NewWriter builds a writer on a client configuration and HTTP client; owner is the field manager
+// of its writes.
+func NewWriter(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, scheme *runtime.Scheme, owner client.FieldOwner) (*Writer, error) {
 	metadataClient, err := metadata.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return writer{}, fmt.Errorf("creating the metadata client: %w", err)
+		return nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
 	restConfig := metadata.ConfigFor(cfg) // decodes PartialObjectMetadata answers
 	restConfig.GroupVersion = &schema.GroupVersion{}
 	restConfig.APIPath = "/never-used" // every request names its absolute path
 	restClient, err := rest.RESTClientForConfigAndClient(restConfig, httpClient)
 	if err != nil {
-		return writer{}, fmt.Errorf("creating the REST client: %w", err)
+		return nil, fmt.Errorf("creating the REST client: %w", err)
 	}
-	return writer{metadata: metadataClient, rest: restClient, mapper: mapper, scheme: scheme}, nil
+	return &Writer{metadata: metadataClient, rest: restClient, mapper: mapper, scheme: scheme, owner: string(owner)}, nil
 }
 
-// patchStatus writes the status of obj, which was original (as cached) before: a merge patch
+// PatchStatus writes the status of obj, which was original (as cached) before: a merge patch
 // computed from the two statuses alone, with an optimistic lock on original's resourceVersion. It
 // returns the resourceVersion the object has now.
-func (w writer) patchStatus(ctx context.Context, obj client.Object, originalStatus, status any, originalVersion string) (string, error) {
+func (w *Writer) PatchStatus(ctx context.Context, obj client.Object, originalStatus, status any, originalVersion string) (string, error) {
 	data, err := statusMergePatch(originalStatus, status, originalVersion)
 	if err != nil {
 		return "", fmt.Errorf("computing the status patch: %w", err)
@@ -65,7 +68,7 @@ func (w writer) patchStatus(ctx context.Context, obj client.Object, originalStat
 	if err != nil {
 		return "", err
 	}
-	patched, err := resource.Patch(ctx, obj.GetName(), types.MergePatchType, data, metav1.PatchOptions{FieldManager: string(fieldOwner)}, "status")
+	patched, err := resource.Patch(ctx, obj.GetName(), types.MergePatchType, data, metav1.PatchOptions{FieldManager: w.owner}, "status")
 	if err != nil {
 		return "", err
 	}
@@ -88,18 +91,18 @@ func statusMergePatch(original, status any, resourceVersion string) ([]byte, err
 	return jsonpatch.CreateMergePatch(before, after)
 }
 
-// create creates obj and fills in the metadata the API server gave it (UID, resourceVersion,
+// Create creates obj and fills in the metadata the API server gave it (UID, resourceVersion,
 // creation time, generation).
-func (w writer) create(ctx context.Context, obj client.Object) error {
+func (w *Writer) Create(ctx context.Context, obj client.Object) error {
 	return w.send(ctx, obj, "POST")
 }
 
-// update replaces obj, with an optimistic lock on its resourceVersion, and fills in the new one.
-func (w writer) update(ctx context.Context, obj client.Object) error {
+// Update replaces obj, with an optimistic lock on its resourceVersion, and fills in the new one.
+func (w *Writer) Update(ctx context.Context, obj client.Object) error {
 	return w.send(ctx, obj, "PUT")
 }
 
-func (w writer) send(ctx context.Context, obj client.Object, verb string) error {
+func (w *Writer) send(ctx context.Context, obj client.Object, verb string) error {
 	mapping, err := w.mapping(obj)
 	if err != nil {
 		return err
@@ -121,7 +124,7 @@ func (w writer) send(ctx context.Context, obj client.Object, verb string) error 
 		path = append(path, obj.GetName())
 	}
 	answer := &metav1.PartialObjectMetadata{}
-	err = w.rest.Verb(verb).AbsPath(path...).Param("fieldManager", string(fieldOwner)).
+	err = w.rest.Verb(verb).AbsPath(path...).Param("fieldManager", w.owner).
 		SetHeader("Content-Type", "application/json").SetHeader("Accept", metadataAnswer).
 		Body(body).Do(ctx).Into(answer)
 	if err != nil {
@@ -135,7 +138,7 @@ func (w writer) send(ctx context.Context, obj client.Object, verb string) error 
 }
 
 // mapping is the REST mapping of obj's kind.
-func (w writer) mapping(obj client.Object) (*meta.RESTMapping, error) {
+func (w *Writer) mapping(obj client.Object) (*meta.RESTMapping, error) {
 	gvk, err := apiutil.GVKForObject(obj, w.scheme)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func (w writer) mapping(obj client.Object) (*meta.RESTMapping, error) {
 }
 
 // resource is the metadata client's interface to obj's resource.
-func (w writer) resource(obj client.Object) (metadata.ResourceInterface, error) {
+func (w *Writer) resource(obj client.Object) (metadata.ResourceInterface, error) {
 	mapping, err := w.mapping(obj)
 	if err != nil {
 		return nil, err

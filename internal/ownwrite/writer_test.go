@@ -1,4 +1,4 @@
-package controllers
+package ownwrite
 
 import (
 	"encoding/json"

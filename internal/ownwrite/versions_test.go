@@ -1,4 +1,4 @@
-package controllers
+package ownwrite
 
 import (
 	"testing"
@@ -18,27 +18,27 @@ func routeAt(uid, rv string) *routingv1alpha1.ServiceRoute {
 
 func TestWrittenVersions_OnlyTheCopyOurWriteReplacedIsStale(t *testing.T) {
 	at := func(rv string) *routingv1alpha1.ServiceRoute { return routeAt("u", rv) }
-	v := newWrittenVersions()
-	assert.False(t, v.superseded(at("1")), "nothing written yet")
-	v.wrote("u", "1", "2") // our write turned version 1 into 2
-	assert.True(t, v.superseded(at("1")), "the cache still has the copy our write replaced")
-	assert.True(t, v.superseded(at("1")), "still, until the cache moves on")
-	assert.False(t, v.superseded(at("2")), "the cache caught up")
-	assert.False(t, v.superseded(at("1")), "forgotten once the cache moved on")
+	v := NewVersions()
+	assert.False(t, v.Superseded(at("1")), "nothing written yet")
+	v.Wrote("u", "1", "2") // our write turned version 1 into 2
+	assert.True(t, v.Superseded(at("1")), "the cache still has the copy our write replaced")
+	assert.True(t, v.Superseded(at("1")), "still, until the cache moves on")
+	assert.False(t, v.Superseded(at("2")), "the cache caught up")
+	assert.False(t, v.Superseded(at("1")), "forgotten once the cache moved on")
 
-	v.wrote("u", "5", "6")
-	assert.False(t, v.superseded(routeAt("other", "5")), "another object")
+	v.Wrote("u", "5", "6")
+	assert.False(t, v.Superseded(routeAt("other", "5")), "another object")
 
-	v.wrote("u", "", "7") // a create replaced nothing
-	assert.False(t, v.superseded(routeAt("u", "")), "a create supersedes no copy")
+	v.Wrote("u", "", "7") // a create replaced nothing
+	assert.False(t, v.Superseded(routeAt("u", "")), "a create supersedes no copy")
 
-	v.wrote("u", "8", "8") // the API server changed nothing: no new version, no event
-	assert.False(t, v.superseded(at("8")), "a write that changed nothing replaced no copy: waiting for its echo would wait forever")
+	v.Wrote("u", "8", "8") // the API server changed nothing: no new version, no event
+	assert.False(t, v.Superseded(at("8")), "a write that changed nothing replaced no copy: waiting for its echo would wait forever")
 
-	var none *writtenVersions
-	none.wrote("u", "1", "2")
-	assert.False(t, none.superseded(at("1")), "no memory: never stale")
-	assert.False(t, none.echo(at("2")), "no memory: no echo")
+	var none *Versions
+	none.Wrote("u", "1", "2")
+	assert.False(t, none.Superseded(at("1")), "no memory: never stale")
+	assert.False(t, none.Echo(at("2")), "no memory: no echo")
 }
 
 // The echo filter drops exactly the event of the version our own write produced, and only when
@@ -50,48 +50,48 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 	tests := []struct {
 		name string
 		// prepare writes and reads before the event of version "2" arrives.
-		prepare func(v *writtenVersions)
+		prepare func(v *Versions)
 		event   string
 		want    bool // the event passes
 	}{
-		{name: "nothing written: every event passes", prepare: func(*writtenVersions) {}, event: "2", want: true},
-		{name: "the echo of our write is dropped", prepare: func(v *writtenVersions) { v.wrote("u", "1", "2") }, event: "2", want: false},
-		{name: "another version (somebody else wrote after us) passes", prepare: func(v *writtenVersions) { v.wrote("u", "1", "2") }, event: "3", want: true},
+		{name: "nothing written: every event passes", prepare: func(*Versions) {}, event: "2", want: true},
+		{name: "the echo of our write is dropped", prepare: func(v *Versions) { v.Wrote("u", "1", "2") }, event: "2", want: false},
+		{name: "another version (somebody else wrote after us) passes", prepare: func(v *Versions) { v.Wrote("u", "1", "2") }, event: "3", want: true},
 		{
 			name: "the echo passes when a reconcile read the replaced copy and skipped its write",
-			prepare: func(v *writtenVersions) {
-				v.wrote("u", "1", "2")
-				assert.True(t, v.superseded(routeAt("u", "1")))
+			prepare: func(v *Versions) {
+				v.Wrote("u", "1", "2")
+				assert.True(t, v.Superseded(routeAt("u", "1")))
 			},
 			event: "2", want: true,
 		},
 		{
 			name:    "the echo of a create is dropped",
-			prepare: func(v *writtenVersions) { v.wrote("u", "", "2") },
+			prepare: func(v *Versions) { v.Wrote("u", "", "2") },
 			event:   "2", want: false,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newWrittenVersions()
+			v := NewVersions()
 			tt.prepare(v)
-			assert.Equal(t, tt.want, update(ownEchoes(v), routeAt("u", "1"), routeAt("u", tt.event)))
+			assert.Equal(t, tt.want, update(EchoFilter(v), routeAt("u", "1"), routeAt("u", tt.event)))
 			// Once the event went by, the write is forgotten: a later event of the same version
 			// (a relist) passes, and the memory does not grow with the writes.
-			assert.True(t, update(ownEchoes(v), routeAt("u", "1"), routeAt("u", tt.event)), "the next event passes")
+			assert.True(t, update(EchoFilter(v), routeAt("u", "1"), routeAt("u", tt.event)), "the next event passes")
 			assert.Empty(t, v.writes)
 		})
 	}
 }
 
 func TestOwnEchoes_CreatesAndDeletes(t *testing.T) {
-	v := newWrittenVersions()
-	p := ownEchoes(v)
-	v.wrote("u", "", "2")
+	v := NewVersions()
+	p := EchoFilter(v)
+	v.Wrote("u", "", "2")
 	assert.False(t, p.Create(event.CreateEvent{Object: routeAt("u", "2")}), "the echo of our own create")
 	assert.True(t, p.Create(event.CreateEvent{Object: routeAt("u", "2")}), "a create nobody remembers writing")
 
-	v.wrote("u", "2", "3")
+	v.Wrote("u", "2", "3")
 	assert.True(t, p.Delete(event.DeleteEvent{Object: routeAt("u", "3")}), "deletions always pass")
 	assert.Empty(t, v.writes, "a deleted object is forgotten")
 }
@@ -103,28 +103,28 @@ func TestOwnEchoes_EventsWhileTheWriteIsInFlight(t *testing.T) {
 		return p.Update(event.UpdateEvent{ObjectOld: routeAt("u", "1"), ObjectNew: routeAt("u", rv)})
 	}
 
-	v := newWrittenVersions()
-	p := ownEchoes(v)
-	v.writing("u", "1")
+	v := NewVersions()
+	p := EchoFilter(v)
+	v.Writing("u", "1")
 	assert.True(t, update(p, "1"), "an event of the version the write replaces is not its echo")
 	assert.False(t, update(p, "2"), "the echo before the answer")
 	assert.True(t, update(p, "3"), "a second event while in flight passes")
-	assert.True(t, v.wrote("u", "1", "2"), "the dropped event was the write's own")
+	assert.True(t, v.Wrote("u", "1", "2"), "the dropped event was the write's own")
 	assert.Empty(t, v.writes, "nothing left to wait for")
 
-	v.writing("u", "1")
+	v.Writing("u", "1")
 	assert.False(t, update(p, "2"))
-	assert.False(t, v.wrote("u", "1", "3"), "the dropped event was somebody else's: the caller looks again")
+	assert.False(t, v.Wrote("u", "1", "3"), "the dropped event was somebody else's: the caller looks again")
 	assert.Empty(t, v.writes)
 
-	v.writing("u", "1")
+	v.Writing("u", "1")
 	assert.False(t, update(p, "2"))
-	v.failed("u")
+	v.Failed("u")
 	assert.Empty(t, v.writes, "a failed write is forgotten (its reconcile runs again)")
 
-	v.writing("u", "1")
-	assert.False(t, v.superseded(routeAt("u", "1")), "a write in flight supersedes nothing yet")
-	assert.True(t, v.wrote("u", "1", "2"), "no event came first")
+	v.Writing("u", "1")
+	assert.False(t, v.Superseded(routeAt("u", "1")), "a write in flight supersedes nothing yet")
+	assert.True(t, v.Wrote("u", "1", "2"), "no event came first")
 	assert.False(t, update(p, "2"), "the echo after the answer")
 	assert.Empty(t, v.writes)
 }
@@ -140,27 +140,27 @@ func TestOwnEchoes_EventsWhileACreateIsInFlight(t *testing.T) {
 	created := func(p predicate.Predicate, uid, rv string) bool {
 		return p.Create(event.CreateEvent{Object: named(uid, rv)})
 	}
-	v := newWrittenVersions()
-	p := ownEchoes(v)
+	v := NewVersions()
+	p := EchoFilter(v)
 
-	v.creatingObject(named("", ""))
+	v.Creating(named("", ""))
 	assert.False(t, created(p, "u", "2"), "the echo before the answer")
-	assert.True(t, v.createdObject(named("u", "2"), true), "the dropped event was the create's own")
+	assert.True(t, v.Created(named("u", "2"), true), "the dropped event was the create's own")
 	assert.Empty(t, v.writes)
 	assert.Empty(t, v.creating)
 
-	v.creatingObject(named("", ""))
+	v.Creating(named("", ""))
 	assert.False(t, p.Update(event.UpdateEvent{ObjectOld: named("old", "8"), ObjectNew: named("old", "9")}), "an event of the name while in flight")
-	assert.False(t, v.createdObject(named("u", "2"), true), "it was another object's: the caller looks again")
+	assert.False(t, v.Created(named("u", "2"), true), "it was another object's: the caller looks again")
 	assert.Empty(t, v.creating)
 
-	v.creatingObject(named("", ""))
-	assert.True(t, v.createdObject(named("u", "2"), true), "no event came first")
+	v.Creating(named("", ""))
+	assert.True(t, v.Created(named("u", "2"), true), "no event came first")
 	assert.False(t, created(p, "u", "2"), "the echo after the answer")
 	assert.Empty(t, v.writes)
 
-	v.creatingObject(named("", ""))
-	assert.True(t, v.createdObject(named("", ""), false), "a failed create")
+	v.Creating(named("", ""))
+	assert.True(t, v.Created(named("", ""), false), "a failed create")
 	assert.Empty(t, v.creating, "is forgotten")
 	assert.True(t, created(p, "x", "3"), "somebody else's object of that name passes")
 }

@@ -3,11 +3,68 @@ package controllers
 import (
 	"unique"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
 )
+
+// CacheOptions restricts the informer caches to what the operator manages, so that memory follows
+// the operator's objects rather than the cluster's size: DNSEndpoints and Istio Gateways carrying
+// the managed-by label (objects of others never enter the cache; a name collision with one is
+// detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
+// as metadata with only their labels and the router.io/applications annotation. Managed fields
+// are stripped from every cached object, and kubectl's last-applied-configuration (a full copy of
+// the object) from the objects the operator reads but never writes whole.
+func CacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{naming.LabelManagedBy: naming.ManagedByValue})
+	hasIstioLabel, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	// The generated objects are updated whole from their cached copy: every annotation stays, so
+	// that an update never drops one somebody else set.
+	generated := trimGenerated
+	return cache.Options{
+		DefaultTransform: trimForCache,
+		ByObject: map[client.Object]cache.ByObject{
+			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed, Transform: generated},
+			&istionetworkingv1.Gateway{}:       {Label: managed, Transform: generated},
+			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
+			&corev1.Namespace{}:                {Transform: namespaceTransform},
+		},
+	}
+}
+
+// namespaceTransform keeps of a cached Namespace what the operator reads: its name, labels (the
+// Gateways' allowedRoutes selectors) and the applications it owns. Other annotations (a
+// last-applied configuration, for instance) can be large and are dropped, as are managed fields,
+// owner references, finalizers, spec and status.
+func namespaceTransform(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil // a tombstone: passed on as it is
+	}
+	var kept map[string]string
+	if apps, ok := o.GetAnnotations()[naming.AnnotationApplications]; ok {
+		kept = map[string]string{naming.AnnotationApplications: apps}
+	}
+	o.SetAnnotations(kept)
+	o.SetManagedFields(nil)
+	o.SetOwnerReferences(nil)
+	o.SetFinalizers(nil)
+	if ns, ok := o.(*corev1.Namespace); ok {
+		ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+	}
+	return o, nil
+}
 
 // The informer cache holds every ServiceRoute and every managed DNSEndpoint: at 10,000 routes
 // that is most of the operator's memory. The transforms here run on each object as it enters the

@@ -1,4 +1,4 @@
-package controllers
+package ownwrite
 
 import (
 	"reflect"
@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// writtenVersions remembers, per object the operator wrote, the resourceVersion its write
+// Versions remembers, per object the operator wrote, the resourceVersion its write
 // replaced and the one it produced. Only equality is tested: resourceVersions are opaque and
 // never compared for order. Two things follow from it:
 //
@@ -20,9 +20,9 @@ import (
 //     fresh copy.
 //   - The event of the produced version is the echo of the operator's own write: the cache now
 //     holds exactly what the reconcile decided from its inputs, and a change of any input raises
-//     an event of its own. ownEchoes drops that event, so a route is reconciled once per change
+//     an event of its own. EchoFilter drops that event, so a route is reconciled once per change
 //     instead of once more for each of its writes (unless a reconcile asked for it, above).
-type writtenVersions struct {
+type Versions struct {
 	mu     sync.Mutex
 	writes map[types.UID]ownWrite
 	// creating are the creates in flight, by name: the new object's UID comes with the answer.
@@ -61,13 +61,13 @@ type ownWrite struct {
 	rerun bool
 }
 
-func newWrittenVersions() *writtenVersions {
-	return &writtenVersions{writes: map[types.UID]ownWrite{}, creating: map[createKey]seenCreate{}}
+func NewVersions() *Versions {
+	return &Versions{writes: map[types.UID]ownWrite{}, creating: map[createKey]seenCreate{}}
 }
 
-// writing records that a write of the object uid, with an optimistic lock on version replaced,
-// is being sent: its echo may arrive before its answer. wrote or failed must follow.
-func (v *writtenVersions) writing(uid types.UID, replaced string) {
+// Writing records that a write of the object uid, with an optimistic lock on version replaced,
+// is being sent: its echo may arrive before its answer. Wrote or Failed must follow.
+func (v *Versions) Writing(uid types.UID, replaced string) {
 	if v == nil || uid == "" {
 		return
 	}
@@ -76,9 +76,9 @@ func (v *writtenVersions) writing(uid types.UID, replaced string) {
 	v.writes[uid] = ownWrite{replaced: replaced, inFlight: true}
 }
 
-// failed forgets a write that did not happen. An event dropped while it was in flight was
+// Failed forgets a write that did not happen. An event dropped while it was in flight was
 // somebody else's; the failed write's reconcile runs again, so nothing is lost.
-func (v *writtenVersions) failed(uid types.UID) {
+func (v *Versions) Failed(uid types.UID) {
 	if v == nil {
 		return
 	}
@@ -87,9 +87,9 @@ func (v *writtenVersions) failed(uid types.UID) {
 	delete(v.writes, uid)
 }
 
-// creatingObject records that obj is being created: its echo may arrive before its answer.
-// createdObject must follow.
-func (v *writtenVersions) creatingObject(obj client.Object) {
+// Creating records that obj is being created: its echo may arrive before its answer.
+// Created must follow.
+func (v *Versions) Creating(obj client.Object) {
 	if v == nil {
 		return
 	}
@@ -98,11 +98,11 @@ func (v *writtenVersions) creatingObject(obj client.Object) {
 	v.creating[createKeyOf(obj)] = seenCreate{}
 }
 
-// createdObject records the answer to a create of obj (ok: obj is the created object, with its
+// Created records the answer to a create of obj (ok: obj is the created object, with its
 // UID and resourceVersion). It returns false when an event dropped while the create was in flight
 // was not the new object's: the caller must look again. A failed create's reconcile decides from
 // the live object or runs again, so nothing dropped meanwhile is lost.
-func (v *writtenVersions) createdObject(obj client.Object, ok bool) bool {
+func (v *Versions) Created(obj client.Object, ok bool) bool {
 	if v == nil {
 		return true
 	}
@@ -123,11 +123,11 @@ func (v *writtenVersions) createdObject(obj client.Object, ok bool) bool {
 	return true
 }
 
-// wrote records that a write turned the object uid from version replaced (empty for a create)
+// Wrote records that a write turned the object uid from version replaced (empty for a create)
 // into version produced. It returns false when an event that arrived while the write was in
 // flight, and was dropped, carried another version than the write produced: somebody else's
 // change, which the caller must reconcile again.
-func (v *writtenVersions) wrote(uid types.UID, replaced, produced string) bool {
+func (v *Versions) Wrote(uid types.UID, replaced, produced string) bool {
 	if v == nil || uid == "" {
 		return true
 	}
@@ -147,10 +147,10 @@ func (v *writtenVersions) wrote(uid types.UID, replaced, produced string) bool {
 	return true
 }
 
-// superseded reports whether obj, as read from the cache, is a version the operator's own write
+// Superseded reports whether obj, as read from the cache, is a version the operator's own write
 // already replaced; if so, the echo of that write will run the reconcile again. Once the cache
 // shows another version the entry is forgotten.
-func (v *writtenVersions) superseded(obj client.Object) bool {
+func (v *Versions) Superseded(obj client.Object) bool {
 	if v == nil {
 		return false
 	}
@@ -169,10 +169,10 @@ func (v *writtenVersions) superseded(obj client.Object) bool {
 	return false
 }
 
-// echo reports whether an event carrying obj is only the echo of the operator's own last write
+// Echo reports whether an event carrying obj is only the echo of the operator's own last write
 // of it, with no reconcile waiting for it. Any event moves the object past the remembered write,
 // so the entry is forgotten.
-func (v *writtenVersions) echo(obj client.Object) bool {
+func (v *Versions) Echo(obj client.Object) bool {
 	if v == nil {
 		return false
 	}
@@ -183,7 +183,7 @@ func (v *writtenVersions) echo(obj client.Object) bool {
 		key := createKeyOf(obj)
 		if c, creating := v.creating[key]; creating && !c.seen {
 			v.creating[key] = seenCreate{seen: true, uid: obj.GetUID(), rv: obj.GetResourceVersion()}
-			return true // most likely the echo of the create outrunning its answer; createdObject tells
+			return true // most likely the echo of the create outrunning its answer; Created tells
 		}
 		return false
 	}
@@ -192,7 +192,7 @@ func (v *writtenVersions) echo(obj client.Object) bool {
 	case rv == w.replaced:
 		return false // an event of the version before the write: not an echo, and the write is still to come
 	case w.inFlight && w.seen == "":
-		w.seen = rv // most likely the echo outrunning the write's answer; wrote tells
+		w.seen = rv // most likely the echo outrunning the write's answer; Wrote tells
 		v.writes[obj.GetUID()] = w
 		return true
 	case w.inFlight:
@@ -202,18 +202,18 @@ func (v *writtenVersions) echo(obj client.Object) bool {
 	return rv == w.produced && !w.rerun
 }
 
-// ownEchoes is the watch filter that drops the echoes of the operator's own writes (echo) and
+// EchoFilter is the watch filter that drops the echoes of the operator's own writes (Echo) and
 // passes every other event: creations, deletions and changes by anybody else.
-func ownEchoes(v *writtenVersions) predicate.Predicate {
+func EchoFilter(v *Versions) predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !v.echo(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool { return !v.echo(e.ObjectNew) },
-		DeleteFunc: func(e event.DeleteEvent) bool { v.forget(e.Object); return true },
+		CreateFunc: func(e event.CreateEvent) bool { return !v.Echo(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !v.Echo(e.ObjectNew) },
+		DeleteFunc: func(e event.DeleteEvent) bool { v.Forget(e.Object); return true },
 	}
 }
 
-// forget drops what is remembered of a deleted object.
-func (v *writtenVersions) forget(obj client.Object) {
+// Forget drops what is remembered of a deleted object.
+func (v *Versions) Forget(obj client.Object) {
 	if v == nil {
 		return
 	}

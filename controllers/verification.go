@@ -238,14 +238,6 @@ func (v *verification) remove(ep *externaldnsv1alpha1.DNSEndpoint) {
 	}
 }
 
-// addressName is the target hostname of a gateway address DNSEndpoint, "" for other objects.
-func addressName(ep *externaldnsv1alpha1.DNSEndpoint) string {
-	if _, ok := desired.IngressOfLabels(ep.Labels); !ok || len(ep.Spec.Endpoints) == 0 || ep.Spec.Endpoints[0] == nil {
-		return ""
-	}
-	return ep.Spec.Endpoints[0].DNSName
-}
-
 // send turns state changes into reconcile requests: the route, or the Gateways of the entry
 // point (mapped through the gateway.ingress index by the Gateway controller).
 func (v *verification) send(changes []verify.Change) {

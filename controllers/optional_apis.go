@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -79,16 +78,6 @@ func (a *OptionalAPIs) WhenServed(gvk schema.GroupVersionKind, start func() erro
 	}
 	a.starts[gvk] = append(a.starts[gvk], start)
 	return nil
-}
-
-// watchOwnedWhenServed starts, once the optional kind of generated is served, c's watch on the
-// generated objects controlled by an owner of kind owner: the Owns() of the builder, deferred, and
-// mapped without the REST mapper (controllerOwner). The echoes of the operator's own writes of
-// them are dropped (ownEchoes).
-func watchOwnedWhenServed(mgr ctrl.Manager, apis *OptionalAPIs, c controller.Controller, gvk schema.GroupVersionKind, generated client.Object, owner schema.GroupKind, written *writtenVersions) error {
-	return apis.WhenServed(gvk, func() error {
-		return c.Watch(source.Kind(mgr.GetCache(), generated, controllerOwner(owner), ownEchoes(written)))
-	})
 }
 
 // apiChanges is a source that fires once whenever an optional API appears, mapped by h to the

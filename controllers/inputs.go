@@ -1,7 +1,3 @@
-// Package controllers holds the operator's six reconcilers. Each gathers its inputs from the
-// informer cache, asks internal/plan what should exist, lets internal/apply compute the writes,
-// executes them with the one write step (write.go) and ends with the one status write (status.go).
-// Decisions live in internal/plan and internal/apply; this package is wiring and I/O.
 package controllers
 
 import (
@@ -11,61 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/ingress"
-	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
-)
-
-// enqueuer queues the requests one object of an event affects.
-type enqueuer = func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request])
-
-// eachObjectOf is the event handler that calls enqueue with every object an event carries: the
-// created or deleted object, and both the old and the new one of an update (what the object
-// affected before the change may differ from what it affects after).
-func eachObjectOf(enqueue enqueuer) handler.EventHandler {
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectOld, q)
-			enqueue(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-	}
-}
-
-// fieldOwner names the operator in managedFields of everything it writes.
-const fieldOwner = client.FieldOwner("service-router-operator")
-
-// ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
-const ingressLabel = naming.IngressServiceSelector
-
-// Watch filters. Status writes bump no generation, so specChanges ignores them: a cluster-wide
-// watch must not fan out to every object on each status update.
-var (
-	specChanges    = builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	createOrDelete = builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})
-	// createOrDeleteOrSpec also passes spec changes and the start of a deletion.
-	createOrDeleteOrSpec = builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
-	}})
 )
 
 // fetch reads the object a request names from the cache. ok is false when it is gone or being
@@ -141,12 +88,6 @@ func ingressService(ctx context.Context, c client.Reader, namespace, controller 
 	return ingress.SelectService(list.Items), nil
 }
 
-// namespaceMetadata is an empty Namespace as the cache holds it: metadata only (labels and the
-// router.io/applications annotation, see CacheOptions).
-func namespaceMetadata() *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
-}
-
 // getNamespace reads a namespace's metadata from the cache. A namespace that holds an object the
 // operator reconciles exists: when the cache does not show it yet, that is cache lag, never an
 // empty set of labels or annotations (which could remove records).
@@ -190,31 +131,11 @@ func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1al
 	return allowed, nil
 }
 
-// requestsFor lists the objects of list's kind that match opts (from the cache) and returns a
-// reconcile request for each: the mapping of every "this change affects those objects" watch.
-func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
-	// Read-only: only the keys are taken. (Every route: requestsForAll, which copies nothing.)
-	objs, err := cacheview.List[client.Object](ctx, c, list, opts...)
-	return requestsOf(ctx, objs, err)
-}
-
-// requestsForAll returns a request for every cached object of T's kind, in namespace when it is
-// not empty. It reads the cache in place (cacheview.All): a ClusterIdentity change maps to every
-// route, and a list would copy each of them only to take its key.
-func requestsForAll[T client.Object](ctx context.Context, c ctrlcache.Cache, newObj func() T, newList func() client.ObjectList, namespace string) []reconcile.Request {
-	objs, err := cacheview.All(ctx, c, newObj, newList, namespace)
-	return requestsOf(ctx, objs, err)
-}
-
-// requestsOf returns a request for each of objs, read in place (nothing when the read failed).
-func requestsOf[T client.Object](ctx context.Context, objs []T, err error) []reconcile.Request {
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing objects to reconcile")
-		return nil
+// listItems returns pointers to a list's items (no copies: the items are the caller's).
+func listItems[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	reqs := make([]reconcile.Request, len(objs))
-	for i, o := range objs {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)}
-	}
-	return reqs
+	return out
 }

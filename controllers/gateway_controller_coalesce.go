@@ -68,9 +68,6 @@ func routeChangesOfGateways(window *gatewayWindow) handler.EventHandler {
 // go ahead now, and the pending changes are taken: the reconcile reads them from the cache). A
 // change of the Gateway's own spec never waits.
 func (r *GatewayReconciler) coalesced(gw *routingv1alpha1.Gateway) time.Duration {
-	if r.Window == nil {
-		return 0
-	}
 	specChanged := gw.Generation != gw.Status.ObservedGeneration
 	return r.Window.Take(client.ObjectKeyFromObject(gw), time.Now(), specChanged)
 }

@@ -1,0 +1,257 @@
+// Package controllers holds the operator's six reconcilers. Each gathers its inputs from the
+// informer cache (inputs.go, indexes.go), asks internal/plan what should exist and what its status
+// should say, executes the writes with the one write step (reconciler_apply.go: internal/apply
+// decides them) and ends with the one status write (end, below). Every decision — what to
+// publish, which outcome a write conflict or a held deletion gives, which Events a status change
+// announces — lives in internal/plan and internal/apply; this package is wiring and I/O.
+//
+// Files are named for what they hold: this file and reconciler_apply.go are the reconciler kit
+// every reconciler uses; <kind>_controller.go holds one reconciler (its Reconcile, inputs and
+// SetupWithManager) and <kind>_controller_<topic>.go more of its methods; watches.go the watch
+// helpers and mappers all reconcilers share; indexes.go every cache index.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/cacheview"
+	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/ownwrite"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// conditionReady is the condition type every kind carries (identical in both API groups).
+const conditionReady = clusterv1alpha1.ConditionReady
+
+// reasonReconcileError is the Ready reason of a reconcile that failed (identical in both groups).
+const reasonReconcileError = clusterv1alpha1.ReasonReconcileError
+
+// cacheLagRetry is how soon a reconcile that met cache lag runs again.
+const cacheLagRetry = 500 * time.Millisecond
+
+// errCacheLag asks for a retry: the API server has a newer version of an object than the cache.
+var errCacheLag = errors.New("the object changed since the cache last saw it; retrying")
+
+// fieldOwner names the operator in managedFields of everything it writes.
+const fieldOwner = client.FieldOwner("service-router-operator")
+
+// base is what every reconciler shares: the cached client, the API reader for taken names, the
+// event recorder and the retry interval of ownership conflicts.
+type base struct {
+	client.Client
+	// APIReader reads past the cache, only to check who owns an object whose name is taken.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// ConflictRetry is how soon an ownership conflict is checked again (the foreign object is
+	// not in the cache, so its deletion raises no event).
+	ConflictRetry time.Duration
+	// Deletions holds back mass deletions of DNS records (nil: none is held).
+	Deletions *guard.Guard
+	// Versions remembers what the operator's own writes replaced (ownwrite.Versions), so that a
+	// reconcile that read the cache before its previous write arrived does not write again and
+	// meet an optimistic-lock conflict (nil: not remembered).
+	Versions *ownwrite.Versions
+	// Lookups are the cache indexes read in place (indexes.go).
+	Lookups *lookups
+	// Cached reads inputs a reconcile never changes as shallow copies of the cache's objects
+	// (cacheview.Reader): no deep copy of the singletons, policy, namespace and Gateway on each
+	// of thousands of route reconciles.
+	Cached cacheview.Reader
+	// Writer sends the creates and updates of generated objects and the status patches
+	// (ownwrite.Writer: answered with metadata only).
+	Writer objectWriter
+}
+
+// objectWriter sends the operator's creates, updates and status patches (ownwrite.Writer).
+type objectWriter interface {
+	Create(ctx context.Context, obj client.Object) error
+	Update(ctx context.Context, obj client.Object) error
+	PatchStatus(ctx context.Context, obj client.Object, originalStatus, status any, originalVersion string) (string, error)
+}
+
+// requeue says when a reconcile that succeeded must run again although nothing changes.
+type requeue struct {
+	// conflict: an ownership conflict is checked again after ConflictRetry.
+	conflict bool
+	// at: a deletion held by the mass-deletion guard may proceed then.
+	at time.Time
+	// wait: changes feeding an aggregate object are still coming (gateway_controller_coalesce.go);
+	// the write waits this long so that one write covers them all.
+	wait time.Duration
+}
+
+// requeueOf is the requeue a write step asks for: conflicts and held deletions.
+func requeueOf[T client.Object](w written[T]) requeue {
+	return requeue{conflict: len(w.Conflicts) > 0, at: w.HeldUntil}
+}
+
+// end is the one ending of every reconcile of an object with status, in three steps: it sets the
+// outcome into obj's status (setOutcome), writes the status once, only when it changed, with an
+// optimistic lock (writeStatus), and records the Events of the change once the write succeeded
+// (recordStatusEvents). Then it maps the result to a requeue (finish). Cache lag is a retry, not
+// a failure: it writes no status.
+func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outcome, rq requeue, err error) (ctrl.Result, error) {
+	if err != nil && isOnly(err, errCacheLag) {
+		return b.finish(rq, err)
+	}
+	setOutcome(obj, o, err)
+	if b.Versions.Superseded(original) {
+		// Our previous status write replaced this very copy: the cache is behind, and that
+		// write's own event runs this reconcile again on the fresh copy, whether this one found
+		// the status changed or not (the API server has the written one, not this copy's).
+		return b.finish(rq, err)
+	}
+	wrote, writeErr := b.writeStatus(ctx, obj, original)
+	if wrote {
+		recordStatusEvents(b.Recorder, obj, original)
+	}
+	return b.finish(rq, errors.Join(err, writeErr))
+}
+
+// setOutcome sets the outcome of a reconcile into obj's status: on success the outcome's phase
+// and Ready condition, stamped with the current generation; on an error Ready=Unknown, reason
+// ReconcileError, with observedGeneration and the phase left where they were, so that nobody
+// takes the old status for the new spec. Ready stays the first condition.
+func setOutcome(obj client.Object, o plan.Outcome, err error) {
+	s := statusFieldsOf(obj)
+	condition := metav1.Condition{Type: conditionReady, Status: metav1.ConditionFalse, Reason: o.Reason, Message: o.Message, ObservedGeneration: obj.GetGeneration()}
+	if err != nil {
+		condition = metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: reasonReconcileError, Message: err.Error(),
+			ObservedGeneration: *s.observedGeneration}
+	} else {
+		if o.Ready {
+			condition.Status = metav1.ConditionTrue
+		}
+		s.setPhase(o.Phase)
+		*s.observedGeneration = obj.GetGeneration()
+	}
+	meta.SetStatusCondition(s.conditions, condition)
+	readyFirst(*s.conditions)
+}
+
+// writeStatus writes obj's status when it differs from original's (the cache's copy), as a merge
+// patch locked to original's resourceVersion. wrote says whether the API server took it. An
+// optimistic-lock conflict, or an event of somebody else's change that went by unseen while the
+// write was in flight, comes back as errCacheLag: the cache is behind, and a short retry settles
+// it.
+func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wrote bool, err error) {
+	before, after := statusFieldsOf(original).status, statusFieldsOf(obj).status
+	if equality.Semantic.DeepEqual(before, after) {
+		return false, nil
+	}
+	uid, replaced := original.GetUID(), original.GetResourceVersion()
+	b.Versions.Writing(uid, replaced)
+	produced, err := b.Writer.PatchStatus(ctx, obj, before, after, replaced)
+	switch {
+	case apierrors.IsConflict(err):
+		b.Versions.Failed(uid)
+		return false, errCacheLag
+	case err != nil:
+		b.Versions.Failed(uid)
+		return false, err
+	case !b.Versions.Wrote(uid, replaced, produced):
+		return true, errCacheLag // somebody else's change went by unseen: look again
+	}
+	return true, nil
+}
+
+// finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache
+// lag retries shortly, ownership conflicts are checked again after ConflictRetry, held deletions
+// when their time comes and coalesced writes when their window is due. No reconciler sets
+// RequeueAfter itself, and a RequeueAfter never goes out with an error (controller-runtime
+// ignores it then).
+func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
+	switch {
+	case err != nil && isOnly(err, errCacheLag):
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	var after time.Duration
+	if rq.conflict {
+		after = b.ConflictRetry
+	}
+	if !rq.at.IsZero() {
+		held := max(time.Until(rq.at), cacheLagRetry)
+		if after == 0 || held < after {
+			after = held
+		}
+	}
+	if rq.wait > 0 && (after == 0 || rq.wait < after) {
+		after = rq.wait
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// isOnly reports whether err consists of target alone (possibly joined several times).
+func isOnly(err, target error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !isOnly(e, target) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, target)
+}
+
+// readyFirst moves the Ready condition to the front, where people and scripts look for it, when
+// another condition (Published) was set before the first Ready.
+func readyFirst(conditions []metav1.Condition) {
+	for i := range conditions {
+		if conditions[i].Type == conditionReady {
+			ready := conditions[i]
+			copy(conditions[1:i+1], conditions[:i])
+			conditions[0] = ready
+			return
+		}
+	}
+}
+
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// recordStatusEvents records the Events that the written status change of obj from original
+// announces (plan.StatusEvents). It runs only after a successful write, so that a failed write
+// and its retry announce a change once.
+func recordStatusEvents(rec events.EventRecorder, obj, original client.Object) {
+	for _, e := range plan.StatusEvents(*statusFieldsOf(original).conditions, *statusFieldsOf(obj).conditions) {
+		rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+}
+
+// statusFields points into the status every kind has: phase, observedGeneration, conditions.
+type statusFields struct {
+	status             any
+	conditions         *[]metav1.Condition
+	observedGeneration *int64
+	setPhase           func(string)
+}
+
+func statusFieldsOf(obj client.Object) statusFields {
+	switch o := obj.(type) {
+	case *clusterv1alpha1.ClusterIdentity:
+		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = clusterv1alpha1.Phase(p) }}
+	case *clusterv1alpha1.DNSConfiguration:
+		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = clusterv1alpha1.Phase(p) }}
+	case *routingv1alpha1.DNSPolicy:
+		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
+	case *routingv1alpha1.Gateway:
+		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
+	case *routingv1alpha1.ServiceRoute:
+		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
+	}
+	panic("statusFieldsOf: not a router.io kind") // the six reconcilers pass only these
+}
