@@ -127,6 +127,11 @@ func TestDeletionGuard_MassDeletionWaitsAndRevertKeepsRecords(t *testing.T) {
 	held := f.waitDeletionsHeld(metav1.ConditionTrue)
 	assert.Equal(t, clusterv1alpha1.ReasonMassDeletionHeld, held.Reason)
 	assert.Contains(t, held.Message, "held until")
+	// `kubectl get dnscfg` says so without describe: HELD, and with -o wide how many and until when.
+	wide := kubectlOutput(t, adminKubeconfig(t), "get", "dnscfg", "-o", "wide")
+	row := tableRow(t, wide, clusterv1alpha1.DNSConfigurationName)
+	assert.Equal(t, "True", row["HELD"], wide)
+	assert.Equal(t, held.Message, row["DELETIONS"], wide)
 	r := f.waitRoute(f.ns, "r0", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	waitFor(t, "the route to say its deletion waits", func() string {
 		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(r), r))

@@ -85,6 +85,7 @@ type ClusterIdentityStatus struct {
 // +kubebuilder:printcolumn:name="Adopts",type=string,JSONPath=`.spec.adoptsRegions`,priority=1
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster-identity'",message="ClusterIdentity is a singleton: metadata.name must be cluster-identity"
 type ClusterIdentity struct {

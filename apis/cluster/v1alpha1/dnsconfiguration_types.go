@@ -133,6 +133,9 @@ type DNSConfigurationStatus struct {
 // +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.status.controllers`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="DeletionsHeld")].status`
+// +kubebuilder:printcolumn:name="Deletions",type=string,JSONPath=`.status.conditions[?(@.type=="DeletionsHeld")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'dns-config'",message="DNSConfiguration is a singleton: metadata.name must be dns-config"
 type DNSConfiguration struct {

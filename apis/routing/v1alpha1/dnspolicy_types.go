@@ -97,6 +97,7 @@ type DNSPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.status.activeControllers`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DNSPolicy struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -205,6 +205,7 @@ type GatewayHostLimit struct {
 // +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Gateway struct {
 	metav1.TypeMeta   `json:",inline"`

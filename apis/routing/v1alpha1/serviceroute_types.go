@@ -130,8 +130,8 @@ type ServiceRouteStatus struct {
 // +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.spec.gatewayName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="ServiceRoute name must be at most 63 characters: it is used as a label value on the generated DNSEndpoints"
 type ServiceRoute struct {
