@@ -10,7 +10,7 @@ SHELL := /usr/bin/env bash
 # The toolchain on the machine is the one to use: modules needing a newer Go are not fetched.
 export GOTOOLCHAIN := local
 
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 IMAGE_REGISTRY ?= ghcr.io/service-router
 IMG ?= $(IMAGE_REGISTRY)/service-router-operator:v$(VERSION)
 

@@ -30,8 +30,9 @@ type samples struct {
 	controller string
 	// otherControllers are the DNSConfiguration's other controllers (other regions' zones).
 	otherControllers []string
-	// gateway is the sample Gateway; ingressController its spec.controller.
-	gatewayNamespace, gatewayName, ingressController string
+	// gateway is the sample Gateway; ingressController its spec.controller, ingressNamespace the
+	// namespace its ingress Service is read from (spec.ingressNamespace, default its own).
+	gatewayNamespace, gatewayName, ingressController, ingressNamespace string
 	routes                                           []client.ObjectKey
 }
 
@@ -60,6 +61,10 @@ func readSamples(dir string) (*samples, error) {
 			if s.gatewayName == "" {
 				s.gatewayNamespace, s.gatewayName = o.GetNamespace(), o.GetName()
 				s.ingressController, _, _ = unstructured.NestedString(o.Object, "spec", "controller")
+				s.ingressNamespace, _, _ = unstructured.NestedString(o.Object, "spec", "ingressNamespace")
+				if s.ingressNamespace == "" {
+					s.ingressNamespace = s.gatewayNamespace
+				}
 			}
 		case "ServiceRoute":
 			s.routes = append(s.routes, client.ObjectKeyFromObject(o))
@@ -165,12 +170,12 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 		return nil, err
 	}
 	err = step(fmt.Sprintf("applying config/samples (%d objects) and the ingress LoadBalancer Service %s/%s (istio=%s, address %s)",
-		len(s.objects), s.gatewayNamespace, s.ingressController, s.ingressController, d.lbIP), func() error {
+		len(s.objects), s.ingressNamespace, s.ingressController, s.ingressController, d.lbIP), func() error {
 		if err := framework.CreateAll(ctx, d.cluster.Client, s.objects); err != nil {
 			return err
 		}
 		_, err := framework.CreateIngressService(ctx, d.cluster.Client, framework.IngressService{
-			Namespace: s.gatewayNamespace, Name: s.ingressController, Controller: s.ingressController, IPs: []string{d.lbIP},
+			Namespace: s.ingressNamespace, Name: s.ingressController, Controller: s.ingressController, IPs: []string{d.lbIP},
 		})
 		return err
 	})

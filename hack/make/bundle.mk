@@ -12,7 +12,7 @@ BUNDLE_METADATA_OPTS ?= --channels=$(BUNDLE_CHANNELS) --default-channel=$(BUNDLE
 BUNDLE_IMG ?= $(IMAGE_REGISTRY)/service-router-operator-bundle:v$(VERSION)
 # operator-sdk stamps the CSV with the time of generation; a fixed value keeps `make verify`
 # reproducible. Set it to the release date when VERSION changes.
-BUNDLE_CREATED_AT ?= 2025-06-01T00:00:00Z
+BUNDLE_CREATED_AT ?= 2026-11-25T00:00:00Z
 # Kubernetes version the optional validators check removed APIs against (the newest we test on).
 BUNDLE_VALIDATE_K8S_VERSION ?= 1.36
 BUNDLE_CSV := bundle/manifests/service-router-operator.clusterserviceversion.yaml

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -22,7 +24,7 @@ const (
 	// validationK8sVersion is the Kubernetes version the optional validators check removed APIs
 	// against; keep it equal to BUNDLE_VALIDATE_K8S_VERSION in hack/make/bundle.mk.
 	validationK8sVersion = "1.36"
-	operatorImage        = "ghcr.io/service-router/service-router-operator:v0.1.0"
+	operatorImage        = "ghcr.io/service-router/service-router-operator:v0.2.0"
 )
 
 // loadBundle loads bundle/ as OLM and the OperatorHub tooling do.
@@ -65,7 +67,7 @@ func TestBundle_PassesOperatorFrameworkValidatorsWithoutWarnings(t *testing.T) {
 
 func TestBundle_MetadataForOperatorHub(t *testing.T) {
 	csv := loadCSV(t)
-	require.Equal(t, "service-router-operator.v0.1.0", csv.Name)
+	require.Equal(t, "service-router-operator.v0.2.0", csv.Name)
 	require.Equal(t, "Service Router Operator", csv.Spec.DisplayName)
 	require.Equal(t, "Basic Install", csv.Annotations["capabilities"], "the operator installs and reconciles; it has no upgrade or backup logic yet")
 	require.Equal(t, "Networking", csv.Annotations["categories"])
@@ -112,6 +114,51 @@ func TestBundle_ImageIsTheOperatorImage(t *testing.T) {
 	require.Equal(t, operatorImage, containers[0].Image, "the bundle is generated for the Makefile's IMG")
 	require.Equal(t, operatorImage, csv.Annotations["containerImage"])
 	require.Equal(t, []operatorsv1alpha1.RelatedImage{{Name: "manager", Image: operatorImage}}, csv.Spec.RelatedImages)
+}
+
+// A Subscription cannot change the Deployment of a CSV, so the bundle itself ships the HA setup
+// docs/OPERATOR-GUIDE.md#high-availability recommends: two replicas with leader election, kept on
+// different nodes when the cluster has several.
+func TestBundle_RunsTwoReplicasWithLeaderElectionOnDifferentNodes(t *testing.T) {
+	specs := loadCSV(t).Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	require.Len(t, specs, 1)
+	d := specs[0].Spec
+	require.NotNil(t, d.Replicas)
+	require.Equal(t, int32(2), *d.Replicas, "set in config/manager/manager.yaml; run `make bundle`")
+	require.Contains(t, d.Template.Spec.Containers[0].Args, "--leader-elect", "two replicas without leader election would both write")
+
+	affinity := d.Template.Spec.Affinity
+	require.NotNil(t, affinity, "no affinity")
+	require.NotNil(t, affinity.PodAntiAffinity, "no pod anti-affinity")
+	require.Empty(t, affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		"preferred only: a single-node cluster must still run both replicas")
+	terms := affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	require.Len(t, terms, 1)
+	term := terms[0].PodAffinityTerm
+	require.Equal(t, "kubernetes.io/hostname", term.TopologyKey)
+	selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	require.NoError(t, err)
+	require.True(t, selector.Matches(labels.Set(d.Template.Labels)), "the anti-affinity must select the operator's own pods")
+	require.False(t, selector.Empty())
+}
+
+// OperatorHub filters by platform and proposes a namespace from these: the image is built for
+// linux/amd64 and linux/arm64 (`make image`), and the docs install into service-router-system.
+func TestBundle_PlatformLabelsAndSuggestedNamespace(t *testing.T) {
+	csv := loadCSV(t)
+	for _, label := range []string{"operatorframework.io/arch.amd64", "operatorframework.io/arch.arm64", "operatorframework.io/os.linux"} {
+		require.Equal(t, "supported", csv.Labels[label], "CSV label %s", label)
+	}
+	var unsupported []string
+	for label := range csv.Labels {
+		if strings.HasPrefix(label, "operatorframework.io/arch.") || strings.HasPrefix(label, "operatorframework.io/os.") {
+			if label != "operatorframework.io/arch.amd64" && label != "operatorframework.io/arch.arm64" && label != "operatorframework.io/os.linux" {
+				unsupported = append(unsupported, label)
+			}
+		}
+	}
+	require.Empty(t, unsupported, "platforms the image is not built for")
+	require.Equal(t, releaseNamespace, csv.Annotations["operatorframework.io/suggested-namespace"])
 }
 
 func TestBundle_OperatorPermissionsAreLeastPrivilege(t *testing.T) {

@@ -117,7 +117,7 @@ func TestChart_Defaults(t *testing.T) {
 	d := deploymentOf(t, objs)
 	require.Equal(t, int32(2), *d.Spec.Replicas, "two replicas with leader election by default")
 	c := d.Spec.Template.Spec.Containers[0]
-	require.Equal(t, "ghcr.io/service-router/service-router-operator:v0.1.0", c.Image, "the image tag defaults to v<appVersion>, the tag of the Makefile's IMG")
+	require.Equal(t, "ghcr.io/service-router/service-router-operator:v0.2.0", c.Image, "the image tag defaults to v<appVersion>, the tag of the Makefile's IMG")
 	require.Contains(t, c.Args, "--metrics-bind-address=:8443")
 	require.Contains(t, c.Args, "--metrics-secure=true")
 	require.Empty(t, objectsOfKind(objs, "PodDisruptionBudget"), "the budget is opt-in")

@@ -168,6 +168,10 @@ func TestChart_InstallFailsWithoutTheDNSEndpointAPI(t *testing.T) {
 	require.Error(t, err, "the install must fail without the DNSEndpoint API")
 	require.Contains(t, err.Error(), "this cluster does not serve the ExternalDNS DNSEndpoint API (externaldns.k8s.io/v1alpha1")
 	require.Contains(t, err.Error(), "installChecks.dnsEndpointCRD=false")
+	// What the operator does without the API (it starts, publishes nothing, and says so), not a
+	// claim that it cannot start.
+	require.Contains(t, err.Error(), "ExternalDNSNotInstalled")
+	require.NotContains(t, err.Error(), "cannot start")
 	_, err = helm(t, "status", releaseName, "--namespace", ns, "--kubeconfig", kubeconfig)
 	require.Error(t, err, "a failed check leaves no release behind")
 

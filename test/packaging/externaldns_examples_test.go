@@ -16,10 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns/validation"
+
+	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // externalDNSChart returns the ExternalDNS Helm chart shipped in the module of the ExternalDNS
@@ -38,12 +41,35 @@ func externalDNSChart(t *testing.T) string {
 	return filepath.Join(module.Dir, "charts", "external-dns")
 }
 
+// renderExternalDNS renders ExternalDNS' chart as release with the given extra arguments (-f,
+// --set) and returns the objects and what ExternalDNS parses from the Deployment's container
+// arguments (its own flag parser and configuration validation).
+func renderExternalDNS(t *testing.T, chart, release string, extra ...string) ([]*unstructured.Unstructured, *appsv1.Deployment, *externaldns.Config) {
+	t.Helper()
+	args := append([]string{"template", release, chart, "--namespace", "external-dns", "--kube-version", renderKubeVersion}, extra...)
+	out, err := helm(t, args...)
+	require.NoError(t, err)
+	objs, err := parseObjects([]byte(out))
+	require.NoError(t, err)
+
+	deployments := objectsOfKind(objs, "Deployment")
+	require.Len(t, deployments, 1)
+	d := &appsv1.Deployment{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(deployments[0].Object, d))
+	container := d.Spec.Template.Spec.Containers[0]
+	cfg := externaldns.NewConfig()
+	require.NoError(t, cfg.ParseFlags(container.Args), "ExternalDNS rejects the arguments %v", container.Args)
+	require.NoError(t, validation.ValidateConfig(cfg))
+	return objs, d, cfg
+}
+
 // TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags renders ExternalDNS' own chart
 // with each per-zone values file of docs/examples/external-dns, parses the container arguments with
 // ExternalDNS' flag parser and configuration validation, and checks the configuration
-// docs/EXTERNALDNS-INTEGRATION.md recommends: DNSEndpoints only, this zone's annotation, sync with
-// TXT ownership, an owner ID per cluster and a prefix per zone, and the RBAC to read DNSEndpoints.
-// The rendered objects are then accepted by a real API server (dry run).
+// docs/EXTERNALDNS-INTEGRATION.md recommends: every flag it calls required (DNSEndpoints only, this
+// zone's annotation and label filters, sync with TXT ownership, an owner ID per cluster and a
+// prefix per zone), and the RBAC to read DNSEndpoints. The rendered objects are then accepted by a
+// real API server (dry run).
 func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing.T) {
 	chart := externalDNSChart(t)
 	env := controlPlane(t)
@@ -59,25 +85,17 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 		zones = append(zones, zone)
 		t.Run(zone, func(t *testing.T) {
 			release := "external-dns-" + zone
-			out, err := helm(t, "template", release, chart, "--namespace", "external-dns", "--kube-version", renderKubeVersion, "-f", f)
-			require.NoError(t, err)
-			objs, err := parseObjects([]byte(out))
-			require.NoError(t, err)
+			objs, d, cfg := renderExternalDNS(t, chart, release, "-f", f)
 
-			deployments := objectsOfKind(objs, "Deployment")
-			require.Len(t, deployments, 1)
-			d := &appsv1.Deployment{}
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(deployments[0].Object, d))
-			container := d.Spec.Template.Spec.Containers[0]
-			cfg := externaldns.NewConfig()
-			require.NoError(t, cfg.ParseFlags(container.Args), "ExternalDNS rejects the arguments %v", container.Args)
-			require.NoError(t, validation.ValidateConfig(cfg))
-
+			assert.Empty(t, externalDNSFlagProblems(flagsOfConfig(cfg)), "the flags docs/EXTERNALDNS-INTEGRATION.md calls required")
 			assert.Equal(t, []string{"crd"}, cfg.Sources)
 			assert.Equal(t, "externaldns.k8s.io/v1alpha1", cfg.CRDSourceAPIVersion)
 			assert.Equal(t, "DNSEndpoint", cfg.CRDSourceKind)
-			assert.Equal(t, "external-dns.alpha.kubernetes.io/controller="+release, cfg.AnnotationFilter,
+			assert.Equal(t, naming.AnnotationController+"="+release, cfg.AnnotationFilter,
 				"the instance publishes the DNSEndpoints the operator annotates for controller %s", release)
+			assert.Equal(t, naming.LabelController+"="+release, cfg.LabelFilter,
+				"the API server sends the instance only the DNSEndpoints the operator labels for controller %s: "+
+					"without it a restart deletes every record of the zone", release)
 			assert.Equal(t, "sync", cfg.Policy)
 			assert.Equal(t, "txt", cfg.Registry)
 			assert.True(t, strings.HasPrefix(cfg.TXTOwnerID, release+"-"), "owner ID %q is <controller>-<cluster>", cfg.TXTOwnerID)
@@ -100,4 +118,12 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 	}
 	slices.Sort(zones)
 	assert.Equal(t, []string{"frc", "neu", "weu"}, zones, "one values file per regional zone of the DNSConfiguration example")
+
+	// The check can fail: without labelFilter the chart passes no --label-filter, and the
+	// configuration is reported.
+	t.Run("control: without labelFilter", func(t *testing.T) {
+		_, _, cfg := renderExternalDNS(t, chart, "external-dns-weu",
+			"-f", repoPath("docs", "examples", "external-dns", "weu-values.yaml"), "--set", "labelFilter=null")
+		assert.Equal(t, []string{"--label-filter is missing"}, externalDNSFlagProblems(flagsOfConfig(cfg)))
+	})
 }

@@ -74,3 +74,53 @@ func TestChart_AlertsAndDashboardNeedMetrics(t *testing.T) {
 		assert.Contains(t, err.Error(), "needs metrics.enabled=true")
 	}
 }
+
+// TestDashboard_DataSourceIsAVariableNotAnImportInput keeps docs/OPERATOR-GUIDE.md#dashboard true:
+// importing the dashboard asks for no data source (no __inputs, which the chart's Grafana sidecar
+// could not fill in either), and every query goes through the Data source variable, which starts
+// on Grafana's default Prometheus data source and can be switched on the dashboard.
+func TestDashboard_DataSourceIsAVariableNotAnImportInput(t *testing.T) {
+	var dashboard struct {
+		Inputs     []any `json:"__inputs"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []dashboardPanel `json:"panels"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(readFile(t, repoPath("config", "grafana", "service-router-operator.json"))), &dashboard))
+	assert.Empty(t, dashboard.Inputs, "the guide says import asks for no data source")
+	var variable bool
+	for _, v := range dashboard.Templating.List {
+		if v.Name == "datasource" {
+			variable = v.Type == "datasource" && v.Query == "prometheus"
+		}
+	}
+	require.True(t, variable, "the dashboard has a Prometheus data source variable named datasource")
+
+	want := map[string]any{"type": "prometheus", "uid": "${datasource}"}
+	var queries int
+	var check func(panels []dashboardPanel)
+	check = func(panels []dashboardPanel) {
+		for _, p := range panels {
+			for _, target := range p.Targets {
+				queries++
+				assert.Equal(t, want, target.Datasource, "panel %q queries another data source than the variable", p.Title)
+			}
+			check(p.Panels)
+		}
+	}
+	check(dashboard.Panels)
+	assert.Positive(t, queries)
+}
+
+type dashboardPanel struct {
+	Title   string `json:"title"`
+	Targets []struct {
+		Datasource any `json:"datasource"`
+	} `json:"targets"`
+	Panels []dashboardPanel `json:"panels"`
+}

@@ -100,7 +100,7 @@ Checks of the cluster the release is installed in, with a clear message. Only ag
 {{- define "service-router-operator.checkCluster" -}}
 {{- if and .Values.installChecks.dnsEndpointCRD (include "service-router-operator.talksToCluster" .) }}
 {{- if not (.Capabilities.APIVersions.Has "externaldns.k8s.io/v1alpha1/DNSEndpoint") }}
-{{- fail "this cluster does not serve the ExternalDNS DNSEndpoint API (externaldns.k8s.io/v1alpha1, CRD dnsendpoints.externaldns.k8s.io). The operator writes DNSEndpoints for ExternalDNS and cannot start without that API. Install the CRD first: it ships with ExternalDNS as config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml (docs/INSTALLATION.md#prerequisites). To install the operator before ExternalDNS anyway, set installChecks.dnsEndpointCRD=false." }}
+{{- fail "this cluster does not serve the ExternalDNS DNSEndpoint API (externaldns.k8s.io/v1alpha1, CRD dnsendpoints.externaldns.k8s.io). The operator writes DNSEndpoints for ExternalDNS: without that API it runs but publishes no DNS record (its DNSConfiguration dns-config reports ExternalDNSNotInstalled until the CRD is installed). Install the CRD first: it ships with ExternalDNS as config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml (docs/INSTALLATION.md#prerequisites). To install the operator before ExternalDNS anyway, set installChecks.dnsEndpointCRD=false." }}
 {{- end }}
 {{- end }}
 {{- end }}
