@@ -1,13 +1,23 @@
 package ownwrite
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 )
@@ -58,4 +68,69 @@ func TestStatusMergePatch_TurnsTheOldStatusIntoTheNewOne(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// request is what the test API server saw of one write.
+type request struct {
+	method, path, fieldManager, accept, contentType string
+	body                                            map[string]any
+}
+
+// metadataServer answers every write with the metadata of a created or updated object, as the API
+// server does for as=PartialObjectMetadata, and records the requests.
+func metadataServer(t *testing.T, seen *[]request) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
+		*seen = append(*seen, request{r.Method, r.URL.Path, r.URL.Query().Get("fieldManager"), r.Header.Get("Accept"), r.Header.Get("Content-Type"), body})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"cm","namespace":"app","uid":"new-uid","resourceVersion":"42","generation":3,"creationTimestamp":"2026-11-25T12:00:00Z"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func testWriter(t *testing.T, host string) *Writer {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme))
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	w, err := NewWriter(&rest.Config{Host: host}, http.DefaultClient, mapper, scheme, client.FieldOwner("test-operator"))
+	require.NoError(t, err)
+	return w
+}
+
+func TestWriter_AsksForMetadataOnlyAndKeepsWhatItSent(t *testing.T) {
+	var seen []request
+	w := testWriter(t, metadataServer(t, &seen).URL)
+	ctx := context.Background()
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "cm"}, Data: map[string]string{"k": "v"}}
+	require.NoError(t, w.Create(ctx, cm))
+	assert.Equal(t, types.UID("new-uid"), cm.UID, "the answer's metadata is filled in")
+	assert.Equal(t, "42", cm.ResourceVersion)
+	assert.Equal(t, int64(3), cm.Generation)
+	assert.Equal(t, map[string]string{"k": "v"}, cm.Data, "what was sent is kept")
+
+	cm.Data["k"] = "w"
+	require.NoError(t, w.Update(ctx, cm))
+	rv, err := w.PatchStatus(ctx, cm, map[string]any{"phase": "A"}, map[string]any{"phase": "B"}, "42")
+	require.NoError(t, err)
+	assert.Equal(t, "42", rv)
+
+	require.Len(t, seen, 3)
+	for _, r := range seen {
+		assert.Equal(t, "test-operator", r.fieldManager, "the field owner names every write")
+		assert.Contains(t, r.accept, "as=PartialObjectMetadata", "the answer carries metadata only")
+	}
+	assert.Equal(t, []string{"POST", "/api/v1/namespaces/app/configmaps"}, []string{seen[0].method, seen[0].path})
+	assert.Equal(t, "ConfigMap", seen[0].body["kind"], "the body names its kind")
+	assert.Equal(t, []string{"PUT", "/api/v1/namespaces/app/configmaps/cm"}, []string{seen[1].method, seen[1].path})
+	assert.Equal(t, []string{"PATCH", "/api/v1/namespaces/app/configmaps/cm/status", "application/merge-patch+json"},
+		[]string{seen[2].method, seen[2].path, seen[2].contentType})
+	assert.Equal(t, map[string]any{"metadata": map[string]any{"resourceVersion": "42"}, "status": map[string]any{"phase": "B"}}, seen[2].body,
+		"only the status change, locked to the version it was computed from")
 }

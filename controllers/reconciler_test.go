@@ -1,0 +1,224 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/ownwrite"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// recordedEvent is one Event a test recorder received.
+type recordedEvent struct{ Type, Reason, Action, Note string }
+
+// eventLog records Events in memory.
+type eventLog struct{ events []recordedEvent }
+
+func (l *eventLog) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
+	l.events = append(l.events, recordedEvent{eventtype, reason, action, fmt.Sprintf(note, args...)})
+}
+
+// statusPatcher stands in for ownwrite.Writer's status patches: it answers each patch with the
+// next resourceVersion, or with err.
+type statusPatcher struct {
+	objectWriter // creates and updates: unused by end
+	err          error
+	patches      int
+}
+
+func (p *statusPatcher) PatchStatus(_ context.Context, _ client.Object, _, _ any, originalVersion string) (string, error) {
+	p.patches++
+	if p.err != nil {
+		return "", p.err
+	}
+	return originalVersion + "+1", nil
+}
+
+func conflictError() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "routing.router.io", Resource: "serviceroutes"}, "api", errors.New("the object has been modified"))
+}
+
+func readyCondition(status metav1.ConditionStatus, reason string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: conditionReady, Status: status, Reason: reason, Message: reason, ObservedGeneration: generation}
+}
+
+// routeAtGeneration is a ServiceRoute at generation 3 whose status describes generation 2.
+func routeAtGeneration() *routingv1alpha1.ServiceRoute {
+	return &routingv1alpha1.ServiceRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "api", UID: "route-uid", ResourceVersion: "10", Generation: 3},
+		Status: routingv1alpha1.ServiceRouteStatus{Phase: routingv1alpha1.PhaseActive, ObservedGeneration: 2,
+			Conditions: []metav1.Condition{readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 2)}},
+	}
+}
+
+func TestSetOutcome_StampsTheGenerationOnlyOnSuccess(t *testing.T) {
+	published := metav1.Condition{Type: routingv1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: "AllZonesAnswer"}
+	tests := []struct {
+		name          string
+		outcome       plan.Outcome
+		err           error
+		wantPhase     routingv1alpha1.Phase
+		wantObserved  int64
+		wantCondition metav1.Condition
+	}{
+		{"ready", plan.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "ReconciliationSucceeded"}, nil,
+			routingv1alpha1.PhaseActive, 3, readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 3)},
+		{"not ready", plan.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "GatewayNotFound"}, nil,
+			routingv1alpha1.PhasePending, 3, readyCondition(metav1.ConditionFalse, "GatewayNotFound", 3)},
+		{"an error keeps the phase and observedGeneration of the last success", plan.Outcome{Phase: "Failed"}, errors.New("reading Gateway: timeout"),
+			routingv1alpha1.PhaseActive, 2, metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: reasonReconcileError,
+				Message: "reading Gateway: timeout", ObservedGeneration: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			route := routeAtGeneration()
+			route.Status.Conditions = append([]metav1.Condition{published}, route.Status.Conditions...)
+			setOutcome(route, tt.outcome, tt.err)
+			assert.Equal(t, tt.wantPhase, route.Status.Phase)
+			assert.Equal(t, tt.wantObserved, route.Status.ObservedGeneration)
+			require.Len(t, route.Status.Conditions, 2)
+			got := route.Status.Conditions[0]
+			got.LastTransitionTime = metav1.Time{}
+			assert.Equal(t, tt.wantCondition, got, "Ready first, where people and scripts look")
+			assert.Equal(t, published, route.Status.Conditions[1])
+		})
+	}
+}
+
+func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
+	ready := plan.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "published"}
+	notReady := plan.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "Gateway gw not found"}
+	tests := []struct {
+		name       string
+		outcome    plan.Outcome
+		err        error
+		patchErr   error
+		superseded bool
+		// unchanged: the route's status already says what the outcome says.
+		unchanged   bool
+		wantResult  ctrl.Result
+		wantErr     bool
+		wantPatches int
+		wantEvents  []recordedEvent
+	}{
+		{name: "a change is written once and announced", outcome: notReady, wantPatches: 1,
+			wantEvents: []recordedEvent{{"Warning", "GatewayNotFound", "Reconcile", "Gateway gw not found"}}},
+		{name: "an unchanged status is not written", outcome: ready, unchanged: true},
+		{name: "cache lag alone: a silent retry, no status", err: errCacheLag, wantResult: ctrl.Result{RequeueAfter: cacheLagRetry}},
+		{name: "an error is written as Ready=Unknown and goes to the rate-limited queue", err: errors.New("listing DNSPolicies: timeout"),
+			wantErr: true, wantPatches: 1,
+			wantEvents: []recordedEvent{{"Warning", reasonReconcileError, "Reconcile", "listing DNSPolicies: timeout"}}},
+		{name: "a write conflict is a short retry, announced by nobody", outcome: notReady, patchErr: conflictError(),
+			wantResult: ctrl.Result{RequeueAfter: cacheLagRetry}, wantPatches: 1},
+		{name: "a write conflict after a failed reconcile returns the error, without a RequeueAfter controller-runtime would ignore",
+			err: errors.New("listing DNSPolicies: timeout"), patchErr: conflictError(), wantErr: true, wantPatches: 1},
+		{name: "a failed write is an error and announces nothing", outcome: notReady, patchErr: errors.New("connection refused"),
+			wantErr: true, wantPatches: 1},
+		{name: "a copy our last write replaced is not written again", outcome: notReady, superseded: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			original := routeAtGeneration()
+			if tt.unchanged {
+				original.Status.ObservedGeneration = 3
+				original.Status.Conditions = []metav1.Condition{readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 3)}
+				original.Status.Conditions[0].Message = "published"
+			}
+			versions := ownwrite.NewVersions()
+			if tt.superseded {
+				versions.Wrote(original.UID, original.ResourceVersion, "11")
+			}
+			patcher, log := &statusPatcher{err: tt.patchErr}, &eventLog{}
+			b := base{Writer: patcher, Recorder: log, Versions: versions}
+			result, err := b.end(context.Background(), original.DeepCopy(), original, tt.outcome, requeue{}, tt.err)
+			assert.Equal(t, tt.wantResult, result)
+			assert.Equal(t, tt.wantErr, err != nil, "error: %v", err)
+			assert.Equal(t, tt.wantPatches, patcher.patches, "status writes")
+			assert.Equal(t, tt.wantEvents, log.events)
+		})
+	}
+}
+
+// The DeletionsHeld condition is announced with the status that carries it: a write that fails
+// announces nothing, and its retry announces the change once.
+func TestEnd_DeletionsHeldIsAnnouncedOnceTheStatusIsWritten(t *testing.T) {
+	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName, UID: "cfg", ResourceVersion: "5", Generation: 1},
+		Status: clusterv1alpha1.DNSConfigurationStatus{ObservedGeneration: 1, Phase: clusterv1alpha1.PhaseActive,
+			Conditions: []metav1.Condition{readyCondition(metav1.ConditionTrue, "ConfigurationValid", 1)}}}
+	cfg.Status.Conditions[0].Message = "valid"
+	valid := plan.Outcome{Phase: "Active", Ready: true, Reason: "ConfigurationValid", Message: "valid"}
+	held := plan.DeletionsHeldCondition(12, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), 1)
+	withHeld := func() *clusterv1alpha1.DNSConfiguration {
+		c := cfg.DeepCopy()
+		c.Status.Conditions = append(c.Status.Conditions, held)
+		return c
+	}
+
+	patcher, log := &statusPatcher{err: errors.New("connection refused")}, &eventLog{}
+	b := base{Writer: patcher, Recorder: log, Versions: ownwrite.NewVersions()}
+	_, err := b.end(context.Background(), withHeld(), cfg, valid, requeue{}, nil)
+	require.Error(t, err)
+	assert.Empty(t, log.events, "the write failed: nothing changed, nothing to announce")
+
+	patcher.err = nil
+	_, err = b.end(context.Background(), withHeld(), cfg, valid, requeue{}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []recordedEvent{{"Warning", clusterv1alpha1.ReasonMassDeletionHeld, "Reconcile", held.Message}}, log.events)
+}
+
+func TestFinish_TheEarliestReasonToLookAgainWins(t *testing.T) {
+	b := base{ConflictRetry: time.Minute}
+	soon := time.Now().Add(20 * time.Second)
+	tests := []struct {
+		name      string
+		rq        requeue
+		err       error
+		wantAfter time.Duration // upper bound; 0: no requeue
+		wantErr   bool
+	}{
+		{name: "nothing to wait for", rq: requeue{}},
+		{name: "ownership conflict", rq: requeue{conflict: true}, wantAfter: time.Minute},
+		{name: "held deletion before the conflict retry", rq: requeue{conflict: true, at: soon}, wantAfter: 20 * time.Second},
+		{name: "a held deletion already due waits at least the cache-lag retry", rq: requeue{at: time.Now().Add(-time.Second)}, wantAfter: cacheLagRetry},
+		{name: "a coalescing window shorter than both", rq: requeue{conflict: true, at: soon, wait: time.Second}, wantAfter: time.Second},
+		{name: "cache lag", rq: requeue{conflict: true}, err: errors.Join(errCacheLag, errCacheLag), wantAfter: cacheLagRetry},
+		{name: "an error goes to the rate-limited queue alone", rq: requeue{conflict: true}, err: errors.Join(errCacheLag, errors.New("boom")), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			result, err := b.finish(tt.rq, tt.err)
+			assert.Equal(t, tt.wantErr, err != nil)
+			if tt.wantErr {
+				assert.Zero(t, result)
+				return
+			}
+			assert.LessOrEqual(t, result.RequeueAfter, tt.wantAfter)
+			assert.Greater(t, result.RequeueAfter, tt.wantAfter-2*time.Second)
+			if tt.wantAfter == 0 {
+				assert.Zero(t, result.RequeueAfter)
+			}
+		})
+	}
+}
+
+func TestRequeueOf_ConflictsAndHeldDeletions(t *testing.T) {
+	until := time.Now().Add(time.Minute)
+	assert.Equal(t, requeue{}, requeueOf(written[*routingv1alpha1.ServiceRoute]{}))
+	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(written[*routingv1alpha1.ServiceRoute]{
+		Conflicts: []apply.Conflict{{Key: "app/api"}}, HeldUntil: until}))
+}
