@@ -176,4 +176,3 @@ func (x *Index[T]) Size() (int, error) {
 	}
 	return src.size()
 }
-
