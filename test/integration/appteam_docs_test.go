@@ -244,7 +244,8 @@ func TestAppTeamDocs_EveryDocumentedCommandWorksWithEditInTheNamespace(t *testin
 			_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		})
 	}
-	const ingress = "aks-istio-ingressgateway-internal"
+	// An ingress controller name of this test's own: no other test's Gateway shares its target.
+	const ingress = "appteam-docs-ingress"
 	require.NoError(t, env.Client.Create(ctx, &routingv1alpha1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-gateway", Namespace: docsGatewayNamespace},
 		Spec:       routingv1alpha1.GatewaySpec{Controller: ingress, CredentialName: "cert-aks-ingress", TargetPostfix: "internal"},
