@@ -33,7 +33,7 @@ type samples struct {
 	// gateway is the sample Gateway; ingressController its spec.controller, ingressNamespace the
 	// namespace its ingress Service is read from (spec.ingressNamespace, default its own).
 	gatewayNamespace, gatewayName, ingressController, ingressNamespace string
-	routes                                           []client.ObjectKey
+	routes                                                             []client.ObjectKey
 }
 
 func readSamples(dir string) (*samples, error) {
