@@ -101,9 +101,9 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	for i := range candidates {
 		candidates[i].Hostname = plan.IstioHost(gw, candidates[i].Namespace, candidates[i].Hostname)
 	}
-	admitted := plan.AdmitHosts(candidates, r.HostBudget)
+	admitted := plan.AdmitHosts(candidates, plan.IstioHostBudget(gw, r.HostBudget))
 	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
-	r.Window.Sized(client.ObjectKeyFromObject(gw), admitted.Bytes)
+	r.Window.Sized(client.ObjectKeyFromObject(gw), admitted.Bytes*max(plan.IstioHostLists(gw), 1))
 	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:
 	// only its Services can be the pair's load balancer.
 	pair := &routingv1alpha1.GatewayList{}

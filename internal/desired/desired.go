@@ -96,13 +96,32 @@ func IstioGateway(gw *routingv1alpha1.Gateway, hosts []string) *istionetworkingv
 		},
 		Spec: istioapinetworkingv1.Gateway{
 			Selector: map[string]string{naming.IngressServiceSelector: gw.Spec.Controller},
-			Servers: []*istioapinetworkingv1.Server{{
-				Port:  &istioapinetworkingv1.Port{Number: 443, Name: "https", Protocol: "HTTPS"},
-				Tls:   &istioapinetworkingv1.ServerTLSSettings{Mode: istioapinetworkingv1.ServerTLSSettings_SIMPLE, CredentialName: gw.Spec.CredentialName},
-				Hosts: slices.Clone(hosts),
-			}},
+			Servers:  istioServers(gw, hosts),
 		},
 	}
+}
+
+// istioServers are the servers of a Gateway's Istio Gateway, each listing every host: HTTPS on
+// 443 with the TLS Secret when the Gateway names one, and plain HTTP on 80 when it serves HTTP or
+// redirects it to HTTPS.
+func istioServers(gw *routingv1alpha1.Gateway, hosts []string) []*istioapinetworkingv1.Server {
+	var servers []*istioapinetworkingv1.Server
+	if gw.Spec.CredentialName != "" {
+		servers = append(servers, &istioapinetworkingv1.Server{
+			Port:  &istioapinetworkingv1.Port{Number: 443, Name: "https", Protocol: "HTTPS"},
+			Tls:   &istioapinetworkingv1.ServerTLSSettings{Mode: istioapinetworkingv1.ServerTLSSettings_SIMPLE, CredentialName: gw.Spec.CredentialName},
+			Hosts: slices.Clone(hosts),
+		})
+	}
+	http := &istioapinetworkingv1.Server{Port: &istioapinetworkingv1.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: slices.Clone(hosts)}
+	switch {
+	case gw.Spec.PlainHTTP == routingv1alpha1.PlainHTTPServe:
+		servers = append(servers, http)
+	case gw.Spec.PlainHTTP == routingv1alpha1.PlainHTTPRedirectToHTTPS && gw.Spec.CredentialName != "":
+		http.Tls = &istioapinetworkingv1.ServerTLSSettings{HttpsRedirect: true}
+		servers = append(servers, http)
+	}
+	return servers
 }
 
 func controllerReference(owner metav1.Object, kind string) metav1.OwnerReference {

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,6 +86,43 @@ func TestIstioGateway_MatchesTheSpecExample(t *testing.T) {
 
 	hosts[0] = "changed"
 	assert.Equal(t, "api-ns-d-dev-myapp.aks.vecd.vczc.nl", server.Hosts[0], "the hosts slice is copied")
+}
+
+func TestIstioGateway_ServersFollowTLSAndPlainHTTP(t *testing.T) {
+	https := "HTTPS 443 tls=SIMPLE/cert"
+	tests := []struct {
+		name           string
+		credentialName string
+		plainHTTP      routingv1alpha1.PlainHTTP
+		want           []string
+	}{
+		{"HTTPS only (the default)", "cert", "", []string{https}},
+		{"HTTPS only, said explicitly", "cert", routingv1alpha1.PlainHTTPDisabled, []string{https}},
+		{"HTTPS and plain HTTP", "cert", routingv1alpha1.PlainHTTPServe, []string{https, "HTTP 80"}},
+		{"HTTPS and a redirect to it", "cert", routingv1alpha1.PlainHTTPRedirectToHTTPS, []string{https, "HTTP 80 redirect"}},
+		{"plain HTTP only (a homelab)", "", routingv1alpha1.PlainHTTPServe, []string{"HTTP 80"}},
+		{"a redirect without HTTPS redirects nobody (admission refuses it)", "", routingv1alpha1.PlainHTTPRedirectToHTTPS, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "istio-system"},
+				Spec: routingv1alpha1.GatewaySpec{Controller: "ingress", CredentialName: tt.credentialName, PlainHTTP: tt.plainHTTP, TargetPostfix: "internal"}}
+			hosts := []string{"app/api.example.com"}
+			var got []string
+			for _, srv := range IstioGateway(gw, hosts).Spec.Servers {
+				assert.Equal(t, hosts, srv.Hosts, "every server lists every host")
+				desc := fmt.Sprintf("%s %d", srv.Port.Protocol, srv.Port.Number)
+				switch {
+				case srv.Tls.GetHttpsRedirect():
+					desc += " redirect"
+				case srv.Tls != nil:
+					desc += fmt.Sprintf(" tls=%s/%s", srv.Tls.Mode, srv.Tls.CredentialName)
+				}
+				got = append(got, desc)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestEndpointUpToDate(t *testing.T) {

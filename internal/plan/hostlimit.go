@@ -65,6 +65,31 @@ func HostInputChanged(old, new *routingv1alpha1.ServiceRoute) bool {
 	return ook != nok || oc.Hostname != nc.Hostname || !oc.Created.Equal(&nc.Created)
 }
 
+// IstioHostLists is how many servers of a Gateway's Istio Gateway list every host: the HTTPS
+// server when it has a TLS Secret, and the plain HTTP one when it serves or redirects. Each list
+// takes its share of the byte budget (IstioHostBudget). 0: the Gateway serves nothing.
+func IstioHostLists(gw *routingv1alpha1.Gateway) int {
+	n := 0
+	if gw.Spec.CredentialName != "" {
+		n++
+	}
+	switch gw.Spec.PlainHTTP {
+	case routingv1alpha1.PlainHTTPServe:
+		n++
+	case routingv1alpha1.PlainHTTPRedirectToHTTPS:
+		if gw.Spec.CredentialName != "" { // admission requires it; without it nobody is redirected anywhere
+			n++
+		}
+	}
+	return n
+}
+
+// IstioHostBudget is the byte budget of one host list of gw's Istio Gateway: the budget of the
+// whole object shared by the servers listing every host (budget 0 or less: no limit).
+func IstioHostBudget(gw *routingv1alpha1.Gateway, budget int) int {
+	return budget / max(IstioHostLists(gw), 1)
+}
+
 // HostAdmission is which candidates a Gateway's Istio Gateway has room for.
 type HostAdmission struct {
 	// Hosts are the hostnames of the admitted routes (each once).

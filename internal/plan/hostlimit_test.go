@@ -224,3 +224,29 @@ func TestHostLimit_LeftOffRoutesKeepTheCutoffWhereItIs(t *testing.T) {
 		}
 	}
 }
+
+func TestIstioHostBudget_EachServerListingEveryHostTakesItsShare(t *testing.T) {
+	gw := func(credential string, plain routingv1alpha1.PlainHTTP) *routingv1alpha1.Gateway {
+		return &routingv1alpha1.Gateway{Spec: routingv1alpha1.GatewaySpec{CredentialName: credential, PlainHTTP: plain}}
+	}
+	tests := []struct {
+		name      string
+		gw        *routingv1alpha1.Gateway
+		lists     int
+		budget    int
+		wantShare int
+	}{
+		{"HTTPS only", gw("cert", ""), 1, 1000, 1000},
+		{"HTTPS and plain HTTP", gw("cert", routingv1alpha1.PlainHTTPServe), 2, 1000, 500},
+		{"HTTPS and a redirect", gw("cert", routingv1alpha1.PlainHTTPRedirectToHTTPS), 2, 1000, 500},
+		{"plain HTTP only", gw("", routingv1alpha1.PlainHTTPServe), 1, 1000, 1000},
+		{"nothing served", gw("", routingv1alpha1.PlainHTTPRedirectToHTTPS), 0, 1000, 1000},
+		{"no limit stays no limit", gw("cert", routingv1alpha1.PlainHTTPServe), 2, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.lists, IstioHostLists(tt.gw))
+			assert.Equal(t, tt.wantShare, IstioHostBudget(tt.gw, tt.budget))
+		})
+	}
+}

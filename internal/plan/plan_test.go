@@ -296,6 +296,14 @@ func TestGateway(t *testing.T) {
 		{"no routes: no Istio Gateway", with(func(in *GatewayInputs) { in.Hosts = nil }), "Active", "NoServiceRoutes", true, nil, "10.1.2.3"},
 		{"identity missing leaves the Istio Gateway", with(func(in *GatewayInputs) { in.Identity = nil }), "Pending", "ClusterIdentityNotFound", false, nil, ""},
 		{"no credential: no Istio Gateway", with(func(in *GatewayInputs) { in.Gateway = gateway("") }), "Failed", "CredentialNameMissing", true, nil, ""},
+		{"no credential, a redirect to nowhere: no Istio Gateway", with(func(in *GatewayInputs) {
+			in.Gateway = gateway("")
+			in.Gateway.Spec.PlainHTTP = routingv1alpha1.PlainHTTPRedirectToHTTPS
+		}), "Failed", "CredentialNameMissing", true, nil, ""},
+		{"no credential, plain HTTP: served over HTTP", with(func(in *GatewayInputs) {
+			in.Gateway = gateway("")
+			in.Gateway.Spec.PlainHTTP = routingv1alpha1.PlainHTTPServe
+		}), "Active", "GatewayCreated", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},
 		{"no load balancer", with(func(in *GatewayInputs) { in.Service = nil }), "Pending", "LoadBalancerNotFound", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
 		{"load balancer without address", with(func(in *GatewayInputs) { in.Service = &noAddr }), "Pending", "LoadBalancerAddressPending", true, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, ""},
 		{"Istio not installed: nothing generated, address reported", with(func(in *GatewayInputs) { in.IstioAPIMissing = true }), "Pending", "IstioNotInstalled", false, []string{"api-ns-d-dev-myapp.example.com", "web-ns-d-dev-myapp.example.com"}, "10.1.2.3"},

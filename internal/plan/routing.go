@@ -293,9 +293,9 @@ func Gateway(in GatewayInputs) GatewayPlan {
 	}
 	id := in.Identity.Spec
 	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: !in.IstioAPIMissing}
-	if gw.Spec.CredentialName == "" {
+	if IstioHostLists(gw) == 0 {
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonCredentialNameMissing,
-			Message: "spec.credentialName is empty: the HTTPS server of the Istio Gateway needs a TLS Secret; no Istio Gateway is generated"}
+			Message: "spec.credentialName is empty and spec.plainHTTP is not Serve, so the gateway would serve nothing: name the TLS Secret for HTTPS, or set plainHTTP: Serve for plain HTTP; no Istio Gateway is generated"}
 		return p
 	}
 	p.Hosts = slices.Sorted(slices.Values(in.Hosts))

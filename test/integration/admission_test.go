@@ -132,6 +132,10 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.targetPostfix", "Required value"}},
 		{"Gateway targetPostfix is a DNS label", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal.lan"),
 			[]string{"spec.targetPostfix", "targetPostfix must be a DNS label"}},
+		{"Gateway redirecting HTTP needs HTTPS", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: RedirectToHTTPS"),
+			[]string{"plainHTTP RedirectToHTTPS sends clients to HTTPS, which needs credentialName"}},
+		{"Gateway plainHTTP is one of three", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Yes"),
+			[]string{"spec.plainHTTP", "Unsupported value"}},
 		{"Gateway credentialName is a Secret name", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: Cert/Ingress"),
 			[]string{"spec.credentialName", "credentialName must be a valid Secret name"}},
 
@@ -202,6 +206,8 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\", \"ns1.example.com:5353\", \"[fd00::53]:53\"], timeout: 100ms}}\n"+
 			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s}}"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
+		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Serve"),
+		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  plainHTTP: RedirectToHTTPS"),
 		namespaced("ServiceRoute", strings.Repeat("r", 63),
 			"\n  serviceName: "+strings.Repeat("s", 20)+"\n  gatewayName: gw\n  environment: "+strings.Repeat("e", 20)+"\n  application: "+strings.Repeat("a", 16)),
 	}

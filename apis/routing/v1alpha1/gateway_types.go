@@ -5,6 +5,7 @@ import (
 )
 
 // GatewaySpec describes one Istio ingress gateway that ServiceRoutes can publish hostnames on.
+// +kubebuilder:validation:XValidation:rule="!has(self.plainHTTP) || self.plainHTTP != 'RedirectToHTTPS' || has(self.credentialName)",message="plainHTTP RedirectToHTTPS sends clients to HTTPS, which needs credentialName (the TLS Secret); use Serve for a gateway without TLS"
 type GatewaySpec struct {
 	// controller is the value of the istio label that selects the ingress gateway pods (for
 	// example aks-istio-ingressgateway-internal). It becomes the generated Istio Gateway's
@@ -15,11 +16,24 @@ type GatewaySpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="controller must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	Controller string `json:"controller"`
 
-	// credentialName is the name of the TLS Secret the ingress gateway terminates HTTPS with.
+	// credentialName is the name of the TLS Secret the ingress gateway terminates HTTPS with (an
+	// HTTPS server on port 443 for the routes' hostnames). Istio reads it from the namespace of
+	// the ingress gateway's pods (aks-istio-ingress on the AKS Istio add-on), not from the
+	// Gateway's. Without it the gateway serves HTTPS for nobody: set plainHTTP to Serve for a
+	// gateway without TLS, otherwise the Gateway fails with CredentialNameMissing.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="credentialName must be a valid Secret name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	CredentialName string `json:"credentialName,omitempty"`
+
+	// plainHTTP says what the gateway does with plain HTTP on port 80 for the routes' hostnames.
+	// Disabled (the default): nothing, HTTPS only. Serve: an HTTP server for the same hostnames —
+	// the only server of a gateway without credentialName (a homelab, or TLS ended in front of
+	// the cluster). RedirectToHTTPS: every HTTP request is answered with a redirect to HTTPS
+	// (Istio's httpsRedirect); it needs credentialName.
+	// +optional
+	// +kubebuilder:default=Disabled
+	PlainHTTP PlainHTTP `json:"plainHTTP,omitempty"`
 
 	// targetPostfix names the gateway type (for example internal or external). It is the last
 	// part of the gateway target hostname {cluster}-{region}-{targetPostfix}.{domain}.
@@ -97,6 +111,19 @@ type RouteNamespaces struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="In and NotIn need values; Exists and DoesNotExist take none"
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
+
+// PlainHTTP is what a gateway does with plain HTTP (port 80).
+// +kubebuilder:validation:Enum=Disabled;Serve;RedirectToHTTPS
+type PlainHTTP string
+
+const (
+	// PlainHTTPDisabled: no HTTP server; HTTPS only.
+	PlainHTTPDisabled PlainHTTP = "Disabled"
+	// PlainHTTPServe: an HTTP server for the routes' hostnames.
+	PlainHTTPServe PlainHTTP = "Serve"
+	// PlainHTTPRedirectToHTTPS: an HTTP server that redirects every request to HTTPS.
+	PlainHTTPRedirectToHTTPS PlainHTTP = "RedirectToHTTPS"
+)
 
 // IstioHostFormat is how a hostname is written into an Istio Gateway's hosts.
 // +kubebuilder:validation:Enum=NamespaceScoped;Bare
