@@ -16,6 +16,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/policy"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // DNSConfigurationReconciler reports the DNSConfiguration in status. Admission already enforces
@@ -24,14 +25,25 @@ import (
 type DNSConfigurationReconciler struct {
 	base
 	APIs *OptionalAPIs
+	// Zones count the routes of each verified zone by state (nil: none are counted).
+	Zones zoneCounter
 }
+
+// zoneCounter counts a zone's routes by their state there (verify.Tracker).
+type zoneCounter interface {
+	Zone(controller string) verify.ZoneCounts
+}
+
+// verificationRefresh is how often the zones' verification summary is counted again: it changes
+// with every check of every route, too often to be written on each.
+const verificationRefresh = 30 * time.Second
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations/status,verbs=patch
 
 // Reconcile reports the DNSConfiguration in status: its controllers, whether the DNSEndpoint API
-// is installed (Ready), and whether the mass-deletion guard holds deletions (DeletionsHeld). It
-// writes nothing else.
+// is installed (Ready), whether the mass-deletion guard holds deletions (DeletionsHeld) and what
+// each verified zone answers (verification). It writes nothing else.
 func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, cfg); !ok {
@@ -43,9 +55,22 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// Announced by end once the status is written (a Warning when the guard starts holding
 	// deletions, a Normal event when it no longer does: plan.StatusEvents).
 	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
+	cfg.Status.Verification, cfg.Status.VerificationSummary = plan.ZoneVerification(cfg, r.countZone)
 	// Looked at again once every held deletion has had its turn, so that the condition clears
-	// even when the last of them needed no reconcile (its object was deleted by someone else).
-	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), requeue{at: held.Recheck}, nil)
+	// even when the last of them needed no reconcile (its object was deleted by someone else),
+	// and while zones are verified, to count them again.
+	rq := requeue{at: held.Recheck}
+	if len(cfg.Status.Verification) > 0 {
+		rq.refresh = verificationRefresh
+	}
+	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), rq, nil)
+}
+
+func (r *DNSConfigurationReconciler) countZone(controller string) verify.ZoneCounts {
+	if r.Zones == nil {
+		return nil
+	}
+	return r.Zones.Zone(controller)
 }
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API

@@ -90,6 +90,9 @@ type requeue struct {
 	// wait: changes feeding an aggregate object are still coming (gateway_controller_coalesce.go);
 	// the write waits this long so that one write covers them all.
 	wait time.Duration
+	// refresh: the status summarises something that raises no event (the zones' verification);
+	// it is computed again after this long.
+	refresh time.Duration
 }
 
 // requeueOf is the requeue a write step asks for: conflicts and held deletions.
@@ -169,7 +172,8 @@ func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wro
 
 // finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache
 // lag retries shortly, ownership conflicts are checked again after ConflictRetry, held deletions
-// when their time comes and coalesced writes when their window is due. No reconciler sets
+// when their time comes, coalesced writes when their window is due and summaries when they are
+// to be counted again. No reconciler sets
 // RequeueAfter itself, and a RequeueAfter never goes out with an error (controller-runtime
 // ignores it then).
 func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
@@ -189,8 +193,10 @@ func (b base) finish(rq requeue, err error) (ctrl.Result, error) {
 			after = held
 		}
 	}
-	if rq.wait > 0 && (after == 0 || rq.wait < after) {
-		after = rq.wait
+	for _, d := range []time.Duration{rq.wait, rq.refresh} {
+		if d > 0 && (after == 0 || d < after) {
+			after = d
+		}
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

@@ -196,6 +196,7 @@ func TestFinish_TheEarliestReasonToLookAgainWins(t *testing.T) {
 		{name: "held deletion before the conflict retry", rq: requeue{conflict: true, at: soon}, wantAfter: 20 * time.Second},
 		{name: "a held deletion already due waits at least the cache-lag retry", rq: requeue{at: time.Now().Add(-time.Second)}, wantAfter: cacheLagRetry},
 		{name: "a coalescing window shorter than both", rq: requeue{conflict: true, at: soon, wait: time.Second}, wantAfter: time.Second},
+		{name: "a summary counted again", rq: requeue{conflict: true, refresh: 30 * time.Second}, wantAfter: 30 * time.Second},
 		{name: "cache lag", rq: requeue{conflict: true}, err: errors.Join(errCacheLag, errCacheLag), wantAfter: cacheLagRetry},
 		{name: "an error goes to the rate-limited queue alone", rq: requeue{conflict: true}, err: errors.Join(errCacheLag, errors.New("boom")), wantErr: true},
 	}

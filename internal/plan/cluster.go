@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // ClusterIdentity checks what admission cannot: that the identity leaves room for a gateway
@@ -71,4 +73,39 @@ func DeletionsHeldCondition(held int, until time.Time, generation int64) metav1.
 	return metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionTrue, ObservedGeneration: generation,
 		Reason:  clusterv1alpha1.ReasonMassDeletionHeld,
 		Message: fmt.Sprintf("%d DNSEndpoint deletion(s) requested at once by one change are held until %s; revert the change before then to keep the records", held, until.UTC().Format(time.RFC3339))}
+}
+
+// ZoneVerification summarises the verified zones for the DNSConfiguration's status: per zone
+// with verification settings, its routes by state (count reads them from the tracker), in
+// DNSConfiguration order, and the same in one line. Zones without verification settings are
+// named unverified in the line.
+func ZoneVerification(cfg *clusterv1alpha1.DNSConfiguration, count func(controller string) verify.ZoneCounts) ([]clusterv1alpha1.ZoneVerificationStatus, string) {
+	if cfg == nil {
+		return nil, ""
+	}
+	var zones []clusterv1alpha1.ZoneVerificationStatus
+	var parts []string
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		if !Verified(cfg, c.Name) {
+			parts = append(parts, c.Name+" unverified")
+			continue
+		}
+		n := count(c.Name)
+		z := clusterv1alpha1.ZoneVerificationStatus{Controller: c.Name,
+			Published: int32(n[routingv1alpha1.ZonePublished]), Pending: int32(n[routingv1alpha1.ZonePending]),
+			Drifted: int32(n[routingv1alpha1.ZoneDrifted]), Unreachable: int32(n[routingv1alpha1.ZoneUnreachable])}
+		z.Routes = z.Published + z.Pending + z.Drifted + z.Unreachable
+		zones = append(zones, z)
+		line := fmt.Sprintf("%s %d/%d published", c.Name, z.Published, z.Routes)
+		for _, other := range []struct {
+			n    int32
+			word string
+		}{{z.Drifted, "drifted"}, {z.Unreachable, "unreachable"}, {z.Pending, "pending"}} {
+			if other.n > 0 {
+				line += fmt.Sprintf(", %d %s", other.n, other.word)
+			}
+		}
+		parts = append(parts, line)
+	}
+	return zones, strings.Join(parts, "; ")
 }

@@ -260,6 +260,29 @@ func (t *Tracker) Route(k RouteKey) (Observation, bool) {
 	return t.routeView(t.routes[k])
 }
 
+// ZoneCounts are a zone's routes by their state there (a route not checked yet is Pending).
+type ZoneCounts map[routingv1alpha1.ZoneState]int
+
+// Zone counts the routes published into a zone by their state there: what the DNSConfiguration
+// summarises per zone. It walks the zone's routes (a few milliseconds at 10,000 routes), so it is
+// asked on a timer, not on every change.
+func (t *Tracker) Zone(controller string) ZoneCounts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	counts := ZoneCounts{}
+	for k, s := range t.routes {
+		if k.Controller != controller {
+			continue
+		}
+		state := routingv1alpha1.ZonePending
+		if o, known := t.routeView(s); known {
+			state = o.State
+		}
+		counts[state]++
+	}
+	return counts
+}
+
 // Target is the state in its zone of the address records of a DNSEndpoint (source,
 // namespace/name); false when not known.
 func (t *Tracker) Target(source string) (Observation, bool) {

@@ -295,3 +295,35 @@ func TestTracker_NameOfTwoEntryPointsSurvivesTheDeletionOfOne(t *testing.T) {
 	assert.True(t, known)
 	assert.Equal(t, routingv1alpha1.ZonePublished, o.State)
 }
+
+func TestTracker_ZoneCountsRoutesByState(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	web := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	elsewhere := RouteKey{Namespace: "myapp", Name: "api-route", Controller: "external-dns-neu"}
+	tr.SetTarget("external-dns-weu", pair, "istio-system/gw-weu", address(target, "10.1.2.3"), true, true, c.now)
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	tr.SetRoute(web, cname("web.example.com", target), true, false, c.now)
+	tr.SetRoute(elsewhere, cname(host, target), true, false, c.now)
+	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePending: 2}, tr.Zone("external-dns-weu"), "not checked yet: pending")
+
+	// The zone answers: api's CNAME and the target's address as published, web's CNAME elsewhere.
+	for range 10 {
+		check, ok, _ := tr.Next("external-dns-weu", c.after(time.Minute))
+		if !ok {
+			break
+		}
+		switch check.Expected[0].Name {
+		case Canonical(host):
+			tr.Report(check, published("CNAME "+target), c.now)
+		case Canonical(target):
+			tr.Report(check, published("A 10.1.2.3"), c.now)
+		default:
+			tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: "CNAME elsewhere.example.com"}, c.now)
+		}
+	}
+	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePublished: 1, routingv1alpha1.ZoneDrifted: 1}, tr.Zone("external-dns-weu"))
+	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePending: 1}, tr.Zone("external-dns-neu"), "each zone its own routes")
+	assert.Empty(t, tr.Zone("external-dns-frc"))
+}

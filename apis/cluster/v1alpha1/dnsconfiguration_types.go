@@ -117,12 +117,50 @@ type DNSConfigurationStatus struct {
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// verification counts, for each zone with verification settings, the routes published into
+	// it by what the zone answers for them (refreshed every 30 seconds). Each route's own
+	// status.zones says where it stands.
+	// +optional
+	// +listType=map
+	// +listMapKey=controller
+	// +kubebuilder:validation:MaxItems=64
+	Verification []ZoneVerificationStatus `json:"verification,omitempty"`
+
+	// verificationSummary is verification in one line, for `kubectl get dnscfg`, for example
+	// "external-dns-weu 120/122 published, 2 drifted; external-dns-neu unverified".
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	VerificationSummary string `json:"verificationSummary,omitempty"`
+
 	// conditions describe the configuration's state; Ready is True when it is valid and in use.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ZoneVerificationStatus is what one verified zone answers for the routes published into it.
+type ZoneVerificationStatus struct {
+	// controller is the ExternalDNS controller of the zone.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Controller string `json:"controller"`
+	// routes is the number of routes published into the zone.
+	// +optional
+	Routes int32 `json:"routes,omitempty"`
+	// published routes: the zone answers what the operator published.
+	// +optional
+	Published int32 `json:"published,omitempty"`
+	// pending routes: not answered yet, or not checked since they changed.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// drifted routes: the zone answers something else.
+	// +optional
+	Drifted int32 `json:"drifted,omitempty"`
+	// unreachable routes: the zone's name servers did not answer.
+	// +optional
+	Unreachable int32 `json:"unreachable,omitempty"`
 }
 
 // DNSConfiguration is the registry of ExternalDNS controllers, one per regional DNS zone.
@@ -134,6 +172,7 @@ type DNSConfigurationStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Verification",type=string,JSONPath=`.status.verificationSummary`
 // +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="DeletionsHeld")].status`
 // +kubebuilder:printcolumn:name="Deletions",type=string,JSONPath=`.status.conditions[?(@.type=="DeletionsHeld")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
