@@ -65,7 +65,13 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: test-go e2e ## Run every test: unit, integration, packaging and the end-to-end suite (the first run builds every tool).
+test: test-prerequisites test-go e2e ## Run every test: unit, integration, packaging and the end-to-end suite (the first run builds every tool).
+
+# The tools `make test` runs, built side by side (TOOL_JOBS, hack/make/tools.mk) before the tests
+# start; test-go and e2e then find them built.
+.PHONY: test-prerequisites
+test-prerequisites:
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools $(CONTROLLER_GEN) $(HELM) promtool
 
 .PHONY: test-go
 test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
@@ -95,8 +101,16 @@ verify: manifests generate fmt lint ## Regenerate everything and fail if the tre
 ##@ Build
 
 .PHONY: build
-build: generate fmt vet ## Build the operator binary into bin/manager.
-	$(GO) build -trimpath -ldflags "$(MANAGER_LDFLAGS)" -o $(MANAGER) .
+build: generate fmt vet manager ## Build the operator binary into bin/manager.
+
+# The binary alone, for what only runs it (the demo, the end-to-end suite): the generated files are
+# committed, so regenerating, formatting and vetting every package first (what `build` adds) is
+# work a first `make demo` would do for nothing. Built with the flags `go test` and `go vet` use
+# (no -trimpath), so that the packages it shares with bin/demo and the tests are compiled once;
+# `make image` builds its own -trimpath binaries.
+.PHONY: manager
+manager: ## Build bin/manager without regenerating or vetting anything first.
+	$(GO) build -ldflags "$(MANAGER_LDFLAGS)" -o $(MANAGER) .
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster in $KUBECONFIG (plain-HTTP metrics on :8080).

@@ -27,6 +27,10 @@ bind-tools: ## Make sure BIND 9 `named`, `dig` and `nsupdate` are installed (apt
 	{ command -v named || [ -x /usr/sbin/named ]; } >/dev/null && command -v dig >/dev/null && command -v nsupdate >/dev/null
 
 # demo-build (demo.mk): the suite also runs the demo program as `make demo` does.
+.PHONY: e2e-prerequisites
+e2e-prerequisites:
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools manager demo-build
+
 .PHONY: e2e
-e2e: $(CONTROL_PLANE) $(EXTERNAL_DNS) bind-tools build demo-build ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).
+e2e: e2e-prerequisites ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
