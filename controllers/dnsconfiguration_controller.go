@@ -27,16 +27,15 @@ type DNSConfigurationReconciler struct {
 	APIs *OptionalAPIs
 	// Zones count the routes of each verified zone by state (nil: none are counted).
 	Zones zoneCounter
+	// VerificationRefresh is how often they are counted again while a zone is verified: the
+	// counts change with every check of every route, too often to be written on each.
+	VerificationRefresh time.Duration
 }
 
 // zoneCounter counts a zone's routes by their state there (verify.Tracker).
 type zoneCounter interface {
 	Zone(controller string) verify.ZoneCounts
 }
-
-// verificationRefresh is how often the zones' verification summary is counted again: it changes
-// with every check of every route, too often to be written on each.
-const verificationRefresh = 30 * time.Second
 
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations/status,verbs=patch
@@ -61,7 +60,7 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// and while zones are verified, to count them again.
 	rq := requeue{at: held.Recheck}
 	if len(cfg.Status.Verification) > 0 {
-		rq.refresh = verificationRefresh
+		rq.refresh = r.VerificationRefresh
 	}
 	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), rq, nil)
 }

@@ -112,7 +112,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}{
 		{"clusteridentity", (&ClusterIdentityReconciler{base: b}).SetupWithManager},
 		{"dnsconfiguration", func(mgr ctrl.Manager) error {
-			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker}).SetupWithManager(mgr, guardChanges)
+			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker,
+				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges)
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,

@@ -17,6 +17,9 @@ type Settings struct {
 	// operator starting or taking over leadership, a zone's verification being configured) over
 	// this long; until its first check a record keeps the state its status shows.
 	InitialSpread time.Duration
+	// SummaryInterval is how often each zone's routes are counted by state for the
+	// DNSConfiguration's status (the counts change with every check, too often to write each).
+	SummaryInterval time.Duration
 }
 
 // DefaultSettings check a change after 1 s, 2 s, 4 s … and a settled record every 5 minutes.
@@ -25,6 +28,7 @@ var DefaultSettings = Settings{
 	SettledInterval:           5 * time.Minute,
 	FailuresBeforeUnreachable: 3,
 	InitialSpread:             time.Minute,
+	SummaryInterval:           30 * time.Second,
 }
 
 func (s Settings) withDefaults() Settings {
@@ -43,8 +47,14 @@ func (s Settings) withDefaults() Settings {
 	if s.InitialSpread < 0 {
 		s.InitialSpread = 0
 	}
+	if s.SummaryInterval <= 0 {
+		s.SummaryInterval = DefaultSettings.SummaryInterval
+	}
 	return s
 }
+
+// WithDefaults fills the settings left zero with DefaultSettings.
+func (s Settings) WithDefaults() Settings { return s.withDefaults() }
 
 // NextCheck is the delay before the next check of a record after a check at attempt (checks
 // since the record last changed or was last found published), and whether that next check is

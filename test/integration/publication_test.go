@@ -25,7 +25,7 @@ import (
 
 // fastVerification checks changes every 100 ms at first and settled records every second, so
 // that the tests see several settled checks quickly.
-var fastVerification = verify.Settings{FastInterval: 100 * time.Millisecond, SettledInterval: time.Second, FailuresBeforeUnreachable: 3}
+var fastVerification = verify.Settings{FastInterval: 100 * time.Millisecond, SettledInterval: time.Second, FailuresBeforeUnreachable: 3, SummaryInterval: time.Second}
 
 // startZone starts an authoritative DNS server standing in for one regional zone.
 func startZone(t *testing.T) *testdns.Server {
@@ -176,6 +176,8 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 		assertNoStatusWrites(st, f, route, gw, weu)
 	})
 
+	waitVerificationSummary(t, f, "external-dns-weu 1/1 published; external-dns-neu 1/1 published")
+
 	t.Run("drift in one zone", func(t *testing.T) {
 		neu.Set(host + ". 300 IN CNAME aks02-neu-internal.example.com.") // a name the zone does not have: NXDOMAIN with the CNAME
 		zones, cond := f.waitPublication(route, "external-dns-neu=Drifted external-dns-weu=Published", "1/2", routingv1alpha1.ReasonZonesDrifted)
@@ -184,6 +186,7 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 		assert.Contains(t, eventReasons(t, route), routingv1alpha1.ReasonZonesDrifted, "a Warning event tells kubectl describe")
 		ready := meta.FindStatusCondition(route.Status.Conditions, "Ready")
 		assert.Equal(t, metav1.ConditionTrue, ready.Status, "Ready (the DNSEndpoints are written) is separate from Published")
+		waitVerificationSummary(t, f, "external-dns-weu 1/1 published; external-dns-neu 0/1 published, 1 drifted")
 
 		neu.Set(host + ". 300 IN CNAME " + target + ".") // ExternalDNS's next synchronization repairs it
 		f.waitPublication(route, "external-dns-neu=Published external-dns-weu=Published", "2/2", routingv1alpha1.ReasonZonesPublished)
@@ -237,4 +240,17 @@ func assertNoStatusWrites(t *testing.T, f *fixture, route *routingv1alpha1.Servi
 	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(gw), g2))
 	assert.Equal(t, r.ResourceVersion, r2.ResourceVersion, "the route was written: %v", r2.Status.Zones)
 	assert.Equal(t, g.ResourceVersion, g2.ResourceVersion, "the gateway was written: %v", g2.Status.Zones)
+}
+
+// waitVerificationSummary waits for `kubectl get dnscfg` to summarise the verified zones as want.
+func waitVerificationSummary(t *testing.T, f *fixture, want string) {
+	t.Helper()
+	waitFor(t, "the DNSConfiguration's verification summary "+want, func() string {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg))
+		if cfg.Status.VerificationSummary != want {
+			return cfg.Status.VerificationSummary
+		}
+		return ""
+	})
 }
