@@ -114,7 +114,7 @@ func specOf(t *testing.T, objs []*unstructured.Unstructured, kind string) map[st
 }
 
 // TestAKS_ExamplesShowTheSameGatewayAsTheSamples: the CSV's alm-examples are config/samples, and
-// the Gateway (and cluster identity) NOTES.txt shows are the samples', so what
+// the Gateway (and cluster identity) NOTES.txt and docs/INSTALLATION.md show are the samples', so what
 // TestAKS_SamplesReadyOnTheIstioAddOnShape proves of the samples holds for what OperatorHub and
 // `helm install` show.
 func TestAKS_ExamplesShowTheSameGatewayAsTheSamples(t *testing.T) {
@@ -139,6 +139,18 @@ func TestAKS_ExamplesShowTheSameGatewayAsTheSamples(t *testing.T) {
 	}
 	assert.Equal(t, aksIngressNamespace, specOf(t, samples, "Gateway")["ingressNamespace"],
 		"the sample Gateway names the AKS Istio add-on's ingress namespace")
+
+	// docs/INSTALLATION.md shows the sample Gateway in its AKS section.
+	var shown []*unstructured.Unstructured
+	for _, block := range fencedBlocks(readFile(t, repoPath("docs", "INSTALLATION.md"))) {
+		if strings.Contains(block, "kind: Gateway") && strings.Contains(block, aksIngressNamespace) {
+			objs, err := parseObjects([]byte(block))
+			require.NoError(t, err)
+			shown = append(shown, objs...)
+		}
+	}
+	require.NotEmpty(t, shown, "docs/INSTALLATION.md shows no Gateway for the AKS add-on")
+	assert.Equal(t, specOf(t, samples, "Gateway"), specOf(t, shown, "Gateway"), "the Gateway docs/INSTALLATION.md shows differs from config/samples")
 }
 
 // TestAKS_SamplesReadyOnTheIstioAddOnShape applies config/samples as they are, with the ingress
