@@ -8,8 +8,9 @@ import (
 // external-dns.alpha.kubernetes.io/controller annotation it filters on.
 type ExternalDNSController struct {
 	// name is the controller's logical name: generated DNSEndpoints carry it in the
-	// external-dns.alpha.kubernetes.io/controller annotation, so it must equal the value in that
-	// ExternalDNS instance's --annotation-filter.
+	// external-dns.alpha.kubernetes.io/controller annotation and the router.io/controller label,
+	// so it must equal the value in that ExternalDNS instance's --annotation-filter and
+	// --label-filter (both required).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
