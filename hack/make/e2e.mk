@@ -26,10 +26,11 @@ bind-tools: ## Make sure BIND 9 `named`, `dig` and `nsupdate` are installed (apt
 	$$SUDO apt-get install -y -q --no-install-recommends bind9 bind9-dnsutils </dev/null; \
 	{ command -v named || [ -x /usr/sbin/named ]; } >/dev/null && command -v dig >/dev/null && command -v nsupdate >/dev/null
 
-# demo-build (demo.mk): the suite also runs the demo program as `make demo` does.
+# demo-build (demo.mk): the suite also runs the demo program as `make demo` does; helm renders the
+# ExternalDNS example values with the ExternalDNS chart (TestExternalDNSExample_RestartKeepsTheZone).
 .PHONY: e2e-prerequisites
 e2e-prerequisites:
-	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools manager demo-build
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools $(HELM) manager demo-build
 
 .PHONY: e2e
 e2e: e2e-prerequisites ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).

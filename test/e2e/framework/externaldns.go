@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ type ExternalDNSOptions struct {
 	AnnotationFilterOnly bool
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// Args, when set, is the whole command line but --kubeconfig and --metrics-address, which the
+	// framework adds: DNSPort, Zone, OwnerID, TXTPrefix, Policy, Interval, LogLevel and
+	// AnnotationFilterOnly are then ignored. For a configuration users copy rather than the
+	// framework's (ExternalDNSExample.LocalArgs); OwnerID is read from its --txt-owner-id.
+	Args []string
 	// Binary is the external-dns executable (default $E2E_EXTERNAL_DNS_BINARY, else
 	// <repo>/bin/external-dns, built by `make external-dns`).
 	Binary string
@@ -102,8 +108,13 @@ func ExternalDNSBinary() (string, error) {
 // synchronization (it reached the API server and transferred the zone). When c is not nil, Stop
 // is registered with it.
 func StartExternalDNS(ctx context.Context, c Cleanup, opts ExternalDNSOptions) (*ExternalDNS, error) {
-	if opts.Name == "" || opts.Kubeconfig == "" || opts.DNSPort == 0 || opts.Zone == "" {
-		return nil, errors.New("ExternalDNSOptions: Name, Kubeconfig, DNSPort and Zone are required")
+	if opts.Name == "" || opts.Kubeconfig == "" || (opts.Args == nil && (opts.DNSPort == 0 || opts.Zone == "")) {
+		return nil, errors.New("ExternalDNSOptions: Name, Kubeconfig, and DNSPort and Zone or Args are required")
+	}
+	for _, a := range opts.Args {
+		if owner, ok := strings.CutPrefix(a, "--txt-owner-id="); ok {
+			opts.OwnerID = owner
+		}
 	}
 	if opts.OwnerID == "" {
 		opts.OwnerID = opts.Name
@@ -173,6 +184,11 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 	}
 	if opts.TXTPrefix != "" {
 		args = append(args, "--txt-prefix="+opts.TXTPrefix)
+	}
+	if opts.Args != nil {
+		args = append(slices.Clone(opts.Args),
+			"--kubeconfig="+opts.Kubeconfig,
+			"--metrics-address=127.0.0.1:"+strconv.Itoa(port))
 	}
 	args = append(args, opts.ExtraArgs...)
 	e := &ExternalDNS{Name: opts.Name, OwnerID: opts.OwnerID, MetricsPort: port, Args: args, Dir: dir}
