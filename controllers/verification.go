@@ -19,6 +19,7 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
@@ -147,10 +148,13 @@ func zonesOf(cfg *clusterv1alpha1.DNSConfiguration) []prober.Zone {
 	}
 	var out []prober.Zone
 	for _, c := range cfg.Spec.ExternalDNSControllers {
-		if c.Verification == nil || len(c.Verification.Nameservers) == 0 {
+		if !plan.Verified(cfg, c.Name) {
 			continue
 		}
 		z := prober.Zone{Controller: c.Name, Nameservers: slices.Clone(c.Verification.Nameservers), Timeout: prober.DefaultTimeout}
+		if len(c.Verification.Resolvers) > 0 {
+			z.Nameservers, z.Recursive = slices.Clone(c.Verification.Resolvers), true
+		}
 		if c.Verification.Timeout != nil {
 			z.Timeout = c.Verification.Timeout.Duration
 		}

@@ -1,7 +1,9 @@
 // Package prober asks regional DNS zones whether they serve what the operator published. It is
 // the I/O half of internal/verify: one loop per zone takes the records verify.Tracker says are
 // due, asks the zone's authoritative name servers directly (non-recursive, RD=0, over UDP with a
-// TCP retry for truncated answers, with github.com/miekg/dns), and reports what they answered.
+// TCP retry for truncated answers, with github.com/miekg/dns) — or, for a zone nobody may ask
+// directly, a recursive resolver serving it (RD=1; its answers may come from its cache) — and
+// reports what they answered.
 // Queries to one zone are rate-limited (a token bucket) and bounded in number at any time, so
 // that ten thousand routes never flood a name server: a full round of checks then simply takes
 // longer.
@@ -24,15 +26,18 @@ import (
 )
 
 // Zone is one regional zone to verify: the ExternalDNS controller that writes it and how to
-// reach its authoritative name servers.
+// reach its authoritative name servers, or the recursive resolvers serving it (Recursive).
 type Zone struct {
 	Controller  string
 	Nameservers []string
-	Timeout     time.Duration
+	// Recursive: Nameservers are recursive resolvers, asked with RD=1; their answers need not be
+	// authoritative and may come from a cache (verify.Finding.Cached).
+	Recursive bool
+	Timeout   time.Duration
 }
 
 func (z Zone) equal(o Zone) bool {
-	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Timeout == o.Timeout
+	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive && z.Timeout == o.Timeout
 }
 
 // Limits bound the queries to each zone.
@@ -221,6 +226,7 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 				findings = append(findings, verify.Judge(rs, resp))
 			}
 			finding := verify.Combine(findings)
+			finding.Cached = l.zone.Recursive
 			changes := p.tracker.Report(c, finding, time.Now())
 			log.V(2).Info("checked", "zone", l.zone.Controller, "records", c.Expected.Key(), "state", finding.State, "answer", finding.Answer, "changes", len(changes))
 			select { // the record is scheduled again: the loop may be idle, waiting for nothing
@@ -242,7 +248,7 @@ func (p *Prober) ask(ctx context.Context, limiter *rate.Limiter, z Zone, rs veri
 		if err := limiter.Wait(ctx); err != nil {
 			return resp, err
 		}
-		resp = Query(ctx, server, rs.Name, rs.QueryType(), z.Timeout)
+		resp = Query(ctx, server, rs.Name, rs.QueryType(), z.Timeout, z.Recursive)
 		outcome := "answered"
 		switch resp.Failure {
 		case "":
@@ -259,17 +265,19 @@ func (p *Prober) ask(ctx context.Context, limiter *rate.Limiter, z Zone, rs veri
 	return resp, nil
 }
 
-// Query asks one name server for name/qtype without recursion (RD=0): an authoritative server
+// Query asks one name server for name/qtype. Without recursion (RD=0) an authoritative server
 // answers from its zone, and no resolver caches anything, not even the negative answers of
-// records not published yet. A truncated UDP answer is asked again over TCP.
-func Query(ctx context.Context, server, name, qtype string, timeout time.Duration) verify.Response {
+// records not published yet; an answer without the AA bit is no answer. With recursion (a
+// resolver serving a zone nobody may ask directly) any answer counts. A truncated UDP answer is
+// asked again over TCP.
+func Query(ctx context.Context, server, name, qtype string, timeout time.Duration, recursive bool) verify.Response {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	out := verify.Response{Server: server}
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), dns.StringToType[qtype])
-	m.RecursionDesired = false
+	m.RecursionDesired = recursive
 	c := &dns.Client{Net: "udp", Timeout: timeout}
 	in, _, err := c.ExchangeContext(ctx, m, server)
 	if err == nil && in.Truncated {
@@ -283,7 +291,7 @@ func Query(ctx context.Context, server, name, qtype string, timeout time.Duratio
 	case in.Rcode != dns.RcodeSuccess && in.Rcode != dns.RcodeNameError:
 		out.Failure = dns.RcodeToString[in.Rcode]
 		return out
-	case !in.Authoritative:
+	case !in.Authoritative && !recursive:
 		out.Failure = "not authoritative"
 		return out
 	}

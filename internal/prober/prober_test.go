@@ -29,21 +29,39 @@ func TestQuery_AsksWithoutRecursionAndReadsTheChain(t *testing.T) {
 	s.Set("api.example.com. 300 IN CNAME aks01-weu-internal.example.com.", "aks01-weu-internal.example.com. 300 IN A 10.1.2.3")
 	ctx := t.Context()
 
-	got := Query(ctx, s.Addr, "api.example.com", "A", time.Second)
+	got := Query(ctx, s.Addr, "api.example.com", "A", time.Second, false)
 	assert.Equal(t, verify.Response{Server: s.Addr, Rcode: "NOERROR", Records: []verify.Record{
 		{Name: "api.example.com.", Type: "CNAME", Value: "aks01-weu-internal.example.com."},
 		{Name: "aks01-weu-internal.example.com.", Type: "A", Value: "10.1.2.3"},
 	}}, got)
-	assert.Equal(t, "NXDOMAIN", Query(ctx, s.Addr, "web.example.com", "A", time.Second).Rcode)
+	assert.Equal(t, "NXDOMAIN", Query(ctx, s.Addr, "web.example.com", "A", time.Second, false).Rcode)
 	total, recursive := s.Queries()
 	assert.Equal(t, 2, total)
 	assert.Zero(t, recursive, "queries never ask for recursion: no resolver caches anything")
 
 	s.SetDown(true)
-	assert.Equal(t, "timeout", Query(ctx, s.Addr, "api.example.com", "A", 200*time.Millisecond).Failure)
+	assert.Equal(t, "timeout", Query(ctx, s.Addr, "api.example.com", "A", 200*time.Millisecond, false).Failure)
 	closed := startServer(t)
 	closed.Close()
-	assert.NotEmpty(t, Query(ctx, closed.Addr, "api.example.com", "A", 200*time.Millisecond).Failure)
+	assert.NotEmpty(t, Query(ctx, closed.Addr, "api.example.com", "A", 200*time.Millisecond, false).Failure)
+}
+
+// A zone nobody may ask directly is checked through a resolver: the query asks for recursion and
+// takes the answer without the AA bit, which an authoritative check refuses.
+func TestQuery_ThroughAResolver(t *testing.T) {
+	s := startServer(t)
+	s.Set("api.example.com. 300 IN CNAME aks01-weu-internal.example.com.", "aks01-weu-internal.example.com. 300 IN A 10.1.2.3")
+	s.SetResolver(true)
+	ctx := t.Context()
+
+	assert.Equal(t, "not authoritative", Query(ctx, s.Addr, "api.example.com", "A", time.Second, false).Failure,
+		"a resolver's answer is no authoritative answer")
+	got := Query(ctx, s.Addr, "api.example.com", "A", time.Second, true)
+	assert.Empty(t, got.Failure)
+	assert.Equal(t, routingv1alpha1.ZonePublished,
+		verify.Judge(verify.RecordSet{Name: "api.example.com.", Type: "CNAME", Values: []string{"aks01-weu-internal.example.com."}}, got).State)
+	_, recursive := s.Queries()
+	assert.Equal(t, 1, recursive, "the resolver was asked to recurse")
 }
 
 // TestProber_RateLimitsEachZone checks 60 records of one zone with a limit of 20 queries per

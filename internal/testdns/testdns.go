@@ -26,6 +26,7 @@ type Server struct {
 	mu        sync.Mutex
 	records   map[string][]dns.RR // by lower-case fully qualified name
 	down      bool
+	resolver  bool
 	queries   int
 	recursive int
 }
@@ -110,6 +111,14 @@ func (s *Server) SetDown(down bool) {
 	s.down = down
 }
 
+// SetResolver makes the server answer as a recursive resolver does (without the AA bit) until
+// called with false.
+func (s *Server) SetResolver(resolver bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resolver = resolver
+}
+
 // Queries returns how many queries the server received, and how many of them asked for recursion.
 func (s *Server) Queries() (total, recursive int) {
 	s.mu.Lock()
@@ -130,7 +139,8 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)
-	m.Authoritative = true
+	m.Authoritative = !s.resolver
+	m.RecursionAvailable = s.resolver
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
 	for hops := 0; hops < 8; hops++ { // follow CNAMEs inside the zone, as an authoritative server does

@@ -119,6 +119,9 @@ type Finding struct {
 	// Failed is set when no name server gave a usable answer: the zone may be fine, it could not
 	// be asked (Unreachable only after several failures in a row, see Tracker).
 	Failed bool
+	// Cached is set when the answer came from a recursive resolver, which may serve the
+	// previous value of a record from its cache until the record's TTL has passed (see Tracker).
+	Cached bool
 }
 
 // Judge compares a response with the record set it was asked for.

@@ -74,6 +74,10 @@ type subject struct {
 	gone      bool
 	// changedAt is when a route's record last changed, until it is found published.
 	changedAt time.Time
+	// replacedAt is when the records last changed (zero: as found when verification started),
+	// and ttl their TTL: a resolver may answer the previous value from its cache until then.
+	replacedAt time.Time
+	ttl        time.Duration
 }
 
 // Tracker holds every record to check, its last result and its schedule. It is safe for
@@ -132,6 +136,7 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 		t.routes[k] = s
 	}
 	s.expected, s.key, s.processed = exp, exp.Key(), processed
+	s.replaced(records, initial && !exists, now)
 	s.via = TargetKey{Controller: k.Controller, Hostname: exp[0].Values[0]}
 	if t.routesVia[s.via] == nil {
 		t.routesVia[s.via] = map[RouteKey]*subject{}
@@ -184,6 +189,7 @@ func (t *Tracker) SetTarget(controller string, pair desired.Ingress, source stri
 		t.targets[source] = s
 	}
 	s.target, s.expected, s.key, s.pair, s.processed = &k, exp, exp.Key(), pair, processed
+	s.replaced(records, initial && !exists, now)
 	if t.targetsByName[k] == nil {
 		t.targetsByName[k] = map[string]*subject{}
 	}
@@ -343,9 +349,13 @@ func (t *Tracker) Report(c Check, f Finding, now time.Time) []Change {
 	} else {
 		routeBefore, routeKnown = t.routeView(s)
 	}
+	f, cachedUntil := s.tolerate(f, now)
 	changed := t.record(s, f, now)
 	published := !f.Failed && f.State == routingv1alpha1.ZonePublished
 	delay, urgent := NextCheck(t.settings, s.attempt, published, t.jitter())
+	if !cachedUntil.IsZero() && cachedUntil.Before(now.Add(delay)) {
+		delay = cachedUntil.Sub(now) // asked again as soon as a cached answer is no excuse
+	}
 	if published {
 		s.attempt = 0
 	} else {
@@ -360,6 +370,42 @@ func (t *Tracker) Report(c Check, f Finding, now time.Time) []Change {
 		out = append(out, Change{Gateway: &s.pair})
 	}
 	return append(out, t.viaChanged(*s.target, before, now)...)
+}
+
+// defaultTTL is the TTL of a record that names none: the operator's default record TTL.
+const defaultTTL = 300 * time.Second
+
+// replaced notes that the subject's records are new or changed (initial: as found when
+// verification started, when nothing says how recently they changed).
+func (s *subject) replaced(records []*endpoint.Endpoint, initial bool, now time.Time) {
+	s.replacedAt, s.ttl = time.Time{}, 0
+	if !initial {
+		s.replacedAt = now
+	}
+	for _, r := range records {
+		if r != nil {
+			s.ttl = max(s.ttl, time.Duration(r.RecordTTL)*time.Second)
+		}
+	}
+	if s.ttl == 0 {
+		s.ttl = defaultTTL
+	}
+}
+
+// tolerate takes a drifted answer of a resolver for the previous value of the records, still in
+// its cache, while the records' TTL has not passed since they changed: Pending, saying until
+// when, instead of Drifted. It returns that time (zero when nothing was tolerated).
+func (s *subject) tolerate(f Finding, now time.Time) (Finding, time.Time) {
+	if !f.Cached || f.Failed || f.State != routingv1alpha1.ZoneDrifted || s.replacedAt.IsZero() {
+		return f, time.Time{}
+	}
+	until := s.replacedAt.Add(s.ttl)
+	if !now.Before(until) {
+		return f, time.Time{}
+	}
+	f.State = routingv1alpha1.ZonePending
+	f.Answer += " (the resolver may serve it from its cache until " + until.UTC().Format(time.RFC3339) + ")"
+	return f, until
 }
 
 // record applies a finding to a subject's result; it reports whether the result changed. A

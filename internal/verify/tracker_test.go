@@ -327,3 +327,53 @@ func TestTracker_ZoneCountsRoutesByState(t *testing.T) {
 	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePending: 1}, tr.Zone("external-dns-neu"), "each zone its own routes")
 	assert.Empty(t, tr.Zone("external-dns-frc"))
 }
+
+// A resolver may answer a record's previous value from its cache until the record's TTL has passed
+// since it changed: such an answer is Pending until then, and drift only after.
+func TestTracker_AResolversCachedAnswerIsDriftOnlyAfterTheTTL(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	old := "CNAME aks02-weu-internal.example.com."
+	records := cname(host, target)
+	records[0].RecordTTL = 60
+	tr.SetRoute(weuRoute, records, true, false, c.now)
+	changedAt := c.now
+
+	check := checkNext(t, tr, "external-dns-weu", c.after(time.Second))
+	tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old, Cached: true}, c.now)
+	got, _ := tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePending, got.State, "the previous value, still cached")
+	assert.Equal(t, old+" (the resolver may serve it from its cache until 1970-01-01T00:17:40Z)", got.Answer)
+
+	// Checked again with the backoff, but no later than when the cache must have let go.
+	for reported := c.now; reported.Before(changedAt.Add(60 * time.Second)); {
+		check, ok, next := tr.Next("external-dns-weu", c.now)
+		if !ok {
+			require.False(t, next.After(changedAt.Add(60*time.Second)), "next check %s is after the TTL ran out", next)
+			c.now = next
+			continue
+		}
+		tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old, Cached: true}, c.now)
+		reported = c.now
+	}
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZoneDrifted, got.State, "the TTL has passed: no cache excuses it")
+	assert.Equal(t, old, got.Answer)
+	assert.Equal(t, changedAt.Add(60*time.Second), c.now, "found at once when the TTL ran out")
+
+	// An authoritative answer is never excused, nor one about records found at start.
+	tr.SetRoute(weuRoute, cname(host, "aks03-weu-internal.example.com"), true, false, c.now)
+	check = checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old}, c.now)
+	got, _ = tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZoneDrifted, got.State)
+	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	tr.SetRoute(other, cname("web.example.com", target), true, true, c.now)
+	for known := false; !known; _, known = tr.Route(other) {
+		check = checkNext(t, tr, "external-dns-weu", c.after(time.Minute))
+		tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old, Cached: true}, c.now)
+	}
+	got, _ = tr.Route(other)
+	assert.Equal(t, routingv1alpha1.ZoneDrifted, got.State, "found at start: nothing says it changed lately")
+}

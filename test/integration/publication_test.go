@@ -55,6 +55,24 @@ func (f *fixture) setVerifiedControllers(regions []string, nameservers map[strin
 	require.NoError(f.t, err)
 }
 
+// setResolvers makes the zone of region be checked through the recursive resolver at addr.
+func (f *fixture) setResolvers(region, addr string) {
+	f.t.Helper()
+	require.NoError(f.t, retryOnConflict(func() error {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+			return err
+		}
+		for i, c := range cfg.Spec.ExternalDNSControllers {
+			if c.Region == region {
+				cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{Resolvers: []string{addr},
+					Timeout: &metav1.Duration{Duration: 300 * time.Millisecond}}
+			}
+		}
+		return env.Client.Update(f.ctx, cfg)
+	}))
+}
+
 // zoneStates renders zones as "controller=State" sorted, e.g. "external-dns-neu=Pending external-dns-weu=Published".
 func zoneStates(zones []routingv1alpha1.ZoneStatus) string {
 	var out []string
@@ -200,6 +218,17 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 			"external-dns-neu=Published external-dns-weu=Unreachable", "1/2", routingv1alpha1.ReasonZonesUnreachable)
 		weu.SetDown(false)
 		f.waitPublication(route, "external-dns-neu=Published external-dns-weu=Published", "2/2", routingv1alpha1.ReasonZonesPublished)
+	})
+
+	t.Run("a zone checked through a resolver", func(t *testing.T) {
+		neu.SetResolver(true) // now answers as a recursive resolver does: no AA bit
+		t.Cleanup(func() { neu.SetResolver(false) })
+		zones, _ := f.waitPublication(route, "external-dns-neu=Unreachable external-dns-weu=Published", "1/2", routingv1alpha1.ReasonZonesUnreachable)
+		assert.Contains(t, zone(zones, "external-dns-neu").Answer, "not authoritative", "a resolver's answer is no authoritative answer")
+		f.setResolvers("neu", neu.Addr)
+		f.waitPublication(route, "external-dns-neu=Published external-dns-weu=Published", "2/2", routingv1alpha1.ReasonZonesPublished)
+		total, recursive := neu.Queries()
+		assert.Positive(t, recursive, "the resolver is asked to recurse (%d queries)", total)
 	})
 
 	t.Run("a zone without verification settings makes publication unknown", func(t *testing.T) {

@@ -35,20 +35,39 @@ type ExternalDNSController struct {
 	Verification *ZoneVerification `json:"verification,omitempty"`
 }
 
-// ZoneVerification says how to reach a regional zone's authoritative name servers.
+// ZoneVerification says how a regional zone is checked: by asking its authoritative name servers
+// (nameservers) or, where nobody may ask them, a recursive resolver that serves the zone
+// (resolvers). Exactly one of the two is set.
+// +kubebuilder:validation:XValidation:rule="has(self.nameservers) != has(self.resolvers)",message="set exactly one of nameservers (the zone's authoritative servers) and resolvers (a recursive resolver that serves the zone)"
 type ZoneVerification struct {
 	// nameservers are the zone's authoritative name servers as host:port (for example
 	// 10.0.0.53:53 or [fd00::53]:53). Queries go to the first; the next ones are asked when it
 	// does not answer. Queries are non-recursive (RD=0) and unsigned: never list a caching
-	// resolver, which would answer from its cache and remember negative answers. The operator
-	// needs to reach them on 53/udp and 53/tcp (see the NetworkPolicy in the operator guide).
-	// +required
+	// resolver, which would answer from its cache and remember negative answers (use resolvers
+	// for that). The operator needs to reach them on 53/udp and 53/tcp (see the NetworkPolicy in
+	// the operator guide).
+	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([[][0-9a-fA-F:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each name server must be host:port with a port from 1 to 65535, for example 10.0.0.53:53, ns1.example.com:53 or [fd00::53]:53"
-	Nameservers []string `json:"nameservers"`
+	Nameservers []string `json:"nameservers,omitempty"`
+
+	// resolvers are recursive resolvers that serve the zone, as host:port: the only way to check
+	// a zone whose authoritative servers nobody may ask (Azure's 168.63.129.16 from a virtual
+	// network linked to an Azure Private DNS zone, a homelab's router or Pi-hole). Queries ask
+	// for recursion (RD=1) and take answers that are not authoritative. A resolver may answer
+	// from its cache: an answer that differs from what was published is taken for the previous
+	// value, still cached, until the record's TTL has passed since it changed (Pending), and
+	// only then for drift. Asked in order, like nameservers.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([[][0-9a-fA-F:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each resolver must be host:port with a port from 1 to 65535, for example 168.63.129.16:53"
+	Resolvers []string `json:"resolvers,omitempty"`
 
 	// timeout bounds each query, from 100ms to 30s. Defaults to 2s.
 	// +optional

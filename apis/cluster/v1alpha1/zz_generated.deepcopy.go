@@ -292,6 +292,11 @@ func (in *ZoneVerification) DeepCopyInto(out *ZoneVerification) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Resolvers != nil {
+		in, out := &in.Resolvers, &out.Resolvers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
 		*out = new(v1.Duration)
