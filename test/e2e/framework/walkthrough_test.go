@@ -1,0 +1,40 @@
+package framework
+
+import (
+	"slices"
+	"testing"
+)
+
+// The walkthrough helpers read commands as a shell would: a reader's copy of a command and the
+// test's must be the same words.
+func TestCommandArgs_JoinsContinuationsAndRemovesQuotes(t *testing.T) {
+	block := "SECRET=$(cat key)\n" +
+		"external-dns --source=crd \\\n" +
+		"  --rfc2136-tsig-secret=\"$SECRET\" --txt-prefix='home-d-' \\\n" +
+		"  --events   # publish at once\n"
+	got, err := CommandArgs(block, "external-dns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--source=crd", "--rfc2136-tsig-secret=$SECRET", "--txt-prefix=home-d-", "--events"}
+	if !slices.Equal(got, want) {
+		t.Errorf("CommandArgs = %q, want %q", got, want)
+	}
+	if _, err := CommandArgs(block+"external-dns --again\n", "external-dns"); err == nil {
+		t.Error("two external-dns command lines: want an error")
+	}
+}
+
+func TestDocSection_EndsAtTheNextHeadingOfTheSameLevel(t *testing.T) {
+	doc := "## Helm\nintro\n### Homelab\none\n```sh\n# not a heading\n```\n#### Detail\ntwo\n### AKS\nthree\n"
+	got, err := DocSection(doc, "### Homelab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "one\n```sh\n# not a heading\n```\n#### Detail\ntwo"; got != want {
+		t.Errorf("DocSection = %q, want %q", got, want)
+	}
+	if b, err := BlockWithLine(got, "# not a heading"); err != nil || b != "# not a heading\n" {
+		t.Errorf("BlockWithLine = %q, %v", b, err)
+	}
+}

@@ -1,0 +1,337 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/service-router/service-router-operator/internal/testenv"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// The homelab walkthrough, docs/INSTALLATION.md#homelab, and its files.
+const (
+	homelabDoc      = "docs/INSTALLATION.md"
+	homelabHeading  = "### Homelab"
+	homelabPlatform = "docs/examples/homelab/platform.yaml"
+	homelabApp      = "docs/examples/homelab/app.yaml"
+	// The ingress Service istioctl's default profile creates (step 1 of the walkthrough): the
+	// test world has no Istio, so the test creates it, with the address the walkthrough says the
+	// load balancer gave it.
+	homelabIngressService = "istio-ingressgateway"
+)
+
+// TestHomelab_WalkthroughResolves follows docs/INSTALLATION.md#homelab from nothing to a name
+// that resolves, taking every command and file from the document: ExternalDNS runs with the
+// walkthrough's command line, docs/examples/homelab/platform.yaml and app.yaml are applied with
+// the walkthrough's own `kubectl apply` and `kubectl wait` commands, and the walkthrough's `dig`
+// must print exactly the answer the document shows. Only what this machine cannot share with a
+// homelab is replaced: the BIND server's address and port (in ExternalDNS' flags, in the
+// DNSConfiguration's verification and in dig's @server) and the TSIG secret (a key generated for
+// the test's BIND, under the walkthrough's key name and algorithm). The ingress LoadBalancer
+// Service, which Istio and MetalLB would create, is created by the test with the walkthrough's
+// address. The operator runs as a process rather than from the chart (the packaging tests prove
+// the chart and the homelab values).
+//
+// It also proves the HTTP-only Gateway: the generated Istio Gateway has one server, plain HTTP on
+// port 80, for the route's hostname; and the HTTPS variant the Gateway's comments describe, once
+// uncommented, gives HTTPS on 443 with the Secret and an HTTP server on 80 that redirects, while
+// the name keeps resolving.
+func TestHomelab_WalkthroughResolves(t *testing.T) {
+	ctx := t.Context()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(rel string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	doc, err := framework.DocSection(read(homelabDoc), homelabHeading)
+	if err != nil {
+		t.Fatalf("%s: %v", homelabDoc, err)
+	}
+	block := func(substr string) string {
+		t.Helper()
+		b, err := framework.BlockWith(doc, substr)
+		if err != nil {
+			t.Fatalf("%s, section %q: %v", homelabDoc, homelabHeading, err)
+		}
+		return b
+	}
+	shellBlock := func(command string) string {
+		t.Helper()
+		b, err := framework.BlockWithLine(doc, command)
+		if err != nil {
+			t.Fatalf("%s, section %q: %v", homelabDoc, homelabHeading, err)
+		}
+		return b
+	}
+
+	// The document shows both files as they are: what a reader sees is what is applied here.
+	platformYAML, appYAML := read(homelabPlatform), read(homelabApp)
+	for file, content := range map[string]string{homelabPlatform: platformYAML, homelabApp: appYAML} {
+		if !slices.Contains(framework.FencedBlocks(doc), content) {
+			t.Errorf("%s, section %q, does not show %s as it is: copy the file into its yaml block", homelabDoc, homelabHeading, file)
+		}
+	}
+
+	// Step 4: ExternalDNS' command line; its DNS server is the walkthrough's BIND server.
+	edArgs, err := framework.CommandArgs(block("external-dns --"), "external-dns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := func(name string) string {
+		t.Helper()
+		v, err := framework.FlagValue(edArgs, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	docDNSServer := flag("rfc2136-host") + ":" + flag("rfc2136-port")
+	controller := strings.TrimPrefix(flag("label-filter"), "router.io/controller=")
+
+	// Step 7: the dig command and the answer the document shows (the "# " lines under it).
+	digBlock := block("dig +short")
+	digCommand, docAnswer := "", []string(nil)
+	for line := range strings.SplitSeq(strings.TrimSpace(digBlock), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# "); ok {
+			docAnswer = append(docAnswer, rest)
+		} else if digCommand == "" {
+			digCommand = line
+		}
+	}
+	digServer := regexp.MustCompile(`@(\S+)`).FindStringSubmatch(digCommand)
+	if digServer == nil || digServer[1]+":53" != docDNSServer || len(docAnswer) != 2 {
+		t.Fatalf("the walkthrough's dig %q should ask ExternalDNS' DNS server %s and show two lines (the CNAME target, the address), shows %q",
+			digCommand, docDNSServer, docAnswer)
+	}
+	hostname := strings.Fields(digCommand)[len(strings.Fields(digCommand))-1]
+	target, lbIP := strings.TrimSuffix(docAnswer[0], "."), docAnswer[1]
+
+	// The walkthrough's objects, read for what the test world must match.
+	platform, err := framework.ReadManifests(filepath.Join(root, homelabPlatform))
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity, gateway := only(t, platform, "ClusterIdentity"), only(t, platform, "Gateway")
+	domain, _, _ := unstructured.NestedString(identity.Object, "spec", "domain")
+	gatewayController, _, _ := unstructured.NestedString(gateway.Object, "spec", "controller")
+	if zone := flag("rfc2136-zone"); zone != domain {
+		t.Fatalf("ExternalDNS writes zone %q, the ClusterIdentity's domain is %q", zone, domain)
+	}
+
+	// The zone on a BIND server that takes only updates signed with a TSIG key (step 3), and
+	// hands the zone out to 127.0.0.1. The walkthrough's key name is the one the server's key
+	// gets (externaldns-<server name>): only the secret differs.
+	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "home", Zone: domain, TSIG: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flag("rfc2136-tsig-keyname") != zone.TSIG.Name || flag("rfc2136-tsig-secret-alg") != zone.TSIG.Algorithm {
+		t.Fatalf("the walkthrough's TSIG key %s (%s) is not the test server's %s (%s)",
+			flag("rfc2136-tsig-keyname"), flag("rfc2136-tsig-secret-alg"), zone.TSIG.Name, zone.TSIG.Algorithm)
+	}
+	localDNSServer := "127.0.0.1:" + strconv.Itoa(zone.Port)
+	args := edArgs
+	var replaced []string
+	for _, r := range [][2]string{{"rfc2136-host", "127.0.0.1"}, {"rfc2136-port", strconv.Itoa(zone.Port)}, {"rfc2136-tsig-secret", zone.TSIG.Secret}} {
+		var old string
+		if args, old, err = framework.ReplaceFlag(args, r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+		replaced = append(replaced, "--"+r[0]+"="+old)
+	}
+	t.Logf("ExternalDNS as %s runs it: %s\nreplaced here: %s (the framework adds --kubeconfig and --metrics-address)",
+		homelabDoc, strings.Join(edArgs, " "), strings.Join(replaced, " "))
+
+	cl, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "homelab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Steps 1 and 2: Istio's ingress Service with its load balancer address, and the operator.
+	gatewayNS := gateway.GetNamespace()
+	if _, err := framework.CreateIngressService(ctx, cl.Client, framework.IngressService{
+		Namespace: gatewayNS, Name: homelabIngressService, Controller: gatewayController, IPs: []string{lbIP},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := cl.StartOperator(ctx, t, framework.OperatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Step 4: ExternalDNS, before anything is published, as a reader starts it.
+	ed, err := cl.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diagnostics := []func() string{op.Diagnostics, ed.Diagnostics, zone.Diagnostics}
+	fail := func(format string, a ...any) {
+		t.Helper()
+		t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), strings.Join(callAll(diagnostics), "\n"))
+	}
+
+	// Step 5: the platform's objects, with the walkthrough's commands. The verification asks the
+	// BIND server ExternalDNS writes to: the test's, here.
+	if !strings.Contains(platformYAML, `["`+docDNSServer+`"]`) {
+		t.Fatalf("%s: the DNSConfiguration's verification does not ask ExternalDNS' DNS server %s", homelabPlatform, docDNSServer)
+	}
+	localPlatform := filepath.Join(t.TempDir(), "platform.yaml")
+	if err := os.WriteFile(localPlatform, []byte(strings.ReplaceAll(platformYAML, `["`+docDNSServer+`"]`, `["`+localDNSServer+`"]`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	platformScript := shellBlock("kubectl apply -f " + homelabPlatform)
+	out, err := cl.RunScript(ctx, strings.ReplaceAll(platformScript, homelabPlatform, localPlatform))
+	if err != nil {
+		fail("step 5: %v", err)
+	}
+	t.Logf("step 5:\n%s", out)
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(gateway.GetName()) + `\s.*\s` + regexp.QuoteMeta(lbIP) + `\s`).MatchString(out) {
+		fail("step 5: kubectl get rgw does not show the load balancer's address %s:\n%s", lbIP, out)
+	}
+
+	// Step 6: the application's objects, the file and commands exactly as written.
+	started := time.Now()
+	out, err = cl.RunScript(ctx, shellBlock("kubectl apply -f "+homelabApp))
+	if err != nil {
+		fail("step 6: %v", err)
+	}
+	t.Logf("step 6 (Ready and Published after %s):\n%s", time.Since(started).Round(time.Millisecond), out)
+
+	// Step 7: the walkthrough's dig, against the test's server, prints what the document shows.
+	out, err = cl.RunScript(ctx, strings.Replace(digCommand, "@"+digServer[1], "@127.0.0.1 -p "+strconv.Itoa(zone.Port), 1))
+	if err != nil {
+		fail("step 7: %v", err)
+	}
+	if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, docAnswer) {
+		fail("step 7: %s answers\n%s\nwant, as %s shows,\n%s", digCommand, out, homelabDoc, strings.Join(docAnswer, "\n"))
+	}
+	t.Logf("step 7: %s -> %s", digCommand, strings.Join(docAnswer, " -> "))
+	chain := []string{"CNAME " + target + ".", "A " + lbIP}
+	if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
+		fail("%s answers %s, want %v", hostname, ans, chain)
+	}
+
+	// The HTTP-only Gateway: one server, plain HTTP on port 80, for the route's hostname.
+	scopedHost := "blog/" + hostname // the route's namespace (app.yaml), NamespaceScoped hosts
+	istioGateway := func() *istionetworkingv1.Gateway {
+		t.Helper()
+		gw := &istionetworkingv1.Gateway{}
+		if err := cl.Client.Get(ctx, types.NamespacedName{Namespace: gatewayNS, Name: gateway.GetName()}, gw); err != nil {
+			t.Fatal(err)
+		}
+		return gw
+	}
+	servers := describeServers(istioGateway())
+	if want := []string{"80/HTTP http hosts=" + scopedHost}; !slices.Equal(servers, want) {
+		fail("the Istio Gateway of the plainHTTP: Serve Gateway has servers %q, want only %q", servers, want)
+	}
+	t.Logf("Istio Gateway %s/%s: %s", gatewayNS, gateway.GetName(), strings.Join(servers, "; "))
+
+	// The HTTPS variant in the Gateway's comments: uncommented as they say (the two lines replace
+	// plainHTTP: Serve) and applied, HTTPS on 443 with the Secret and HTTP on 80 redirecting.
+	variant, credential := httpsVariant(t, platformYAML)
+	localVariant := filepath.Join(t.TempDir(), "platform-https.yaml")
+	if err := os.WriteFile(localVariant, []byte(strings.ReplaceAll(variant, `["`+docDNSServer+`"]`, `["`+localDNSServer+`"]`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cl.RunScript(ctx, strings.ReplaceAll(platformScript, homelabPlatform, localVariant)); err != nil {
+		fail("the HTTPS variant: %v", err)
+	} else {
+		t.Logf("the HTTPS variant applied:\n%s", out)
+	}
+	want := []string{"443/HTTPS https tls=SIMPLE credential=" + credential + " hosts=" + scopedHost, "80/HTTP http httpsRedirect hosts=" + scopedHost}
+	err = framework.Poll(ctx, convergeTimeout, 100*time.Millisecond, fmt.Sprintf("the Istio Gateway's servers %q", want), func(context.Context) (bool, string, error) {
+		got := describeServers(istioGateway())
+		return slices.Equal(got, want), strings.Join(got, "; "), nil
+	})
+	if err != nil {
+		fail("the HTTPS variant: %v", err)
+	}
+	t.Logf("the HTTPS variant's Istio Gateway: %s", strings.Join(want, "; "))
+	if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
+		fail("after the HTTPS variant, %s answers %s, want %v", hostname, ans, chain)
+	}
+}
+
+// only returns the one object of kind among objs.
+func only(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d objects of kind %s, want one", len(found), kind)
+	}
+	return found[0]
+}
+
+// httpsVariant returns platform.yaml with the Gateway's commented HTTPS variant taken: the
+// commented "credentialName:" and "plainHTTP:" lines uncommented in place of the active
+// plainHTTP line, and the credential it names.
+func httpsVariant(t *testing.T, platformYAML string) (string, string) {
+	t.Helper()
+	lines := strings.Split(platformYAML, "\n")
+	var out []string
+	credential, uncommented := "", 0
+	for _, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		switch {
+		case strings.HasPrefix(trimmed, "plainHTTP:"):
+			continue // replaced by the commented lines
+		case strings.HasPrefix(trimmed, "# credentialName:"), strings.HasPrefix(trimmed, "# plainHTTP:"):
+			line = indent + strings.TrimPrefix(trimmed, "# ")
+			if v, ok := strings.CutPrefix(line, indent+"credentialName:"); ok {
+				credential = strings.TrimSpace(v)
+			}
+			uncommented++
+		}
+		out = append(out, line)
+	}
+	if uncommented != 2 || credential == "" {
+		t.Fatalf("%s: want the Gateway's HTTPS variant as two commented lines, credentialName and plainHTTP; found %d", homelabPlatform, uncommented)
+	}
+	return strings.Join(out, "\n"), credential
+}
+
+// describeServers writes an Istio Gateway's servers as a user reading its YAML would sum them up:
+// port/protocol, name, TLS settings, hosts.
+func describeServers(gw *istionetworkingv1.Gateway) []string {
+	var out []string
+	for _, s := range gw.Spec.Servers {
+		d := fmt.Sprintf("%d/%s %s", s.GetPort().GetNumber(), s.GetPort().GetProtocol(), s.GetPort().GetName())
+		if tls := s.GetTls(); tls != nil {
+			if tls.GetHttpsRedirect() {
+				d += " httpsRedirect"
+			}
+			if tls.GetCredentialName() != "" {
+				d += fmt.Sprintf(" tls=%s credential=%s", tls.GetMode(), tls.GetCredentialName())
+			}
+		}
+		d += " hosts=" + strings.Join(s.GetHosts(), ",")
+		out = append(out, d)
+	}
+	return out
+}
