@@ -77,10 +77,14 @@ test-prerequisites:
 test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 $(GO_TEST_FLAGS)
 
+# The scale benchmark's time ratios are judged with the control plane on a core of its own, as in a
+# cluster (SCALE_CONTROL_PLANE_CPUS=1); `make bench SCALE_CONTROL_PLANE_CPUS=` runs unpinned.
+SCALE_CONTROL_PLANE_CPUS ?= 1
+
 .PHONY: bench
-bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale runs against their floor at SCALE_ROUTES routes (default 3000,10000).
+bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale runs against their floor at SCALE_ROUTES routes (default 3000 three times, 10000 once), control plane pinned to CPU 1.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 120m
+	SCALE_CONTROL_PLANE_CPUS=$(SCALE_CONTROL_PLANE_CPUS) KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 180m
 
 .PHONY: verify
 verify: manifests generate fmt lint ## Regenerate everything and fail if the tree changed (generated files must be committed).

@@ -44,17 +44,86 @@ func envInt(name string, def int) int {
 // converged cluster, which must write nothing. It prints one table and reports the ratios.
 //
 // SCALE_ROUTES (default "3000,10000") lists the sizes N, each run in a control plane of its own,
-// SCALE_NAMESPACES (10) the application namespaces, SCALE_OPERATOR_ARGS adds operator flags
-// (space-separated), SCALE_OPERATOR_ENV adds environment variables (space-separated, e.g.
-// GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap and CPU profiles there.
+// SCALE_RUNS how often each size runs (default: three times at the judged size, judgedRoutes,
+// once at the others), SCALE_NAMESPACES (10) the application namespaces, SCALE_OPERATOR_ARGS
+// adds operator flags (space-separated), SCALE_OPERATOR_ENV adds environment variables
+// (space-separated, e.g. GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap and CPU profiles there,
+// SCALE_CONTROL_PLANE_CPUS pins the control plane (`make bench` pins it to CPU 1).
 func BenchmarkScale(b *testing.B) {
 	for _, n := range envInts("SCALE_ROUTES", 3000, 10000) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			for range b.N {
-				runScale(b, n, envInt("SCALE_NAMESPACES", 10))
+			runs := 1
+			if n == judgedRoutes {
+				runs = 3
+			}
+			runs = envInt("SCALE_RUNS", runs)
+			var reports []*report
+			for range b.N * runs {
+				reports = append(reports, runScale(b, n, envInt("SCALE_NAMESPACES", 10)))
+			}
+			for unit, v := range summarize(os.Stdout, reports) {
+				b.ReportMetric(v, unit)
 			}
 		})
 	}
+}
+
+// The time ratios are judged as a cluster runs, with the control plane on a core of its own
+// (SCALE_CONTROL_PLANE_CPUS), as the median of three runs at 3,000 routes: on two shared cores
+// the same code measured anywhere from 0.77 to 1.32 from one run to the next.
+const (
+	judgedRoutes    = 3000
+	coldGoal        = 1.05
+	fanOutGoal      = 1.2
+	goalDescription = "median of the runs at 3,000 routes with the control plane on a core of its own"
+)
+
+// summarize prints the time ratios of every run and their medians beside the goals, and returns
+// the figures to report by unit: the medians, conflicts and restart writes summed over the runs,
+// the most Istio Gateway writes and the peak memory of any run. It judges nothing: a benchmark
+// does not fail because the machine is slow.
+func summarize(out io.Writer, reports []*report) map[string]float64 {
+	cold, fanOut := make([]float64, len(reports)), make([]float64, len(reports))
+	var conflicts, restartWrites, istioWrites, peak, peakAnon float64
+	for i, r := range reports {
+		cold[i], fanOut[i] = r.cold.Seconds()/r.coldFloor().Seconds(), r.fanOut.Seconds()/r.fanOutFloor().Seconds()
+		conflicts += r.coldWrites.conflicts() + r.fanOutWrites.conflicts()
+		restartWrites += r.restartWrites.total(notLease)
+		istioWrites = max(istioWrites, r.coldWrites.of(resIstioGateways)+r.fanOutWrites.of(resIstioGateways))
+		peak, peakAnon = max(peak, float64(r.peakRSS)/(1<<20)), max(peakAnon, float64(r.peakAnon)/(1<<20))
+	}
+	medCold, medFanOut := median(cold), median(fanOut)
+	pinned := os.Getenv("SCALE_CONTROL_PLANE_CPUS")
+	fmt.Fprintf(out, "\nTime ratios of %d run(s) at %d routes (control plane pinned to CPUs %q; goals: cold ≤ %.2f, fan-out ≤ %.2f, %s):\n",
+		len(reports), reports[0].routes, pinned, coldGoal, fanOutGoal, goalDescription)
+	fmt.Fprintln(out, "| run | cold / floor | fan-out / floor | load average at start |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- |")
+	for i, r := range reports {
+		fmt.Fprintf(out, "| %d | %.2f | %.2f | %s |\n", i+1, cold[i], fanOut[i], r.load)
+	}
+	fmt.Fprintf(out, "| **median** | **%.2f** (%s) | **%.2f** (%s) | |\n", medCold, verdict(medCold, coldGoal), medFanOut, verdict(medFanOut, fanOutGoal))
+	if reports[0].routes != judgedRoutes || pinned == "" || len(reports) < 3 {
+		fmt.Fprintf(out, "(not the judged setting: the goals are for the %s)\n", goalDescription)
+	}
+	return map[string]float64{"cold/floor": medCold, "fanout/floor": medFanOut, "istio-writes": istioWrites, "conflicts": conflicts,
+		"peak-MiB": peak, "peak-anon-MiB": peakAnon, "restart-writes": restartWrites}
+}
+
+// median is the middle value of xs (the mean of the two middle ones for an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// verdict says whether a ratio meets its goal.
+func verdict(ratio, goal float64) string {
+	if ratio <= goal {
+		return "goal met"
+	}
+	return "goal missed"
 }
 
 // envInts reads a comma-separated list of positive numbers, or returns the defaults.
@@ -71,7 +140,9 @@ func envInts(name string, defaults ...int) []int {
 	return out
 }
 
-func runScale(b *testing.B, n, nsCount int) {
+// runScale runs the floor and the operator at n routes once, prints the run's table and returns
+// its report.
+func runScale(b *testing.B, n, nsCount int) *report {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	binary := buildManager(b)
@@ -161,13 +232,7 @@ func runScale(b *testing.B, n, nsCount int) {
 	if writes := rep.restartWrites.total(notLease); writes > 0 {
 		b.Errorf("the restarted operator wrote %.0f times on a converged cluster; it must write nothing", writes)
 	}
-	b.ReportMetric(rep.cold.Seconds()/rep.coldFloor().Seconds(), "cold/floor")
-	b.ReportMetric(rep.fanOut.Seconds()/rep.fanOutFloor().Seconds(), "fanout/floor")
-	b.ReportMetric(rep.coldWrites.of(resIstioGateways)+rep.fanOutWrites.of(resIstioGateways), "istio-writes")
-	b.ReportMetric(rep.coldWrites.conflicts()+rep.fanOutWrites.conflicts(), "conflicts")
-	b.ReportMetric(float64(rep.peakRSS)/(1<<20), "peak-MiB")
-	b.ReportMetric(float64(rep.peakAnon)/(1<<20), "peak-anon-MiB")
-	b.ReportMetric(rep.restartWrites.total(notLease), "restart-writes")
+	return rep
 }
 
 // startWorld starts a fresh control plane (pinned as SCALE_CONTROL_PLANE_CPUS asks) with the

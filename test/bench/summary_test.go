@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSummarize_EveryRunAndTheMedianBesideTheGoals(t *testing.T) {
+	t.Setenv("SCALE_CONTROL_PLANE_CPUS", "1")
+	run := func(cold, fanOut time.Duration, rss int64) *report {
+		floor := floorRun{cold: 20 * time.Second, fanOut: 20 * time.Second}
+		return &report{routes: judgedRoutes, load: "1.00 1.00 1.00", floorBefore: floor, floorAfter: floor, cold: cold, fanOut: fanOut, peakRSS: rss << 20}
+	}
+	var out bytes.Buffer
+	got := summarize(&out, []*report{run(22*time.Second, 19*time.Second, 50), run(19*time.Second, 26*time.Second, 59), run(26*time.Second, 20*time.Second, 55)})
+	assert.InDelta(t, 1.10, got["cold/floor"], 1e-9, "the median, not the mean (1.12) nor the last run")
+	assert.InDelta(t, 1.00, got["fanout/floor"], 1e-9)
+	assert.Equal(t, 59.0, got["peak-MiB"], "the peak of any run")
+	assert.Contains(t, out.String(), "| 2 | 0.95 | 1.30 | 1.00 1.00 1.00 |")
+	assert.Contains(t, out.String(), "| **median** | **1.10** (goal missed) | **1.00** (goal met) | |")
+	assert.NotContains(t, out.String(), "not the judged setting")
+
+	t.Setenv("SCALE_CONTROL_PLANE_CPUS", "")
+	out.Reset()
+	summarize(&out, []*report{run(20*time.Second, 20*time.Second, 50)})
+	assert.Contains(t, out.String(), "not the judged setting", "one unpinned run is reported, and said not to be the judged one")
+}
