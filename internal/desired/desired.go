@@ -84,8 +84,9 @@ func GatewayEndpoint(ingress Ingress, controller policy.Controller, namespace, t
 	}
 }
 
-// IstioGateway is the Istio Gateway generated for gw: selector istio=<controller>, one HTTPS
-// server on 443 terminating TLS with the credential, serving exactly hosts (never a wildcard).
+// IstioGateway is the Istio Gateway generated for gw: selector istio=<controller>, and the servers
+// of istioServers (HTTPS on 443 with the credential, plain HTTP on 80), each serving exactly hosts
+// (never a wildcard).
 func IstioGateway(gw *routingv1alpha1.Gateway, hosts []string) *istionetworkingv1.Gateway {
 	return &istionetworkingv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{
