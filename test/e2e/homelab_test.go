@@ -15,9 +15,11 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -91,6 +93,20 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		if !slices.Contains(framework.FencedBlocks(doc), content) {
 			t.Errorf("%s, section %q, does not show %s as it is: copy the file into its yaml block", homelabDoc, homelabHeading, file)
 		}
+	}
+
+	// Step 2: the DNSEndpoint CRD comes from the ExternalDNS release the suite runs (the module
+	// the operator's go.mod selects, whose CRD the test's API server has installed).
+	crdURL := regexp.MustCompile(`https://raw\.githubusercontent\.com/kubernetes-sigs/external-dns/(v[^/]+)/(\S+)`).FindStringSubmatch(block("dnsendpoints.externaldns.k8s.io"))
+	if crdURL == nil {
+		t.Fatalf("%s, section %q: no kubectl apply of the DNSEndpoint CRD from the ExternalDNS repository", homelabDoc, homelabHeading)
+	}
+	if chart, err := framework.ExternalDNSChart(ctx); err != nil {
+		t.Fatal(err)
+	} else if module := filepath.Dir(filepath.Dir(chart)); !strings.HasSuffix(module, "@"+crdURL[1]) {
+		t.Errorf("the walkthrough installs the DNSEndpoint CRD of ExternalDNS %s, the suite runs %s", crdURL[1], filepath.Base(module))
+	} else if _, err := os.Stat(filepath.Join(module, crdURL[2])); err != nil {
+		t.Errorf("the walkthrough's DNSEndpoint CRD %s is not in ExternalDNS %s: %v", crdURL[2], crdURL[1], err)
 	}
 
 	// Step 4: ExternalDNS' command line; its DNS server is the walkthrough's BIND server.
@@ -216,6 +232,23 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	}
 	t.Logf("step 6 (Ready and Published after %s):\n%s", time.Since(started).Round(time.Millisecond), out)
 
+	// Whatever the walkthrough's waits say, the route publishes the name its dig asks for, and is
+	// Ready (records written) and Published (the zone answers them).
+	apps, err := framework.ReadManifests(filepath.Join(root, homelabApp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routeObj := only(t, apps, "ServiceRoute")
+	route := &routingv1alpha1.ServiceRoute{}
+	if err := cl.Client.Get(ctx, types.NamespacedName{Namespace: routeObj.GetNamespace(), Name: routeObj.GetName()}, route); err != nil {
+		t.Fatal(err)
+	}
+	if route.Status.Hostname != hostname || !meta.IsStatusConditionTrue(route.Status.Conditions, "Ready") ||
+		!meta.IsStatusConditionTrue(route.Status.Conditions, "Published") {
+		fail("ServiceRoute %s/%s: hostname %q (the walkthrough digs %q), conditions %+v; want Ready and Published",
+			route.Namespace, route.Name, route.Status.Hostname, hostname, route.Status.Conditions)
+	}
+
 	// Step 7: the walkthrough's dig, against the test's server, prints what the document shows.
 	out, err = cl.RunScript(ctx, strings.Replace(digCommand, "@"+digServer[1], "@127.0.0.1 -p "+strconv.Itoa(zone.Port), 1))
 	if err != nil {
@@ -229,9 +262,18 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
 		fail("%s answers %s, want %v", hostname, ans, chain)
 	}
+	// The records are ExternalDNS' with the walkthrough's owner ID and prefix: it will update and
+	// delete them (the zone only takes updates signed with the key, so it wrote them).
+	owner, prefix := "external-dns/owner="+flag("txt-owner-id"), flag("txt-prefix")
+	recs := logZone(ctx, t, "step 7", zone)
+	for _, name := range []string{prefix + "cname-" + hostname + ".", prefix + "a-" + target + "."} {
+		if !hasRecord(recs, name, "TXT", owner) {
+			fail("the zone has no ownership record %s with %s", name, owner)
+		}
+	}
 
 	// The HTTP-only Gateway: one server, plain HTTP on port 80, for the route's hostname.
-	scopedHost := "blog/" + hostname // the route's namespace (app.yaml), NamespaceScoped hosts
+	scopedHost := route.Namespace + "/" + hostname // NamespaceScoped hosts, the default
 	istioGateway := func() *istionetworkingv1.Gateway {
 		t.Helper()
 		gw := &istionetworkingv1.Gateway{}
