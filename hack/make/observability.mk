@@ -46,6 +46,7 @@ $(PROMTOOL): hack/tools/promtool/go.mod
 
 .PHONY: promtool
 promtool: $(PROMTOOL) ## Build promtool into bin/.
+	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 .PHONY: rules-test
 rules-test: $(PROMTOOL) ## Run the alert rules' unit tests: every alert fires when it should and stays silent when it should.

@@ -39,12 +39,14 @@ tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) ## Build the develo
 
 .PHONY: control-plane
 control-plane: $(CONTROL_PLANE) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl.
+	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 .PHONY: operator-sdk
 operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
 
 .PHONY: external-dns
 external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns.
+	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	@echo "==> building controller-gen into bin/ (first run only)"
