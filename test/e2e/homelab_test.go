@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -123,7 +124,8 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		return v
 	}
 	docDNSServer := flag("rfc2136-host") + ":" + flag("rfc2136-port")
-	controller := strings.TrimPrefix(flag("label-filter"), "router.io/controller=")
+	// The controller name the instance selects, as the DNSConfiguration must name it.
+	controller := strings.TrimPrefix(flag("label-filter"), naming.LabelController+"=")
 
 	// Step 7: the dig command and the answer the document shows (the "# " lines under it).
 	digBlock := block("dig +short")
