@@ -1,0 +1,107 @@
+# `make release VERSION=x.y.z REGISTRY=host/owner`: publishes a version users can install from a
+# registry, without a container daemon (docs/DEVELOPMENT.md#releasing):
+#   1. the multi-architecture operator image of `make image` (dist/image), pushed to
+#      $(REGISTRY)/service-router-operator:v$(VERSION) and referred to by its digest from then on;
+#   2. the Helm chart, its image pinned to that digest, packaged and pushed to oci://$(REGISTRY)/charts;
+#   3. the OLM bundle image (bundle/ with the operator image pinned to the digest, as bundle.Dockerfile
+#      describes it) to $(REGISTRY)/service-router-operator-bundle:v$(VERSION);
+#   4. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the digests, SHA256SUMS.
+# Pushing is hack/image/release (go-containerregistry); credentials come from the Docker
+# configuration (docker login / a CI login action) for images and from `helm registry login` for
+# the chart. REGISTRY_PLAIN_HTTP=true talks plain HTTP (a registry on localhost: the release test).
+
+# Tools (paths under bin/), defined before any rule that lists them (see hack/make/tools.mk).
+ACTIONLINT := $(BIN)/actionlint
+RELEASE_TOOL := $(BIN)/release-tool
+
+REGISTRY ?=
+REGISTRY_PLAIN_HTTP ?= false
+RELEASE_DIR ?= dist/release
+RELEASE_IMAGE_REPO = $(REGISTRY)/service-router-operator
+RELEASE_BUNDLE_REPO = $(REGISTRY)/service-router-operator-bundle
+RELEASE_CHART_REPO = oci://$(REGISTRY)/charts
+RELEASE_INSECURE = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--insecure)
+RELEASE_HELM_PLAIN_HTTP = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--plain-http)
+# The image reference the committed bundle (and the chart's default values) name: `make bundle`
+# writes $(IMG); the release replaces it with the pushed digest.
+RELEASE_BUNDLE_IMG_IN_TREE := $(IMG)
+
+# Fail at once, before building anything, when a release goal has nowhere to push.
+ifneq ($(filter release release-bundle,$(MAKECMDGOALS)),)
+ifeq ($(strip $(REGISTRY)),)
+$(error REGISTRY is not set: run `make release VERSION=$(VERSION) REGISTRY=<registry host>/<owner>` (e.g. REGISTRY=ghcr.io/service-router); it pushes $$REGISTRY/service-router-operator, $$REGISTRY/service-router-operator-bundle and oci://$$REGISTRY/charts)
+endif
+endif
+
+##@ Release
+
+# go build is incremental: instant when nothing changed.
+.PHONY: release-tool
+release-tool: ## Build hack/image/release (push an OCI layout, build the bundle image, write the SBOM) into bin/release-tool.
+	cd hack/image && $(GO) build -o $(RELEASE_TOOL) ./release
+
+# The committed chart and bundle must be those of VERSION: a release never edits the tree, it
+# publishes what is committed (bump VERSION, `make bundle`, Chart.yaml's version and appVersion).
+.PHONY: release-check
+release-check:
+	@if ! [[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
+		echo "release: VERSION=$(VERSION) is not a semantic version without a leading v (e.g. 0.2.0)" >&2; exit 1; fi
+	@grep -qx 'version: $(VERSION)' $(CHART_DIR)/Chart.yaml || { \
+		echo "release: $(CHART_DIR)/Chart.yaml is not version $(VERSION); set its version and appVersion and commit" >&2; exit 1; }
+	@grep -q '^  name: service-router-operator.v$(VERSION)$$' $(BUNDLE_CSV) || { \
+		echo "release: bundle/ is not version $(VERSION); run 'make bundle VERSION=$(VERSION)' and commit" >&2; exit 1; }
+	@grep -q '$(RELEASE_BUNDLE_IMG_IN_TREE)' $(BUNDLE_CSV) || { \
+		echo "release: the bundle's CSV does not name $(RELEASE_BUNDLE_IMG_IN_TREE) (IMG); run 'make bundle' with the default IMG and commit" >&2; exit 1; }
+
+.PHONY: release
+release: release-check image $(HELM) release-tool ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle image, SBOM and checksums in dist/release.
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	@echo "==> pushing the operator image to $(RELEASE_IMAGE_REPO):v$(VERSION)"
+	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(RELEASE_IMAGE_REPO):v$(VERSION) \
+		$(RELEASE_INSECURE) --digest-file=$(RELEASE_DIR)/image.digest
+	@echo "==> packaging the chart with image $(RELEASE_IMAGE_REPO)@$$(cat $(RELEASE_DIR)/image.digest) and pushing it to $(RELEASE_CHART_REPO)"
+	mkdir -p $(RELEASE_DIR)/chart && cp -R $(CHART_DIR) $(RELEASE_DIR)/chart/
+	@# Only the image block of values.yaml changes: the repository pushed to and its digest (which
+	@# the chart's image helper prefers over the tag).
+	sed -i -E '/^image:/,/^[^ #]/ { s|^(  repository: ).*$$|\1$(RELEASE_IMAGE_REPO)|; s|^(  digest: ).*$$|\1"'"$$(cat $(RELEASE_DIR)/image.digest)"'"| }' \
+		$(RELEASE_DIR)/chart/service-router-operator/values.yaml
+	@grep -qx "  digest: \"$$(cat $(RELEASE_DIR)/image.digest)\"" $(RELEASE_DIR)/chart/service-router-operator/values.yaml \
+		|| { echo "release: could not pin the image digest in the chart's values.yaml" >&2; exit 1; }
+	$(HELM) package $(RELEASE_DIR)/chart/service-router-operator --version $(VERSION) --app-version $(VERSION) --destination $(RELEASE_DIR)
+	$(HELM) push $(RELEASE_DIR)/service-router-operator-$(VERSION).tgz $(RELEASE_CHART_REPO) $(RELEASE_HELM_PLAIN_HTTP)
+	rm -rf $(RELEASE_DIR)/chart
+	@echo "==> building the bundle image and pushing it to $(RELEASE_BUNDLE_REPO):v$(VERSION)"
+	mkdir -p $(RELEASE_DIR)/bundle-context && cp -R bundle bundle.Dockerfile $(RELEASE_DIR)/bundle-context/
+	@# The CSV's Deployment, containerImage and relatedImages name the image by its digest.
+	sed -i 's|$(RELEASE_BUNDLE_IMG_IN_TREE)|$(RELEASE_IMAGE_REPO)@'"$$(cat $(RELEASE_DIR)/image.digest)"'|g' \
+		$(RELEASE_DIR)/bundle-context/$(BUNDLE_CSV)
+	$(RELEASE_TOOL) bundle-image --context=$(RELEASE_DIR)/bundle-context --dockerfile=$(RELEASE_DIR)/bundle-context/bundle.Dockerfile \
+		--to=$(RELEASE_BUNDLE_REPO):v$(VERSION) $(RELEASE_INSECURE) --digest-file=$(RELEASE_DIR)/bundle.digest
+	rm -rf $(RELEASE_DIR)/bundle-context
+	@echo "==> SBOM, binaries and checksums in $(RELEASE_DIR)"
+	$(foreach p,$(IMAGE_PLATFORMS),cp $(call image_binary,$(p)) $(RELEASE_DIR)/service-router-operator-$(subst /,-,$(p)) &&) true
+	$(RELEASE_TOOL) sbom --version=v$(VERSION) --image=$(RELEASE_IMAGE_REPO)@$$(cat $(RELEASE_DIR)/image.digest) \
+		$(foreach p,$(IMAGE_PLATFORMS),--binary=$(p)=$(RELEASE_DIR)/service-router-operator-$(subst /,-,$(p))) \
+		--output=$(RELEASE_DIR)/service-router-operator-$(VERSION).spdx.json
+	{ echo "$(RELEASE_IMAGE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/image.digest)"; \
+	  echo "$(RELEASE_BUNDLE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/bundle.digest)"; \
+	  echo "$(RELEASE_CHART_REPO)/service-router-operator:$(VERSION)"; } > $(RELEASE_DIR)/images.txt
+	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest > SHA256SUMS
+	@echo "==> released $(VERSION):"; cat $(RELEASE_DIR)/images.txt
+
+##@ Workflows
+
+$(ACTIONLINT): hack/tools/actionlint/go.mod
+	@echo "==> building actionlint into bin/ (first run only)"
+	cd hack/tools/actionlint && $(GO) build -o $@ github.com/rhysd/actionlint/cmd/actionlint
+
+.PHONY: actionlint
+actionlint: $(ACTIONLINT) ## Check the GitHub Actions workflows (.github/workflows) with actionlint.
+	$(ACTIONLINT) -color=never
+
+.PHONY: actionlint-tidy
+actionlint-tidy:
+	cd hack/tools/actionlint && $(GO) mod tidy
+
+# `make verify` checks the workflows and keeps the actionlint module tidy.
+verify: actionlint actionlint-tidy
