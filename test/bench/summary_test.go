@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -27,4 +28,21 @@ func TestSummarize_EveryRunAndTheMedianBesideTheGoals(t *testing.T) {
 	out.Reset()
 	summarize(&out, []*report{run(20*time.Second, 20*time.Second, 50)})
 	assert.Contains(t, out.String(), "not the judged setting", "one unpinned run is reported, and said not to be the judged one")
+}
+
+func TestHistogramQuantile_InterpolatesInsideBuckets(t *testing.T) {
+	buckets := map[float64]float64{1: 0, 2: 10, 5: 90, 10: 100, math.Inf(1): 100}
+	assert.InDelta(t, 2+3*40.0/80, histogramQuantile(0.5, buckets), 1e-9, "rank 50 lies 40 of 80 into (2, 5]")
+	assert.InDelta(t, 5+5*5.0/10, histogramQuantile(0.95, buckets), 1e-9)
+	assert.Zero(t, histogramQuantile(0.5, map[float64]float64{1: 0, math.Inf(1): 0}), "nothing observed")
+}
+
+func TestPercentile_NearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 20; i++ {
+		ds = append(ds, time.Duration(i)*time.Second)
+	}
+	assert.Equal(t, 10*time.Second, percentile(ds, 0.5))
+	assert.Equal(t, 19*time.Second, percentile(ds, 0.95))
+	assert.Zero(t, percentile(nil, 0.5))
 }
