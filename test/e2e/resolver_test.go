@@ -214,6 +214,18 @@ func (w *resolverWorld) setupRoute(ctx context.Context, t *testing.T, a app) *zo
 		t.Fatal(err)
 	}
 	t.Logf("authoritative zone answers %s %s after the route was created", a.hostname, tr.Took.Round(10*time.Millisecond))
+	// What any client of the resolver gets now: when the operator's first check reached the
+	// resolver before ExternalDNS wrote the record, the resolver cached NXDOMAIN and serves it to
+	// everyone until the zone's negative TTL has passed.
+	early, err := w.res.Dig(ctx, a.hostname, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dig @resolver right after: %s", early)
+	if early.Status == "NXDOMAIN" {
+		t.Logf("NOTE: the resolver answers NXDOMAIN although the zone has the record: it cached the answer to a query made before ExternalDNS wrote it "+
+			"(the operator checks a new record at once); every client of the resolver gets NXDOMAIN until the zone's negative TTL (%ds) has passed (reported, not asserted)", resolverZoneNegTTL)
+	}
 
 	// A name asked before it existed is cached by the resolver as missing for the zone's
 	// negative TTL, so Published may take that long; the status says Pending meanwhile.
