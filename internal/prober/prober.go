@@ -109,6 +109,7 @@ func (p *Prober) SetZones(zones []Zone) (added, removed []string) {
 	want := map[string]Zone{}
 	for _, z := range zones {
 		want[z.Controller] = z
+		p.tracker.SetCached(z.Controller, z.Recursive)
 	}
 	for name, l := range p.loops {
 		z, ok := want[name]

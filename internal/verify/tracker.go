@@ -74,8 +74,9 @@ type subject struct {
 	gone      bool
 	// changedAt is when a route's record last changed, until it is found published.
 	changedAt time.Time
-	// replacedAt is when the records last changed (zero: as found when verification started),
-	// and ttl their TTL: a resolver may answer the previous value from its cache until then.
+	// replacedAt is when the records last changed or ExternalDNS last processed them, and ttl
+	// the longest TTL they had: a resolver may answer the previous value from its cache until
+	// then.
 	replacedAt time.Time
 	ttl        time.Duration
 }
@@ -98,6 +99,8 @@ type Tracker struct {
 	// routesVia are the routes whose CNAME points at a target, by the target.
 	routesVia map[TargetKey]map[RouteKey]*subject
 	queues    map[string]*zoneQueue
+	// cached are the zones checked through a resolver (SetCached).
+	cached map[string]bool
 }
 
 // NewTracker returns an empty tracker. jitter returns random numbers in [0, 1); observe (may be
@@ -108,7 +111,17 @@ func NewTracker(s Settings, jitter func() float64, observe func(controller strin
 	}
 	return &Tracker{settings: s.withDefaults(), jitter: jitter, observe: observe,
 		routes: map[RouteKey]*subject{}, targets: map[string]*subject{}, targetsByName: map[TargetKey]map[string]*subject{},
-		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}}
+		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}, cached: map[string]bool{}}
+}
+
+// SetCached says whether a zone is checked through a resolver, whose cache remembers every answer
+// it gives, the negative ones too: a new or changed record of such a zone is first asked about
+// once ExternalDNS has processed it (asked before, the resolver would cache its absence, for every
+// client, for the zone's negative TTL), or after SettledInterval at the latest.
+func (t *Tracker) SetCached(controller string, cached bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cached[controller] = cached
 }
 
 // SetRoute records what a route's DNSEndpoint for a zone asks for (one CNAME). initial says the
@@ -136,7 +149,7 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 		t.routes[k] = s
 	}
 	s.expected, s.key, s.processed = exp, exp.Key(), processed
-	s.replaced(records, initial && !exists, now)
+	s.replaced(records, now)
 	s.via = TargetKey{Controller: k.Controller, Hostname: exp[0].Values[0]}
 	if t.routesVia[s.via] == nil {
 		t.routesVia[s.via] = map[RouteKey]*subject{}
@@ -189,7 +202,7 @@ func (t *Tracker) SetTarget(controller string, pair desired.Ingress, source stri
 		t.targets[source] = s
 	}
 	s.target, s.expected, s.key, s.pair, s.processed = &k, exp, exp.Key(), pair, processed
-	s.replaced(records, initial && !exists, now)
+	s.replaced(records, now)
 	if t.targetsByName[k] == nil {
 		t.targetsByName[k] = map[string]*subject{}
 	}
@@ -375,13 +388,13 @@ func (t *Tracker) Report(c Check, f Finding, now time.Time) []Change {
 // defaultTTL is the TTL of a record that names none: the operator's default record TTL.
 const defaultTTL = 300 * time.Second
 
-// replaced notes that the subject's records are new or changed (initial: as found when
-// verification started, when nothing says how recently they changed).
-func (s *subject) replaced(records []*endpoint.Endpoint, initial bool, now time.Time) {
-	s.replacedAt, s.ttl = time.Time{}, 0
-	if !initial {
-		s.replacedAt = now
-	}
+// replaced notes that the subject's records are new or changed, now. A resolver may serve the
+// previous value for as long as the longer of the old and the new TTL. Records found when
+// verification started may have changed just before (the operator restarting): nothing says
+// otherwise, so they get the same tolerance from now.
+func (s *subject) replaced(records []*endpoint.Endpoint, now time.Time) {
+	previous := s.ttl
+	s.replacedAt, s.ttl = now, 0
 	for _, r := range records {
 		if r != nil {
 			s.ttl = max(s.ttl, time.Duration(r.RecordTTL)*time.Second)
@@ -390,13 +403,14 @@ func (s *subject) replaced(records []*endpoint.Endpoint, initial bool, now time.
 	if s.ttl == 0 {
 		s.ttl = defaultTTL
 	}
+	s.ttl = max(s.ttl, previous)
 }
 
 // tolerate takes a drifted answer of a resolver for the previous value of the records, still in
 // its cache, while the records' TTL has not passed since they changed: Pending, saying until
 // when, instead of Drifted. It returns that time (zero when nothing was tolerated).
 func (s *subject) tolerate(f Finding, now time.Time) (Finding, time.Time) {
-	if !f.Cached || f.Failed || f.State != routingv1alpha1.ZoneDrifted || s.replacedAt.IsZero() {
+	if !f.Cached || f.Failed || f.State != routingv1alpha1.ZoneDrifted {
 		return f, time.Time{}
 	}
 	until := s.replacedAt.Add(s.ttl)
@@ -429,9 +443,14 @@ func (t *Tracker) record(s *subject, f Finding, now time.Time) bool {
 // setProcessed notes whether ExternalDNS has read the current record; when it just has, a record
 // not yet found published is checked at once again (ExternalDNS writes the zone right after).
 func (t *Tracker) setProcessed(s *subject, processed bool, now time.Time) {
-	if processed && !s.processed && (s.result == nil || s.result.State != routingv1alpha1.ZonePublished) {
-		s.attempt = 0
-		t.schedule(s, now, true)
+	if processed && !s.processed {
+		// ExternalDNS writes the zone right after reading the record: only from now on can a
+		// resolver have fetched the new value, so the cached-answer tolerance starts again.
+		s.replacedAt = now
+		if s.result == nil || s.result.State != routingv1alpha1.ZonePublished {
+			s.attempt = 0
+			t.schedule(s, now, true)
+		}
 	}
 	s.processed = processed
 }
@@ -446,6 +465,10 @@ func (t *Tracker) start(s *subject, initial bool, now time.Time) {
 		return
 	}
 	s.result = &Observation{State: routingv1alpha1.ZonePending, Answer: NotCheckedYet, Since: now, For: s.key}
+	if t.cached[s.controller] && !s.processed {
+		t.schedule(s, now.Add(t.settings.SettledInterval), false) // see SetCached; setProcessed brings it forward
+		return
+	}
 	t.schedule(s, now, true)
 }
 

@@ -370,10 +370,54 @@ func TestTracker_AResolversCachedAnswerIsDriftOnlyAfterTheTTL(t *testing.T) {
 	assert.Equal(t, routingv1alpha1.ZoneDrifted, got.State)
 	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
 	tr.SetRoute(other, cname("web.example.com", target), true, true, c.now)
+	startedAt := c.now
+	c.after(31 * time.Second) // the initial check is spread over the first minute (jitter 0.5)
 	for known := false; !known; _, known = tr.Route(other) {
-		check = checkNext(t, tr, "external-dns-weu", c.after(time.Minute))
+		check, ok, _ := tr.Next("external-dns-weu", c.now)
+		require.True(t, ok)
 		tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old, Cached: true}, c.now)
 	}
 	got, _ = tr.Route(other)
-	assert.Equal(t, routingv1alpha1.ZoneDrifted, got.State, "found at start: nothing says it changed lately")
+	assert.Equal(t, routingv1alpha1.ZonePending, got.State, "found at start: it may have changed just before, so it gets the TTL from then")
+	for got.State != routingv1alpha1.ZoneDrifted {
+		check, ok, next := tr.Next("external-dns-weu", c.now)
+		if !ok {
+			c.now = next
+			continue
+		}
+		tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: old, Cached: true}, c.now)
+		got, _ = tr.Route(other)
+	}
+	assert.False(t, c.now.Before(startedAt.Add(300*time.Second)), "drift only once the TTL since verification started has passed")
+}
+
+// Through a resolver, a new record is first asked about once ExternalDNS has processed it: asked
+// before, the resolver would cache its absence for every client; and the cached-answer tolerance
+// starts again when ExternalDNS processes a change, since only then can the zone have the new
+// value.
+func TestTracker_AResolverIsAskedOnceExternalDNSProcessedTheRecord(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	tr.SetCached("external-dns-weu", true)
+	c := &clock{now: time.Unix(1000, 0)}
+	records := cname(host, target)
+	records[0].RecordTTL = 60
+	tr.SetRoute(weuRoute, records, false, false, c.now)
+	_, ok, next := tr.Next("external-dns-weu", c.now)
+	assert.False(t, ok, "not processed by ExternalDNS: not asked yet")
+	assert.Equal(t, c.now.Add(5*time.Minute), next, "asked at the latest after the settled interval")
+
+	c.after(40 * time.Second)
+	tr.SetRoute(weuRoute, records, true, false, c.now) // ExternalDNS read it, and writes the zone now
+	check := checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, Finding{State: routingv1alpha1.ZoneDrifted, Answer: "CNAME old.example.com.", Cached: true}, c.now)
+	got, _ := tr.Route(weuRoute)
+	assert.Equal(t, routingv1alpha1.ZonePending, got.State)
+	assert.Contains(t, got.Answer, "until 1970-01-01T00:18:20Z", "the TTL counts from when ExternalDNS processed it (1040 s + 60 s), not from the change (1000 s + 60 s)")
+
+	tr.SetCached("external-dns-weu", false)
+	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	tr.SetRoute(other, cname("web.example.com", target), false, false, c.now)
+	check = checkNext(t, tr, "external-dns-weu", c.now)
+	assert.Equal(t, Canonical("web.example.com"), check.Expected[0].Name, "authoritative servers are asked at once: they cache nothing")
 }
