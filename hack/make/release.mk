@@ -5,7 +5,11 @@
 #   2. the Helm chart, its image pinned to that digest, packaged and pushed to oci://$(REGISTRY)/charts;
 #   3. the OLM bundle image (bundle/ with the operator image pinned to the digest, as bundle.Dockerfile
 #      describes it) to $(REGISTRY)/service-router-operator-bundle:v$(VERSION);
-#   4. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the digests, SHA256SUMS.
+#   4. the file-based catalog (FBC) of the bundle's channel, rendered and validated with opm, as a
+#      multi-architecture catalog image ($(REGISTRY)/service-router-operator-catalog:v$(VERSION)):
+#      the catalog in /configs and opm itself, serving it (what OLM's CatalogSource runs);
+#   5. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the catalog, the digests,
+#      SHA256SUMS.
 # Pushing is hack/image/release (go-containerregistry); credentials come from the Docker
 # configuration (docker login / a CI login action) for images and from `helm registry login` for
 # the chart. REGISTRY_PLAIN_HTTP=true talks plain HTTP (a registry on localhost: the release test).
@@ -13,12 +17,21 @@
 # Tools (paths under bin/), defined before any rule that lists them (see hack/make/tools.mk).
 ACTIONLINT := $(BIN)/actionlint
 RELEASE_TOOL := $(BIN)/release-tool
+# opm for this machine (render, validate), and for every platform of the catalog image (it serves
+# the catalog there). Static builds: the FBC commands need none of opm's cgo (SQLite) code.
+OPM := $(BIN)/opm
+opm_binary = $(BIN)/opm-$(subst /,-,$(1))
+OPM_PLATFORM_BINARIES = $(foreach p,$(IMAGE_PLATFORMS),$(call opm_binary,$(p)))
 
 REGISTRY ?=
 REGISTRY_PLAIN_HTTP ?= false
 RELEASE_DIR ?= dist/release
 RELEASE_IMAGE_REPO = $(REGISTRY)/service-router-operator
 RELEASE_BUNDLE_REPO = $(REGISTRY)/service-router-operator-bundle
+RELEASE_CATALOG_REPO = $(REGISTRY)/service-router-operator-catalog
+# The OLM package, its channel and the version the new bundle replaces (the CSV's spec.replaces).
+RELEASE_OLM_PACKAGE := service-router-operator
+RELEASE_REPLACES = $(shell sed -n 's/^  replaces: //p' $(BUNDLE_CSV))
 RELEASE_CHART_REPO = oci://$(REGISTRY)/charts
 RELEASE_INSECURE = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--insecure)
 RELEASE_HELM_PLAIN_HTTP = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--plain-http)
@@ -54,7 +67,7 @@ release-check:
 		echo "release: the bundle's CSV does not name $(RELEASE_BUNDLE_IMG_IN_TREE) (IMG); run 'make bundle' with the default IMG and commit" >&2; exit 1; }
 
 .PHONY: release
-release: release-check image $(HELM) release-tool ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle image, SBOM and checksums in dist/release.
+release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	@echo "==> pushing the operator image to $(RELEASE_IMAGE_REPO):v$(VERSION)"
 	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(RELEASE_IMAGE_REPO):v$(VERSION) \
@@ -77,7 +90,30 @@ release: release-check image $(HELM) release-tool ## Publish VERSION to REGISTRY
 		$(RELEASE_DIR)/bundle-context/$(BUNDLE_CSV)
 	$(RELEASE_TOOL) bundle-image --context=$(RELEASE_DIR)/bundle-context --dockerfile=$(RELEASE_DIR)/bundle-context/bundle.Dockerfile \
 		--to=$(RELEASE_BUNDLE_REPO):v$(VERSION) $(RELEASE_INSECURE) --digest-file=$(RELEASE_DIR)/bundle.digest
+	@echo "==> rendering the file-based catalog (channel $(BUNDLE_DEFAULT_CHANNEL)) and pushing its image to $(RELEASE_CATALOG_REPO):v$(VERSION)"
+	@# One package, its default channel, the bundle and the channel entry upgrading from the release
+	@# the CSV replaces. opm renders the bundle from the directory the bundle image was just built
+	@# from (the same files), not from the registry: pulling needs a containers policy.json
+	@# (/etc/containers, ~/.config/containers) that neither this machine nor CI runners are sure to
+	@# have. The rendered bundle's image, empty for a directory, is the pushed image by digest.
+	mkdir -p $(RELEASE_DIR)/catalog/$(RELEASE_OLM_PACKAGE)
+	{ $(OPM) init $(RELEASE_OLM_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --output=yaml; \
+	  echo "---"; \
+	  $(OPM) render $(RELEASE_DIR)/bundle-context/bundle --output=yaml \
+		| sed 's|^image: ""$$|image: $(RELEASE_BUNDLE_REPO)@'"$$(cat $(RELEASE_DIR)/bundle.digest)"'|'; \
+	  printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n  - name: %s.v%s\n' \
+		$(RELEASE_OLM_PACKAGE) $(BUNDLE_DEFAULT_CHANNEL) $(RELEASE_OLM_PACKAGE) $(VERSION); \
+	  if [ -n "$(RELEASE_REPLACES)" ]; then printf '    replaces: %s\n' $(RELEASE_REPLACES); fi; \
+	} > $(RELEASE_DIR)/catalog/$(RELEASE_OLM_PACKAGE)/catalog.yaml
+	@grep -q '^image: $(RELEASE_BUNDLE_REPO)@sha256:' $(RELEASE_DIR)/catalog/$(RELEASE_OLM_PACKAGE)/catalog.yaml || { \
+		echo "release: the rendered bundle does not name the pushed bundle image" >&2; exit 1; }
+	$(OPM) validate $(RELEASE_DIR)/catalog
 	rm -rf $(RELEASE_DIR)/bundle-context
+	$(RELEASE_TOOL) catalog-image --catalog=$(RELEASE_DIR)/catalog --version=v$(VERSION) \
+		$(foreach p,$(IMAGE_PLATFORMS),--opm=$(p)=$(call opm_binary,$(p))) \
+		--to=$(RELEASE_CATALOG_REPO):v$(VERSION) $(RELEASE_INSECURE) --digest-file=$(RELEASE_DIR)/catalog.digest
+	tar -C $(RELEASE_DIR) --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -czf $(RELEASE_DIR)/service-router-operator-catalog-$(VERSION).tar.gz catalog
+	rm -rf $(RELEASE_DIR)/catalog
 	@echo "==> SBOM, binaries and checksums in $(RELEASE_DIR)"
 	$(foreach p,$(IMAGE_PLATFORMS),cp $(call image_binary,$(p)) $(RELEASE_DIR)/service-router-operator-$(subst /,-,$(p)) &&) true
 	$(RELEASE_TOOL) sbom --version=v$(VERSION) --image=$(RELEASE_IMAGE_REPO)@$$(cat $(RELEASE_DIR)/image.digest) \
@@ -85,9 +121,36 @@ release: release-check image $(HELM) release-tool ## Publish VERSION to REGISTRY
 		--output=$(RELEASE_DIR)/service-router-operator-$(VERSION).spdx.json
 	{ echo "$(RELEASE_IMAGE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/image.digest)"; \
 	  echo "$(RELEASE_BUNDLE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/bundle.digest)"; \
+	  echo "$(RELEASE_CATALOG_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/catalog.digest)"; \
 	  echo "$(RELEASE_CHART_REPO)/service-router-operator:$(VERSION)"; } > $(RELEASE_DIR)/images.txt
-	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest > SHA256SUMS
+	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest catalog.digest > SHA256SUMS
 	@echo "==> released $(VERSION):"; cat $(RELEASE_DIR)/images.txt
+
+# The version opm reports, from the pinned module (as its own release build sets it).
+OPM_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/operator-framework/operator-registry") print $$(i + 1) }' hack/tools/opm/go.mod)
+OPM_BUILD_FLAGS = -tags containers_image_openpgp \
+	-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)"
+OPM_PACKAGE := github.com/operator-framework/operator-registry/cmd/opm
+
+# About 5 minutes on 2 cores the first time (operator-registry links containers/image, gRPC and
+# Kubernetes client code; 100 MB); each platform binary a few minutes more.
+$(OPM): hack/tools/opm/go.mod
+	@echo "==> building opm $(OPM_VERSION) into bin/ (first run only, about 5 minutes)"
+	cd hack/tools/opm && CGO_ENABLED=0 $(GO) build $(OPM_BUILD_FLAGS) -o $@ $(OPM_PACKAGE)
+
+$(BIN)/opm-linux-%: hack/tools/opm/go.mod
+	@echo "==> building opm $(OPM_VERSION) for linux/$* (the catalog image) into bin/ (first run only)"
+	cd hack/tools/opm && CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build $(OPM_BUILD_FLAGS) -o $@ $(OPM_PACKAGE)
+
+.PHONY: opm
+opm: $(OPM) ## Build opm (operator-framework/operator-registry) into bin/.
+	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
+
+.PHONY: opm-tidy
+opm-tidy:
+	cd hack/tools/opm && $(GO) mod tidy
+
+verify: opm-tidy
 
 ##@ Workflows
 
@@ -95,9 +158,11 @@ $(ACTIONLINT): hack/tools/actionlint/go.mod
 	@echo "==> building actionlint into bin/ (first run only)"
 	cd hack/tools/actionlint && $(GO) build -o $@ github.com/rhysd/actionlint/cmd/actionlint
 
+# shellcheck and pyflakes (which actionlint runs on `run:` scripts when it finds them on PATH) are
+# turned off: the check must say the same on every machine, and neither is built by the Makefile.
 .PHONY: actionlint
 actionlint: $(ACTIONLINT) ## Check the GitHub Actions workflows (.github/workflows) with actionlint.
-	$(ACTIONLINT) -color=never
+	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
 
 .PHONY: actionlint-tidy
 actionlint-tidy:
@@ -105,3 +170,7 @@ actionlint-tidy:
 
 # `make verify` checks the workflows and keeps the actionlint module tidy.
 verify: actionlint actionlint-tidy
+
+# test/release runs `make release`, which builds opm for this machine and every image platform: built
+# here first, so that the tests do not wait for them one by one.
+test-go: $(OPM) $(OPM_PLATFORM_BINARIES) $(HELM)

@@ -2,7 +2,9 @@
 // registry: `make release` pushes into a real OCI registry on 127.0.0.1, and everything after the
 // push comes from that registry only (the chart through `helm install oci://`, the operator binary
 // out of the image the chart names, by digest), onto a real API server, as the chart's
-// ServiceAccount, until a scenario converges.
+// ServiceAccount, until a scenario converges. The OLM bundle and catalog images are pulled back
+// too: opm renders the catalog from the registry (channel candidate, replacing 0.1.0), and the opm
+// inside the catalog image validates the catalog inside it.
 //
 // It is a package of its own (not test/packaging) so that its few minutes (`make release` builds
 // the image for two architectures) have their own `go test` timeout and run beside the packaging
@@ -50,11 +52,12 @@ import (
 const (
 	// version is what the test releases: the committed chart and bundle are of Makefile's VERSION,
 	// and `make release` refuses any other.
-	version          = "0.2.0"
-	releaseName      = "service-router-operator"
-	releaseNamespace = "service-router-system"
-	imageRepository  = "service-router-operator"
-	bundleRepository = "service-router-operator-bundle"
+	version           = "0.2.0"
+	releaseName       = "service-router-operator"
+	releaseNamespace  = "service-router-system"
+	imageRepository   = "service-router-operator"
+	bundleRepository  = "service-router-operator-bundle"
+	catalogRepository = "service-router-operator-catalog"
 )
 
 // operatorCRDs are the CRDs the chart installs, named here rather than read from config/: after
@@ -114,7 +117,7 @@ func TestRelease_InstallableFromTheRegistryAlone(t *testing.T) {
 
 	// The image the chart names, pulled by that digest, for this machine's architecture.
 	start = time.Now()
-	manager := pullBinary(t, registry, imageRepository, imageDigest, "linux", runtime.GOARCH)
+	manager := pullBinary(t, registry, imageRepository, imageDigest, "linux", runtime.GOARCH, "manager")
 	t.Logf("pulled %s for linux/%s and took /manager out of it: %s", container.Image, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
 
 	// Run as the chart's ServiceAccount would run it in the Pod: its token, the Deployment's
@@ -134,8 +137,13 @@ func TestRelease_InstallableFromTheRegistryAlone(t *testing.T) {
 	t.Logf("the operator from the registry converged the scenario as system:serviceaccount:%s:%s in %s (args %q)",
 		releaseNamespace, account, time.Since(start).Round(time.Millisecond), args)
 
+	bundleDigest := strings.TrimSpace(readFile(t, filepath.Join(releaseDir, "bundle.digest")))
 	t.Run("bundle image", func(t *testing.T) {
-		checkBundleImage(t, registry, strings.TrimSpace(readFile(t, filepath.Join(releaseDir, "bundle.digest"))), wantImage)
+		checkBundleImage(t, registry, bundleDigest, wantImage)
+	})
+	t.Run("catalog image", func(t *testing.T) {
+		checkCatalogImage(t, root, registry, strings.TrimSpace(readFile(t, filepath.Join(releaseDir, "catalog.digest"))),
+			registry+"/"+bundleRepository+"@"+bundleDigest)
 	})
 }
 
@@ -335,8 +343,8 @@ const (
 )
 
 // pullBinary pulls the image index by digest, picks the image of os/arch, and returns the path of
-// its /manager, written to a temporary directory.
-func pullBinary(t *testing.T, registry, repository, digest, os_, arch string) string {
+// its file (e.g. "manager"), written to a temporary directory.
+func pullBinary(t *testing.T, registry, repository, digest, os_, arch, file string) string {
 	t.Helper()
 	var index struct {
 		Manifests []descriptor `json:"manifests"`
@@ -357,9 +365,9 @@ func pullBinary(t *testing.T, registry, repository, digest, os_, arch string) st
 	var manifest imageManifest
 	require.NoError(t, json.Unmarshal(registryGet(t, registry, repository, "manifests", chosen.Digest, ociManifestType), &manifest))
 	files := layerFiles(t, registry, repository, manifest)
-	binary, ok := files["manager"]
-	require.True(t, ok, "the image has no /manager")
-	path := filepath.Join(t.TempDir(), "manager")
+	binary, ok := files[file]
+	require.True(t, ok, "the image has no /%s", file)
+	path := filepath.Join(t.TempDir(), filepath.Base(file))
 	require.NoError(t, os.WriteFile(path, binary, 0o755))
 	return path
 }
@@ -623,6 +631,97 @@ func checkBundleImage(t *testing.T, registry, digest, operatorImage string) {
 	require.Contains(t, string(csv), "replaces: service-router-operator.v0.1.0")
 	t.Logf("bundle image %s/%s@%s: %d files, labels of package %s channel %s", registry, bundleRepository, digest, len(files),
 		labels["operators.operatorframework.io.bundle.package.v1"], labels["operators.operatorframework.io.bundle.channels.v1"])
+}
+
+// checkCatalogImage renders the pushed catalog image with opm, as OLM reads it (the package, its
+// default channel candidate, the entry replacing 0.1.0, the bundle by digest), then takes the opm
+// binary for this architecture and the catalog out of the image and has that opm validate it: the
+// server a CatalogSource runs works on what it serves.
+func checkCatalogImage(t *testing.T, root, registry, digest, bundleImage string) {
+	t.Helper()
+	opm := filepath.Join(root, "bin", "opm")
+	ref := registry + "/" + catalogRepository + "@" + digest
+	cmd := exec.Command(opm, "render", ref, "--use-http", "--output=json")
+	cmd.Dir = t.TempDir()
+	// opm pulls with containers/image, which wants a signature policy (policy.json) before it
+	// pulls anything; a user without /etc/containers/policy.json writes one like this.
+	policy := filepath.Join(cmd.Dir, ".config", "containers", "policy.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(policy), 0o755))
+	require.NoError(t, os.WriteFile(policy, []byte(`{"default":[{"type":"insecureAcceptAnything"}]}`), 0o644))
+	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "opm render %s: %s", ref, stderr.String())
+
+	type entry struct {
+		Name     string `json:"name"`
+		Replaces string `json:"replaces"`
+	}
+	var (
+		defaultChannel string
+		entries        = map[string][]entry{}
+		bundles        = map[string]string{}
+	)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var blob struct {
+			Schema         string  `json:"schema"`
+			Name           string  `json:"name"`
+			Package        string  `json:"package"`
+			DefaultChannel string  `json:"defaultChannel"`
+			Entries        []entry `json:"entries"`
+			Image          string  `json:"image"`
+		}
+		require.NoError(t, dec.Decode(&blob), "opm render output:\n%s", out)
+		switch blob.Schema {
+		case "olm.package":
+			require.Equal(t, "service-router-operator", blob.Name)
+			defaultChannel = blob.DefaultChannel
+		case "olm.channel":
+			entries[blob.Name] = blob.Entries
+		case "olm.bundle":
+			bundles[blob.Name] = blob.Image
+		}
+	}
+	require.Equal(t, "candidate", defaultChannel, "the package's default channel")
+	require.Equal(t, []entry{{Name: "service-router-operator.v" + version, Replaces: "service-router-operator.v0.1.0"}}, entries["candidate"],
+		"the candidate channel lists the bundle, replacing 0.1.0")
+	require.Equal(t, map[string]string{"service-router-operator.v" + version: bundleImage}, bundles, "the bundle, by the digest it was pushed under")
+
+	path := pullBinary(t, registry, catalogRepository, digest, "linux", runtime.GOARCH, "bin/opm")
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	require.NoError(t, json.Unmarshal(registryGet(t, registry, catalogRepository, "manifests", digest, ociIndexType), &index))
+	configs := t.TempDir()
+	for _, d := range index.Manifests {
+		if d.Platform.Architecture != runtime.GOARCH {
+			continue
+		}
+		var manifest imageManifest
+		require.NoError(t, json.Unmarshal(registryGet(t, registry, catalogRepository, "manifests", d.Digest, ociManifestType), &manifest))
+		var config struct {
+			Config struct {
+				Entrypoint []string          `json:"Entrypoint"`
+				Cmd        []string          `json:"Cmd"`
+				Labels     map[string]string `json:"Labels"`
+			} `json:"config"`
+		}
+		require.NoError(t, json.Unmarshal(registryGet(t, registry, catalogRepository, "blobs", manifest.Config.Digest), &config))
+		require.Equal(t, "/configs", config.Config.Labels["operators.operatorframework.io.index.configs.v1"])
+		require.Equal(t, []string{"/bin/opm", "serve", "/configs"}, append(config.Config.Entrypoint, config.Config.Cmd...))
+		for name, data := range layerFiles(t, registry, catalogRepository, manifest) {
+			if rel, ok := strings.CutPrefix(name, "configs/"); ok {
+				require.NoError(t, os.MkdirAll(filepath.Join(configs, filepath.Dir(rel)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(configs, rel), data, 0o644))
+			}
+		}
+	}
+	validate, err := exec.Command(path, "validate", configs).CombinedOutput()
+	require.NoError(t, err, "the image's opm validate of the image's /configs: %s", validate)
+	t.Logf("catalog image %s: opm render lists %s in channel candidate replacing v0.1.0; the image's own opm (linux/%s) validates its /configs",
+		ref, "service-router-operator.v"+version, runtime.GOARCH)
 }
 
 func adminClient(t *testing.T, env *testenv.Env) client.Client {

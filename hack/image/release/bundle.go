@@ -167,13 +167,24 @@ func bundleImage(contextDir, dockerfile string, created time.Time) (v1.Image, er
 }
 
 // filesTar returns a tar stream of the files (sorted, with their parent directories), owned by
-// root, dated created.
+// root, dated created, readable by everyone.
 func filesTar(files map[string][]byte, created time.Time) ([]byte, error) {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	return filesTarMode(files, 0o644, created)
+}
+
+// sortedKeys returns a map's keys in order: what is built from a map is the same every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	sort.Strings(names)
+	sort.Strings(keys)
+	return keys
+}
+
+// filesTarMode is filesTar with the files' mode.
+func filesTarMode(files map[string][]byte, mode int64, created time.Time) ([]byte, error) {
+	names := sortedKeys(files)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
@@ -188,7 +199,7 @@ func filesTar(files map[string][]byte, created time.Time) ([]byte, error) {
 				return nil, err
 			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(files[n])), ModTime: created}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: mode, Size: int64(len(files[n])), ModTime: created}); err != nil {
 			return nil, err
 		}
 		if _, err := tw.Write(files[n]); err != nil {

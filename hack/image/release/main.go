@@ -13,6 +13,9 @@
 //	release bundle-image --context=DIR --dockerfile=FILE --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
 //	    builds the OLM bundle image bundle.Dockerfile describes (its LABELs, and its COPY lines
 //	    relative to --context) as a single-layer OCI image on scratch, and pushes it.
+//	release catalog-image --catalog=DIR --version=V --opm=OS/ARCH=PATH... --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
+//	    builds the multi-architecture file-based catalog image (opm serving DIR from /configs) and
+//	    pushes it.
 //
 // Credentials come from the Docker configuration ($DOCKER_CONFIG or ~/.docker/config.json, what
 // `docker login` and CI login actions write), through go-containerregistry's default keychain.
@@ -39,6 +42,8 @@ func main() {
 		err = sbomCommand(os.Args[2:])
 	case "bundle-image":
 		err = bundleImageCommand(os.Args[2:])
+	case "catalog-image":
+		err = catalogImageCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -49,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image [flags] (see the package comment)")
+	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image|catalog-image [flags] (see the package comment)")
 	os.Exit(2)
 }
 
