@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -720,8 +721,57 @@ func checkCatalogImage(t *testing.T, root, registry, digest, bundleImage string)
 	}
 	validate, err := exec.Command(path, "validate", configs).CombinedOutput()
 	require.NoError(t, err, "the image's opm validate of the image's /configs: %s", validate)
-	t.Logf("catalog image %s: opm render lists %s in channel candidate replacing v0.1.0; the image's own opm (linux/%s) validates its /configs",
+
+	// The image's opm serves the image's catalog, as the CatalogSource's Pod runs it (its
+	// temporary directory elsewhere than the image's /tmp, which layerDirs checks).
+	require.Contains(t, layerDirs(t, registry, catalogRepository, index.Manifests), "tmp/ 1777", "the catalog image has a /tmp opm serve can write to")
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := listener.Addr().(*net.TCPAddr).Port
+	require.NoError(t, listener.Close())
+	var serveLog bytes.Buffer
+	serve := exec.Command(path, "serve", configs, "--port", fmt.Sprint(port), "--pprof-addr", "127.0.0.1:0")
+	serve.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	require.NoError(t, serve.Start())
+	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+	waitUntil(t, 30*time.Second, "the image's opm to serve the catalog", func() string {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return err.Error() + "\n" + serveLog.String()
+		}
+		_ = conn.Close()
+		return ""
+	})
+	t.Logf("catalog image %s: opm render lists %s in channel candidate replacing v0.1.0; the image's own opm (linux/%s) validates and serves its /configs",
 		ref, "service-router-operator.v"+version, runtime.GOARCH)
+}
+
+// layerDirs returns "path mode" of every directory in the layers of the images of the index's
+// manifests.
+func layerDirs(t *testing.T, registry, repository string, manifests []descriptor) []string {
+	t.Helper()
+	var dirs []string
+	for _, d := range manifests {
+		var manifest imageManifest
+		require.NoError(t, json.Unmarshal(registryGet(t, registry, repository, "manifests", d.Digest, ociManifestType), &manifest))
+		for _, layer := range manifest.Layers {
+			gz, err := gzip.NewReader(bytes.NewReader(registryGet(t, registry, repository, "blobs", layer.Digest)))
+			require.NoError(t, err)
+			tr := tar.NewReader(gz)
+			for {
+				h, err := tr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				if h.Typeflag == tar.TypeDir {
+					dirs = append(dirs, fmt.Sprintf("%s %o", h.Name, h.Mode&0o7777))
+				}
+			}
+		}
+	}
+	return dirs
 }
 
 func adminClient(t *testing.T, env *testenv.Env) client.Client {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 // (quay.io/operator-framework/opm, which this machine cannot pull): opm itself at /bin/opm, built
 // from the Go module proxy for each platform, and the file-based catalog in /configs, named by the
 // label OLM and `opm render` read. It serves the catalog over gRPC on 50051 (`opm serve /configs`),
-// from memory: a prebuilt cache (`--cache-dir`) would have to be made by running opm for each
+// building its cache at start in a temporary directory: a prebuilt cache (`--cache-dir`) would have to be made by running opm for each
 // platform at build time, which needs a container runtime; a catalog of one package needs none.
 
 const catalogConfigsLabel = "operators.operatorframework.io.index.configs.v1"
@@ -100,8 +101,15 @@ func catalogImage(platform v1.Platform, opmPath string, configs map[string][]byt
 	}{
 		{map[string][]byte{"bin/opm": opm}, 0o755, "make release: COPY opm /bin/opm"},
 		{configs, 0o644, "make release: COPY catalog /configs"},
+		{nil, 0, "make release: /tmp (opm serve writes its cache to a temporary directory)"},
 	} {
-		data, err := filesTarMode(l.files, l.mode, created)
+		var data []byte
+		var err error
+		if l.files != nil {
+			data, err = filesTarMode(l.files, l.mode, created)
+		} else {
+			data, err = tmpDirTar(created)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -141,6 +149,21 @@ func catalogImage(platform v1.Platform, opmPath string, configs map[string][]byt
 		"org.opencontainers.image.base.name": "scratch",
 	}
 	return mutate.ConfigFile(img, cfg)
+}
+
+// tmpDirTar is a layer with /tmp, writable by everyone and sticky as on any Linux system: without
+// --cache-dir, `opm serve` builds its cache in a new directory under $TMPDIR (default /tmp), and
+// scratch has no /tmp.
+func tmpDirTar(created time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: created}); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // User is the unprivileged user the catalog server runs as, as the operator image does.
