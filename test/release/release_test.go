@@ -83,6 +83,16 @@ func TestRelease_InstallableFromTheRegistryAlone(t *testing.T) {
 		require.Error(t, err, "make release without REGISTRY must fail:\n%s", out)
 		require.Contains(t, string(out), "REGISTRY is not set")
 	})
+	t.Run("a VERSION the committed chart and bundle are not of is refused before anything is pushed", func(t *testing.T) {
+		out, err := makeCommand(root, "release", "VERSION=9.9.9", "REGISTRY="+registry, "REGISTRY_PLAIN_HTTP=true",
+			"RELEASE_DIR="+t.TempDir()).CombinedOutput()
+		require.Error(t, err, "make release VERSION=9.9.9 must fail:\n%s", out)
+		require.Contains(t, string(out), "Chart.yaml is not version 9.9.9")
+		resp, err := http.Get("http://" + registry + "/v2/" + imageRepository + "/tags/list")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was pushed")
+	})
 
 	releaseDir := runRelease(t, root, registry)
 	imageDigest := strings.TrimSpace(readFile(t, filepath.Join(releaseDir, "image.digest")))
