@@ -9,7 +9,9 @@
 #      multi-architecture catalog image ($(REGISTRY)/service-router-operator-catalog:v$(VERSION)):
 #      the catalog in /configs and opm itself, serving it (what OLM's CatalogSource runs);
 #   5. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the catalog, the digests,
-#      SHA256SUMS.
+#      SHA256SUMS;
+#   6. with RELEASE_SIGNING_KEY: cosign signatures of the three images and the chart (in the
+#      registry) and of SHA256SUMS (SHA256SUMS.sig), and the public key (cosign.pub).
 # Pushing is hack/image/release (go-containerregistry); credentials come from the Docker
 # configuration (docker login / a CI login action) for images and from `helm registry login` for
 # the chart. REGISTRY_PLAIN_HTTP=true talks plain HTTP (a registry on localhost: the release test).
@@ -22,6 +24,8 @@ RELEASE_TOOL := $(BIN)/release-tool
 OPM := $(BIN)/opm
 opm_binary = $(BIN)/opm-$(subst /,-,$(1))
 OPM_PLATFORM_BINARIES = $(foreach p,$(IMAGE_PLATFORMS),$(call opm_binary,$(p)))
+# cosign signs the pushed images and SHA256SUMS when RELEASE_SIGNING_KEY is set (below).
+COSIGN := $(BIN)/cosign
 
 REGISTRY ?=
 REGISTRY_PLAIN_HTTP ?= false
@@ -38,12 +42,33 @@ RELEASE_HELM_PLAIN_HTTP = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--plain-htt
 # The image reference the committed bundle (and the chart's default values) name: `make bundle`
 # writes $(IMG); the release replaces it with the pushed digest.
 RELEASE_BUNDLE_IMG_IN_TREE := $(IMG)
+# Key-based signing with cosign, offline (no transparency log, no Fulcio): RELEASE_SIGNING_KEY is a
+# cosign key reference, a file or env://VARIABLE holding the encrypted private key (the release
+# workflow's secret), with its password in COSIGN_PASSWORD. Empty: nothing is signed.
+RELEASE_SIGNING_KEY ?=
+RELEASE_COSIGN_REGISTRY_FLAGS = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--allow-http-registry --allow-insecure-registry)
 
 # Fail at once, before building anything, when a release goal has nowhere to push.
 ifneq ($(filter release release-bundle,$(MAKECMDGOALS)),)
 ifeq ($(strip $(REGISTRY)),)
 $(error REGISTRY is not set: run `make release VERSION=$(VERSION) REGISTRY=<registry host>/<owner>` (e.g. REGISTRY=ghcr.io/service-router); it pushes $$REGISTRY/service-router-operator, $$REGISTRY/service-router-operator-bundle and oci://$$REGISTRY/charts)
 endif
+endif
+
+# The signing steps of `make release`, when there is a key (a canned recipe: each line a command).
+ifneq ($(strip $(RELEASE_SIGNING_KEY)),)
+define RELEASE_SIGN_RECIPE
+@echo "==> signing the images, the chart and SHA256SUMS with $(RELEASE_SIGNING_KEY)"
+for ref in $(RELEASE_IMAGE_REPO)@$$(cat $(RELEASE_DIR)/image.digest) $(RELEASE_BUNDLE_REPO)@$$(cat $(RELEASE_DIR)/bundle.digest) \
+	$(RELEASE_CATALOG_REPO)@$$(cat $(RELEASE_DIR)/catalog.digest) $(REGISTRY)/charts/service-router-operator@$$(cat $(RELEASE_DIR)/chart.digest); do \
+	$(COSIGN) sign --yes --key "$(RELEASE_SIGNING_KEY)" --tlog-upload=false $(RELEASE_COSIGN_REGISTRY_FLAGS) "$$ref"; \
+done
+$(COSIGN) sign-blob --yes --key "$(RELEASE_SIGNING_KEY)" --tlog-upload=false \
+	--output-signature $(RELEASE_DIR)/SHA256SUMS.sig $(RELEASE_DIR)/SHA256SUMS
+$(COSIGN) public-key --key "$(RELEASE_SIGNING_KEY)" > $(RELEASE_DIR)/cosign.pub
+endef
+else
+RELEASE_SIGN_RECIPE = @echo "==> not signed (RELEASE_SIGNING_KEY is empty)"
 endif
 
 ##@ Release
@@ -67,7 +92,7 @@ release-check:
 		echo "release: the bundle's CSV does not name $(RELEASE_BUNDLE_IMG_IN_TREE) (IMG); run 'make bundle' with the default IMG and commit" >&2; exit 1; }
 
 .PHONY: release
-release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
+release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	@echo "==> pushing the operator image to $(RELEASE_IMAGE_REPO):v$(VERSION)"
 	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(RELEASE_IMAGE_REPO):v$(VERSION) \
@@ -81,7 +106,10 @@ release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES
 	@grep -qx "  digest: \"$$(cat $(RELEASE_DIR)/image.digest)\"" $(RELEASE_DIR)/chart/service-router-operator/values.yaml \
 		|| { echo "release: could not pin the image digest in the chart's values.yaml" >&2; exit 1; }
 	$(HELM) package $(RELEASE_DIR)/chart/service-router-operator --version $(VERSION) --app-version $(VERSION) --destination $(RELEASE_DIR)
-	$(HELM) push $(RELEASE_DIR)/service-router-operator-$(VERSION).tgz $(RELEASE_CHART_REPO) $(RELEASE_HELM_PLAIN_HTTP)
+	$(HELM) push $(RELEASE_DIR)/service-router-operator-$(VERSION).tgz $(RELEASE_CHART_REPO) $(RELEASE_HELM_PLAIN_HTTP) 2>&1 \
+		| tee $(RELEASE_DIR)/chart.push.log
+	sed -n 's/^Digest: //p' $(RELEASE_DIR)/chart.push.log > $(RELEASE_DIR)/chart.digest && rm $(RELEASE_DIR)/chart.push.log
+	@grep -q '^sha256:' $(RELEASE_DIR)/chart.digest || { echo "release: helm push printed no digest" >&2; exit 1; }
 	rm -rf $(RELEASE_DIR)/chart
 	@echo "==> building the bundle image and pushing it to $(RELEASE_BUNDLE_REPO):v$(VERSION)"
 	mkdir -p $(RELEASE_DIR)/bundle-context && cp -R bundle bundle.Dockerfile $(RELEASE_DIR)/bundle-context/
@@ -122,8 +150,9 @@ release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES
 	{ echo "$(RELEASE_IMAGE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/image.digest)"; \
 	  echo "$(RELEASE_BUNDLE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/bundle.digest)"; \
 	  echo "$(RELEASE_CATALOG_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/catalog.digest)"; \
-	  echo "$(RELEASE_CHART_REPO)/service-router-operator:$(VERSION)"; } > $(RELEASE_DIR)/images.txt
-	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest catalog.digest > SHA256SUMS
+	  echo "$(RELEASE_CHART_REPO)/service-router-operator:$(VERSION)@$$(cat $(RELEASE_DIR)/chart.digest)"; } > $(RELEASE_DIR)/images.txt
+	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest catalog.digest chart.digest > SHA256SUMS
+	$(RELEASE_SIGN_RECIPE)
 	@echo "==> released $(VERSION):"; cat $(RELEASE_DIR)/images.txt
 
 # The version opm reports, from the pinned module (as its own release build sets it).
@@ -152,6 +181,24 @@ opm-tidy:
 
 verify: opm-tidy
 
+# Built when a release is signed. CGO_ENABLED=0: cosign's key-based signing needs no cgo (no
+# PKCS#11 hardware keys).
+COSIGN_VERSION = $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/sigstore/cosign/v2") print $$(i + 1) }' hack/tools/cosign/go.mod)
+
+$(COSIGN): hack/tools/cosign/go.mod
+	@echo "==> building cosign $(COSIGN_VERSION) into bin/ (first run only, several minutes)"
+	cd hack/tools/cosign && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$(COSIGN_VERSION)" -o $@ github.com/sigstore/cosign/v2/cmd/cosign
+
+.PHONY: cosign
+cosign: $(COSIGN) ## Build cosign into bin/ (signs releases when RELEASE_SIGNING_KEY is set).
+	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
+
+.PHONY: cosign-tidy
+cosign-tidy:
+	cd hack/tools/cosign && $(GO) mod tidy
+
+verify: cosign-tidy
+
 ##@ Workflows
 
 $(ACTIONLINT): hack/tools/actionlint/go.mod
@@ -173,4 +220,4 @@ verify: actionlint actionlint-tidy
 
 # test/release runs `make release`, which builds opm for this machine and every image platform: built
 # here first, so that the tests do not wait for them one by one.
-test-go: $(OPM) $(OPM_PLATFORM_BINARIES) $(HELM)
+test-go: $(OPM) $(OPM_PLATFORM_BINARIES) $(HELM) $(COSIGN)

@@ -18,9 +18,16 @@ func TestMakefile_ReleaseTargetsBuildWhatTheyRun(t *testing.T) {
 	makeBinary, err := exec.LookPath("make")
 	require.NoError(t, err, "GNU make is needed to check the Makefile")
 	bin := t.TempDir()
-	for _, target := range []string{"release", "actionlint", "opm"} {
-		t.Run(target, func(t *testing.T) {
-			cmd := exec.Command(makeBinary, "-n", "--no-print-directory", target, "BIN="+bin, "REGISTRY=registry.example.com/owner")
+	for name, args := range map[string][]string{
+		"release":        {"release"},
+		"release signed": {"release", "RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY"},
+		"actionlint":     {"actionlint"},
+		"opm":            {"opm"},
+		"cosign":         {"cosign"},
+	} {
+		target := args[0]
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(makeBinary, append([]string{"-n", "--no-print-directory", "BIN=" + bin, "REGISTRY=registry.example.com/owner"}, args...)...)
 			cmd.Dir = repoRoot
 			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")

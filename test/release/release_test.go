@@ -94,10 +94,20 @@ func TestRelease_InstallableFromTheRegistryAlone(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was pushed")
 	})
 
-	releaseDir := runRelease(t, root, registry)
+	// A signing key of the release's own, as the release workflow has one in a secret: the
+	// release signs with it, and the test verifies with the public half it kept.
+	cosign := filepath.Join(root, "bin", "cosign")
+	if _, err := os.Stat(cosign); err != nil {
+		t.Fatalf("%s not found: run `make test` (it builds bin/cosign)", cosign)
+	}
+	signingKey, publicKey := cosignKeyPair(t, cosign)
+	otherKey := func() string { _, pub := cosignKeyPair(t, cosign); return pub }()
+
+	releaseDir := runRelease(t, root, registry, "COSIGN_PRIVATE_KEY="+signingKey, "COSIGN_PASSWORD="+cosignPassword)
 	imageDigest := strings.TrimSpace(readFile(t, filepath.Join(releaseDir, "image.digest")))
 	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, imageDigest)
 	checkReleaseFiles(t, releaseDir, registry, imageDigest)
+	checkSignatures(t, cosign, releaseDir, registry, publicKey, otherKey)
 
 	// From here on: the registry, the tools in bin/ (helm) and the test control plane only.
 	env, err := testenv.Start(testenv.Options{SkipOperatorCRDs: true})
@@ -216,14 +226,16 @@ func makeCommand(root string, args ...string) *exec.Cmd {
 // layout, the binaries and the release files go to temporary directories (the image rules want
 // paths relative to the repository), so that the packaging tests reading dist/image meanwhile are
 // not disturbed.
-func runRelease(t *testing.T, root, registry string) string {
+func runRelease(t *testing.T, root, registry string, env ...string) string {
 	t.Helper()
 	tmp := t.TempDir()
 	rel, err := filepath.Rel(root, tmp)
 	require.NoError(t, err)
 	releaseDir := filepath.Join(tmp, "release")
 	cmd := makeCommand(root, "release", "VERSION="+version, "REGISTRY="+registry, "REGISTRY_PLAIN_HTTP=true",
-		"RELEASE_DIR="+releaseDir, "IMAGE_LAYOUT="+filepath.Join(rel, "image"), "IMAGE_BIN_DIR="+filepath.Join(rel, "image-binaries"))
+		"RELEASE_DIR="+releaseDir, "IMAGE_LAYOUT="+filepath.Join(rel, "image"), "IMAGE_BIN_DIR="+filepath.Join(rel, "image-binaries"),
+		"RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY")
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -231,6 +243,66 @@ func runRelease(t *testing.T, root, registry string) string {
 	require.NoError(t, err, "make release:\n%s", out.String())
 	t.Logf("make release REGISTRY=%s VERSION=%s: %s; it printed:\n%s", registry, version, time.Since(start).Round(time.Second), lastLines(out.String(), 4))
 	return releaseDir
+}
+
+const cosignPassword = "release-test"
+
+// cosignKeyPair generates an encrypted cosign key pair and returns the private key's PEM and the
+// path of the public key.
+func cosignKeyPair(t *testing.T, cosign string) (privatePEM, publicPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(cosign, "generate-key-pair")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD="+cosignPassword)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "cosign generate-key-pair: %s", out)
+	return readFile(t, filepath.Join(dir, "cosign.key")), filepath.Join(dir, "cosign.pub")
+}
+
+// checkSignatures verifies, with the public key the test kept (not the cosign.pub of the release
+// files, which anyone could replace together with the signatures), the signatures of the three
+// images and the chart in the registry and of SHA256SUMS; with another key they do not verify.
+func checkSignatures(t *testing.T, cosign, dir, registry, publicKey, otherKey string) {
+	t.Helper()
+	run := func(args ...string) error {
+		cmd := exec.Command(cosign, args...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "DOCKER_CONFIG="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("cosign %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "images.txt"))), "\n") {
+		// REPOSITORY:TAG@DIGEST, the chart with oci:// in front.
+		line = strings.TrimPrefix(line, "oci://")
+		nameTag, digest, ok := strings.Cut(line, "@")
+		require.True(t, ok, "images.txt line %q has no digest", line)
+		repo := nameTag[:strings.LastIndex(nameTag, ":")]
+		refs[repo] = repo + "@" + digest
+	}
+	require.Len(t, refs, 4, "images.txt names the image, the bundle, the catalog and the chart: %v", refs)
+	for _, ref := range refs {
+		require.NoError(t, run("verify", "--key", publicKey, "--insecure-ignore-tlog=true", "--allow-http-registry", "--allow-insecure-registry", ref),
+			"the signature of %s", ref)
+		require.Error(t, run("verify", "--key", otherKey, "--insecure-ignore-tlog=true", "--allow-http-registry", "--allow-insecure-registry", ref),
+			"%s verifies with another key", ref)
+	}
+	sums, sig := filepath.Join(dir, "SHA256SUMS"), filepath.Join(dir, "SHA256SUMS.sig")
+	require.NoError(t, run("verify-blob", "--key", publicKey, "--signature", sig, "--insecure-ignore-tlog=true", sums), "the signature of SHA256SUMS")
+	require.Error(t, run("verify-blob", "--key", otherKey, "--signature", sig, "--insecure-ignore-tlog=true", sums), "SHA256SUMS verifies with another key")
+	t.Logf("signed with the release key and verified: %s and SHA256SUMS", strings.Join(sortedValues(refs), ", "))
+}
+
+func sortedValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkReleaseFiles checks what `make release` wrote besides pushing: every file listed in
