@@ -49,9 +49,9 @@ RELEASE_SIGNING_KEY ?=
 RELEASE_COSIGN_REGISTRY_FLAGS = $(if $(filter true,$(REGISTRY_PLAIN_HTTP)),--allow-http-registry --allow-insecure-registry)
 
 # Fail at once, before building anything, when a release goal has nowhere to push.
-ifneq ($(filter release release-bundle,$(MAKECMDGOALS)),)
+ifneq ($(filter release,$(MAKECMDGOALS)),)
 ifeq ($(strip $(REGISTRY)),)
-$(error REGISTRY is not set: run `make release VERSION=$(VERSION) REGISTRY=<registry host>/<owner>` (e.g. REGISTRY=ghcr.io/service-router); it pushes $$REGISTRY/service-router-operator, $$REGISTRY/service-router-operator-bundle and oci://$$REGISTRY/charts)
+$(error REGISTRY is not set: run `make release VERSION=$(VERSION) REGISTRY=<registry host>/<owner>` (e.g. REGISTRY=ghcr.io/service-router); it pushes $$REGISTRY/service-router-operator, -bundle, -catalog and oci://$$REGISTRY/charts)
 endif
 endif
 
