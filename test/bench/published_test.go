@@ -15,7 +15,6 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,19 +168,7 @@ func (w *world) setupPublished(namespaces []string, zones []*framework.BindServe
 			Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zones[i].Port)}}})
 	}
 	must(w.t, w.c.Create(w.ctx, cfg))
-	w.namespace(gatewayNS)
-	must(w.t, w.c.Create(w.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: gatewayName, Namespace: gatewayNS},
-		Spec: routingv1alpha1.GatewaySpec{Controller: ingressName, CredentialName: "bench-cert", TargetPostfix: postfix}}))
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: ingressName, Namespace: gatewayNS, Labels: map[string]string{"istio": ingressName}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
-	must(w.t, w.c.Create(w.ctx, svc))
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
-	must(w.t, w.c.Status().Update(w.ctx, svc))
-	for _, ns := range namespaces {
-		w.namespace(ns)
-		must(w.t, w.c.Create(w.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: ns},
-			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive}}))
-	}
+	w.setupGatewayAndNamespaces(namespaces)
 }
 
 // floorAddressRecords writes what the operator would publish for the gateway target in every

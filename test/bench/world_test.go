@@ -102,6 +102,12 @@ func (w *world) setup(namespaces []string) {
 		Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
 			{Name: "external-dns-weu", Region: "weu"}, {Name: "external-dns-neu", Region: "neu"}}}}
 	must(w.t, w.c.Create(w.ctx, cfg))
+	w.setupGatewayAndNamespaces(namespaces)
+}
+
+// setupGatewayAndNamespaces creates the Gateway, its ingress Service (with a load balancer
+// address) and the application namespaces with their DNSPolicy in mode Active.
+func (w *world) setupGatewayAndNamespaces(namespaces []string) {
 	w.namespace(gatewayNS)
 	must(w.t, w.c.Create(w.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: gatewayName, Namespace: gatewayNS},
 		Spec: routingv1alpha1.GatewaySpec{Controller: ingressName, CredentialName: "bench-cert", TargetPostfix: postfix}}))
