@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -112,16 +113,23 @@ func TestChartRBAC_OperatorConvergesAsItsServiceAccount(t *testing.T) {
 
 func startOperatorAs(t *testing.T, cfg *rest.Config) {
 	t.Helper()
+	runOperator(t, cfg, controlPlane(t).Scheme, releaseNamespace)
+}
+
+// runOperator runs the operator in-process with cfg until the test ends, its leader-election
+// Lease in leaseNamespace.
+func runOperator(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, leaseNamespace string) {
+	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  controlPlane(t).Scheme,
+		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
 		MapperProvider:          controllers.MapperProvider,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
 		LeaderElectionID:        leaderElectionLease,
-		LeaderElectionNamespace: releaseNamespace,
+		LeaderElectionNamespace: leaseNamespace,
 		Controller:              config.Controller{SkipNameValidation: &skip},
 	})
 	require.NoError(t, err)

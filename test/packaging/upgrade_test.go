@@ -21,15 +21,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/controllers"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/testenv"
 )
@@ -110,29 +106,9 @@ func startManagerProcess(t *testing.T, bin, kubeconfig string) (stop func()) {
 // against the shared control plane.
 func startOperatorOn(t *testing.T, env *testenv.Env, leaseNamespace string) {
 	t.Helper()
-	skip := true
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  env.Scheme,
-		Cache:                   controllers.CacheOptions(),
-		MapperProvider:          controllers.MapperProvider,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		LeaderElection:          true,
-		LeaderElectionID:        leaderElectionLease,
-		LeaderElectionNamespace: leaseNamespace,
-		Controller:              config.Controller{SkipNameValidation: &skip},
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{}))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runOperator(t, cfg, env.Scheme, leaseNamespace)
 }
 
 // publishedObjects are the UIDs of every object the operator generated (DNSEndpoints and Istio
