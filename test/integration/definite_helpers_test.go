@@ -372,7 +372,10 @@ func (o *runningOperator) stillRunning() string {
 
 // startObservedOperator builds the manager the way startOperatorWith does (the shipped cache
 // options and controllers.Setup) but does not require every informer to sync before returning,
-// since the point is to see what the operator does when some cannot.
+// since the point is to see what the operator does when some cannot. Its controllers give up
+// waiting for their watches after observedCacheSyncTimeout instead of controller-runtime's default
+// two minutes: a controller watching a kind the API server does not serve would stop the manager
+// the same way, only sooner, so the tests see it without waiting two minutes each.
 func startObservedOperator(t testing.TB, cfg *rest.Config) *runningOperator {
 	t.Helper()
 	skip := true
@@ -382,7 +385,7 @@ func startObservedOperator(t testing.TB, cfg *rest.Config) *runningOperator {
 		MapperProvider:         controllers.MapperProvider,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
+		Controller:             config.Controller{SkipNameValidation: &skip, CacheSyncTimeout: observedCacheSyncTimeout},
 	})
 	require.NoError(t, err, "the operator could not build its manager")
 	ctx, cancel := context.WithCancel(context.Background())
