@@ -151,7 +151,8 @@ func zonesOf(cfg *clusterv1alpha1.DNSConfiguration) []prober.Zone {
 		if !plan.Verified(cfg, c.Name) {
 			continue
 		}
-		z := prober.Zone{Controller: c.Name, Nameservers: slices.Clone(c.Verification.Nameservers), Timeout: prober.DefaultTimeout}
+		z := prober.Zone{Controller: c.Name, Nameservers: slices.Clone(c.Verification.Nameservers), TransferZone: c.Verification.TransferZone,
+			Timeout: prober.DefaultTimeout}
 		if len(c.Verification.Resolvers) > 0 {
 			z.Nameservers, z.Recursive = slices.Clone(c.Verification.Resolvers), true
 		}

@@ -33,11 +33,15 @@ type Zone struct {
 	// Recursive: Nameservers are recursive resolvers, asked with RD=1; their answers need not be
 	// authoritative and may come from a cache (verify.Finding.Cached).
 	Recursive bool
-	Timeout   time.Duration
+	// TransferZone, when set, is the apex of the zone to read whole from the name servers (AXFR)
+	// instead of asking one query per name: every record due is answered from one transfer.
+	TransferZone string
+	Timeout      time.Duration
 }
 
 func (z Zone) equal(o Zone) bool {
-	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive && z.Timeout == o.Timeout
+	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive &&
+		z.TransferZone == o.TransferZone && z.Timeout == o.Timeout
 }
 
 // Limits bound the queries to each zone.
@@ -46,10 +50,12 @@ type Limits struct {
 	QPS float64
 	// Concurrency is the most queries to one zone in flight at once.
 	Concurrency int
+	// TransferInterval is the shortest time between two transfers of a zone read whole.
+	TransferInterval time.Duration
 }
 
-// DefaultLimits: 20 queries per second and 4 at a time per zone.
-var DefaultLimits = Limits{QPS: 20, Concurrency: 4}
+// DefaultLimits: 20 queries per second and 4 at a time per zone, or at most one transfer a second.
+var DefaultLimits = Limits{QPS: 20, Concurrency: 4, TransferInterval: time.Second}
 
 // DefaultTimeout bounds one query when the zone's settings give none.
 const DefaultTimeout = 2 * time.Second
@@ -77,6 +83,9 @@ func New(tracker *verify.Tracker, limits Limits, notify func([]verify.Change), c
 	}
 	if limits.Concurrency <= 0 {
 		limits.Concurrency = DefaultLimits.Concurrency
+	}
+	if limits.TransferInterval <= 0 {
+		limits.TransferInterval = DefaultLimits.TransferInterval
 	}
 	if counted == nil {
 		counted = func(string, string) {}
@@ -110,6 +119,7 @@ func (p *Prober) SetZones(zones []Zone) (added, removed []string) {
 	for _, z := range zones {
 		want[z.Controller] = z
 		p.tracker.SetCached(z.Controller, z.Recursive)
+		p.tracker.SetWhole(z.Controller, z.TransferZone != "")
 	}
 	for name, l := range p.loops {
 		z, ok := want[name]
@@ -178,6 +188,10 @@ type loop struct {
 func (p *Prober) run(l *loop) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	l.cancel = cancel
+	if l.zone.TransferZone != "" {
+		go p.transferLoop(ctx, l)
+		return
+	}
 	go p.check(ctx, l)
 }
 

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +124,82 @@ func TestProber_FallsBackToTheNextNameServer(t *testing.T) {
 	_, timedOut := outcomes.Load("timeout")
 	_, answered := outcomes.Load("answered")
 	assert.True(t, timedOut && answered, "the dead server was asked first, the live one answered")
+}
+
+// A zone read whole answers every due record from one transfer: 60 routes and their target need
+// a transfer or two, no query per name, and each route ends Published.
+func TestProber_ReadsAZoneWholeWithOneTransferForEveryDueRecord(t *testing.T) {
+	s := startServer(t)
+	s.Set("aks01-weu-internal.example.com. 300 IN A 10.1.2.3")
+	tracker := verify.NewTracker(verify.Settings{FastInterval: time.Hour, SettledInterval: time.Hour}, func() float64 { return 0 }, nil)
+	now := time.Now()
+	keys := make([]verify.RouteKey, 60)
+	for i := range keys {
+		name := fmt.Sprintf("r%02d.ns1.weu.example.com", i)
+		if i != 59 { // the last one is not published yet
+			s.Set(name + ". 300 IN CNAME aks01-weu-internal.example.com.")
+		}
+		keys[i] = verify.RouteKey{Namespace: "ns", Name: name, Controller: "external-dns-weu"}
+		tracker.SetRoute(keys[i], []*endpoint.Endpoint{{DNSName: name, RecordType: "CNAME", Targets: endpoint.Targets{"aks01-weu-internal.example.com"}}}, true, false, now)
+	}
+	tracker.SetTarget("external-dns-weu", desired.Ingress{Controller: "istio", TargetPostfix: "internal"}, "istio-system/gw",
+		[]*endpoint.Endpoint{{DNSName: "aks01-weu-internal.example.com", RecordType: "A", Targets: endpoint.Targets{"10.1.2.3"}}}, true, false, now)
+	p := New(tracker, Limits{}, func([]verify.Change) {}, nil)
+	p.SetZones([]Zone{{Controller: "external-dns-weu", Nameservers: []string{s.Addr}, TransferZone: "example.com", Timeout: time.Second}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = p.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	require.Eventually(t, func() bool {
+		o, _ := tracker.Route(keys[0])
+		return o.State == routingv1alpha1.ZonePublished
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, k := range keys[:59] {
+		o, _ := tracker.Route(k)
+		assert.Equal(t, routingv1alpha1.ZonePublished, o.State, k.Name)
+	}
+	missing, _ := tracker.Route(keys[59])
+	assert.Equal(t, routingv1alpha1.ZonePending, missing.State)
+	assert.Equal(t, "NXDOMAIN", missing.Answer)
+	queries, _ := s.Queries()
+	assert.Zero(t, queries, "no name was asked on its own")
+	assert.LessOrEqual(t, s.Transfers(), 2, "the records due together shared their transfers")
+}
+
+// A server that refuses the transfer leaves the records as they were until three transfers in a
+// row failed, then says why: the zone is Unreachable, "transfer refused".
+func TestProber_ARefusedTransferIsUnreachableWithItsReason(t *testing.T) {
+	s := startServer(t)
+	s.Set("api.example.com. 300 IN CNAME aks01-weu-internal.example.com.")
+	s.SetTransfersRefused(true)
+	tracker := verify.NewTracker(verify.Settings{FastInterval: 10 * time.Millisecond, SettledInterval: time.Hour}, func() float64 { return 0 }, nil)
+	key := verify.RouteKey{Namespace: "ns", Name: "api", Controller: "external-dns-weu"}
+	tracker.SetRoute(key, []*endpoint.Endpoint{{DNSName: "api.example.com", RecordType: "CNAME", Targets: endpoint.Targets{"aks01-weu-internal.example.com"}}}, true, false, time.Now())
+	s.Set("aks01-weu-internal.example.com. 300 IN A 10.1.2.3")
+	tracker.SetTarget("external-dns-weu", desired.Ingress{Controller: "istio", TargetPostfix: "internal"}, "istio-system/gw",
+		[]*endpoint.Endpoint{{DNSName: "aks01-weu-internal.example.com", RecordType: "A", Targets: endpoint.Targets{"10.1.2.3"}}}, true, false, time.Now())
+	var outcomes sync.Map
+	p := New(tracker, Limits{TransferInterval: 10 * time.Millisecond}, func([]verify.Change) {}, func(_, outcome string) { outcomes.Store(outcome, true) })
+	p.SetZones([]Zone{{Controller: "external-dns-weu", Nameservers: []string{s.Addr}, TransferZone: "example.com", Timeout: time.Second}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = p.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	require.Eventually(t, func() bool {
+		o, _ := tracker.Route(key)
+		return o.State == routingv1alpha1.ZoneUnreachable
+	}, 10*time.Second, 10*time.Millisecond)
+	o, _ := tracker.Route(key)
+	assert.Equal(t, "no answer from "+s.Addr+" (transfer refused)", o.Answer)
+	assert.GreaterOrEqual(t, s.Transfers(), 3)
+	_, failed := outcomes.Load("error")
+	assert.True(t, failed, "the refusals were counted as errors")
+
+	s.SetTransfersRefused(false)
+	require.Eventually(t, func() bool {
+		o, _ := tracker.Route(key)
+		return o.State == routingv1alpha1.ZonePublished
+	}, 10*time.Second, 10*time.Millisecond)
 }

@@ -1,8 +1,9 @@
 // Package testdns runs an authoritative DNS server for tests: a real server (github.com/miekg/dns)
 // on 127.0.0.1, UDP and TCP on one port, answering from records the test sets, as BIND answers
 // from its zone: the CNAME of a name and the chased records of its target, NXDOMAIN for unknown
-// names (also at the end of a CNAME chain, RFC 6604), the AA bit on every answer. It counts the queries and remembers whether any asked for
-// recursion. The end-to-end suite uses the real BIND instead.
+// names (also at the end of a CNAME chain, RFC 6604), the AA bit on every answer, and zone
+// transfers (AXFR over TCP) when allowed. It counts the queries and transfers and remembers
+// whether any query asked for recursion. The end-to-end suite uses the real BIND instead.
 package testdns
 
 import (
@@ -29,6 +30,10 @@ type Server struct {
 	resolver  bool
 	queries   int
 	recursive int
+	transfers int
+	// refuseTransfers answers AXFR with REFUSED, as a server whose allow-transfer does not list
+	// the asker.
+	refuseTransfers bool
 }
 
 // Start starts a server on a free port of 127.0.0.1.
@@ -119,6 +124,20 @@ func (s *Server) SetResolver(resolver bool) {
 	s.resolver = resolver
 }
 
+// SetTransfersRefused makes the server refuse zone transfers until called with false.
+func (s *Server) SetTransfersRefused(refused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseTransfers = refused
+}
+
+// Transfers returns how many zone transfers the server was asked for.
+func (s *Server) Transfers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transfers
+}
+
 // Queries returns how many queries the server received, and how many of them asked for recursion.
 func (s *Server) Queries() (total, recursive int) {
 	s.mu.Lock()
@@ -142,6 +161,12 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m.Authoritative = !s.resolver
 	m.RecursionAvailable = s.resolver
 	q := req.Question[0]
+	if q.Qtype == dns.TypeAXFR {
+		s.queries--
+		s.transfers++
+		s.transfer(w, m, strings.ToLower(q.Name))
+		return
+	}
 	name := strings.ToLower(q.Name)
 	for hops := 0; hops < 8; hops++ { // follow CNAMEs inside the zone, as an authoritative server does
 		var next string
@@ -163,5 +188,25 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		name = next
 	}
+	_ = w.WriteMsg(m)
+}
+
+// transfer answers an AXFR of apex: the zone's SOA, every record at or below apex, the SOA again,
+// in one message; s.mu is held.
+func (s *Server) transfer(w dns.ResponseWriter, m *dns.Msg, apex string) {
+	if s.refuseTransfers {
+		m.Rcode = dns.RcodeRefused
+		_ = w.WriteMsg(m)
+		return
+	}
+	soa := &dns.SOA{Hdr: dns.RR_Header{Name: apex, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 300},
+		Ns: "ns." + apex, Mbox: "hostmaster." + apex, Serial: 1, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 300}
+	m.Answer = append(m.Answer, soa)
+	for name, rrs := range s.records {
+		if name == apex || strings.HasSuffix(name, "."+apex) {
+			m.Answer = append(m.Answer, rrs...)
+		}
+	}
+	m.Answer = append(m.Answer, soa)
 	_ = w.WriteMsg(m)
 }

@@ -46,8 +46,11 @@ type Change struct {
 type Check struct {
 	Controller string
 	Expected   Expected
-	subject    *subject
-	version    uint64
+	// Urgent: the record changed or was not published when last checked (not a settled one's
+	// routine check).
+	Urgent  bool
+	subject *subject
+	version uint64
 }
 
 // NotCheckedYet is the answer of a record that changed and has not been checked since.
@@ -101,6 +104,8 @@ type Tracker struct {
 	queues    map[string]*zoneQueue
 	// cached are the zones checked through a resolver (SetCached).
 	cached map[string]bool
+	// whole are the zones read whole (SetWhole).
+	whole map[string]bool
 }
 
 // NewTracker returns an empty tracker. jitter returns random numbers in [0, 1); observe (may be
@@ -111,7 +116,7 @@ func NewTracker(s Settings, jitter func() float64, observe func(controller strin
 	}
 	return &Tracker{settings: s.withDefaults(), jitter: jitter, observe: observe,
 		routes: map[RouteKey]*subject{}, targets: map[string]*subject{}, targetsByName: map[TargetKey]map[string]*subject{},
-		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}, cached: map[string]bool{}}
+		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}, cached: map[string]bool{}, whole: map[string]bool{}}
 }
 
 // SetCached says whether a zone is checked through a resolver, whose cache remembers every answer
@@ -122,6 +127,20 @@ func (t *Tracker) SetCached(controller string, cached bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cached[controller] = cached
+}
+
+// eagerWindow is how long after its records changed (or ExternalDNS processed them) a record of
+// a zone read whole is checked with every read until it is published: ExternalDNS synchronizes
+// once a minute by default, and within that the records are seen as soon as the zone has them.
+const eagerWindow = 2 * time.Minute
+
+// SetWhole says that a zone is read whole (a zone transfer): one read answers every record that
+// is due, so a record not yet published is checked again after FastInterval, without backing
+// off, for eagerWindow after it changed; then it backs off as any other.
+func (t *Tracker) SetWhole(controller string, whole bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.whole[controller] = whole
 }
 
 // SetRoute records what a route's DNSEndpoint for a zone asks for (one CNAME). initial says the
@@ -325,7 +344,7 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 		return Check{}, false, time.Time{}
 	}
 	var next time.Time
-	for _, h := range []*entries{&q.urgent, &q.settled} {
+	for i, h := range []*entries{&q.urgent, &q.settled} {
 		for h.Len() > 0 {
 			e := (*h)[0]
 			if e.s.gone || e.version != e.s.version {
@@ -334,7 +353,7 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 			}
 			if !e.due.After(now) {
 				heap.Pop(h)
-				return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version}, true, time.Time{}
+				return Check{Controller: controller, Expected: e.s.expected, Urgent: i == 0, subject: e.s, version: e.version}, true, time.Time{}
 			}
 			if next.IsZero() || e.due.Before(next) {
 				next = e.due
@@ -368,6 +387,9 @@ func (t *Tracker) Report(c Check, f Finding, now time.Time) []Change {
 	delay, urgent := NextCheck(t.settings, s.attempt, published, t.jitter())
 	if !cachedUntil.IsZero() && cachedUntil.Before(now.Add(delay)) {
 		delay = cachedUntil.Sub(now) // asked again as soon as a cached answer is no excuse
+	}
+	if !published && t.whole[s.controller] && now.Sub(s.replacedAt) < eagerWindow {
+		delay, urgent = t.settings.FastInterval, true
 	}
 	if published {
 		s.attempt = 0

@@ -421,3 +421,37 @@ func TestTracker_AResolverIsAskedOnceExternalDNSProcessedTheRecord(t *testing.T)
 	check = checkNext(t, tr, "external-dns-weu", c.now)
 	assert.Equal(t, Canonical("web.example.com"), check.Expected[0].Name, "authoritative servers are asked at once: they cache nothing")
 }
+
+// A zone read whole costs one read for every due record: a record not published yet is checked
+// with every read (each FastInterval) while ExternalDNS is at work, then backs off as elsewhere.
+func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutes(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	tr.SetWhole("external-dns-weu", true)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	for elapsed := time.Duration(0); elapsed < eagerWindow; elapsed += time.Second {
+		check := checkNext(t, tr, "external-dns-weu", c.now)
+		assert.True(t, check.Urgent)
+		tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
+		_, ok, next := tr.Next("external-dns-weu", c.now)
+		require.False(t, ok)
+		require.Equal(t, c.now.Add(time.Second), next, "after %s: checked again with the next read", elapsed)
+		c.after(time.Second)
+	}
+	check := checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
+	_, _, next := tr.Next("external-dns-weu", c.now)
+	assert.Greater(t, next.Sub(c.now), time.Minute, "past the window, it backs off")
+
+	tr.SetWhole("external-dns-weu", false)
+	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	tr.SetRoute(other, cname("web.example.com", target), true, false, c.now)
+	check = checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
+	c.after(time.Second)
+	check = checkNext(t, tr, "external-dns-weu", c.now)
+	tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
+	_, _, next = tr.Next("external-dns-weu", c.now)
+	assert.Equal(t, c.now.Add(2*time.Second), next, "a zone asked name by name backs off at once")
+}

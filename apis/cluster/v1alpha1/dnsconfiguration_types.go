@@ -39,6 +39,7 @@ type ExternalDNSController struct {
 // (nameservers) or, where nobody may ask them, a recursive resolver that serves the zone
 // (resolvers). Exactly one of the two is set.
 // +kubebuilder:validation:XValidation:rule="has(self.nameservers) != has(self.resolvers)",message="set exactly one of nameservers (the zone's authoritative servers) and resolvers (a recursive resolver that serves the zone)"
+// +kubebuilder:validation:XValidation:rule="!has(self.transferZone) || has(self.nameservers)",message="transferZone reads the zone from its authoritative nameservers: set nameservers with it, not resolvers"
 type ZoneVerification struct {
 	// nameservers are the zone's authoritative name servers as host:port (for example
 	// 10.0.0.53:53 or [fd00::53]:53). Queries go to the first; the next ones are asked when it
@@ -68,6 +69,19 @@ type ZoneVerification struct {
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([[][0-9a-fA-F:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",message="each resolver must be host:port with a port from 1 to 65535, for example 168.63.129.16:53"
 	Resolvers []string `json:"resolvers,omitempty"`
+
+	// transferZone, when set, is the apex of the zone (for example example.com): the operator then
+	// reads the zone whole with a zone transfer (AXFR) from the nameservers and answers every
+	// record that is due from it, instead of asking one query per name. One transfer a second
+	// at most while records change, about two a minute once they are settled, where queries
+	// would need 20 a second and minutes to check a zone of thousands of names. The servers must
+	// allow transfers to the operator's address (BIND: allow-transfer); a refused transfer makes
+	// the zone Unreachable ("transfer refused"). Names outside the zone (a gateway target in
+	// another zone) are still asked one by one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.]?$')",message="transferZone must be a DNS name, for example example.com"
+	TransferZone string `json:"transferZone,omitempty"`
 
 	// timeout bounds each query, from 100ms to 30s. Defaults to 2s.
 	// +optional
