@@ -16,9 +16,9 @@ import (
 // A zone read whole (Zone.TransferZone) is checked by zone transfers rather than one query per
 // name: every record that is due when a transfer starts is answered from it. A changed record
 // waits for the next transfer, at most one per TransferInterval; a settled record's routine check
-// waits up to settledBatchWait for others to share its transfer, so a zone of settled records
-// (checked every 5 minutes each) is read about twice a minute, not every second.
-const settledBatchWait = 30 * time.Second
+// waits up to a tenth of the settled interval for others to share its transfer, so a zone of
+// settled records (checked every 5 minutes each) is read about twice a minute, not every second.
+const settledBatchShare = 10
 
 // transferLoop is the loop of a zone read by transfers: collect the due records, wait until one
 // of them is urgent (or the oldest settled one has waited long enough) and the last transfer is
@@ -26,6 +26,7 @@ const settledBatchWait = 30 * time.Second
 func (p *Prober) transferLoop(ctx context.Context, l *loop) {
 	log := ctrl.Log.WithName("verification")
 	limiter := rate.NewLimiter(rate.Every(p.limits.TransferInterval), 1)
+	settledBatchWait := p.tracker.Settings().SettledInterval / settledBatchShare
 	queries := rate.NewLimiter(rate.Limit(p.limits.QPS), max(1, int(p.limits.QPS))) // names a transfer does not cover
 	var (
 		batch         []verify.Check

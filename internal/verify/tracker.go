@@ -129,6 +129,9 @@ func (t *Tracker) SetCached(controller string, cached bool) {
 	t.cached[controller] = cached
 }
 
+// Settings returns the tracker's settings, defaults filled in.
+func (t *Tracker) Settings() Settings { return t.settings }
+
 // eagerWindow is how long after its records changed (or ExternalDNS processed them) a record of
 // a zone read whole is checked with every read until it is published: ExternalDNS synchronizes
 // once a minute by default, and within that the records are seen as soon as the zone has them.

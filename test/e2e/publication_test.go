@@ -42,7 +42,9 @@ type publicationWorld struct {
 // and BIND: a RegionBound route becomes Published in all three zones (the time is logged); with
 // one zone's ExternalDNS stopped, a new route is Pending in that zone only, and Published there
 // once it runs again; a CNAME changed in a zone with nsupdate makes that zone Drifted until
-// ExternalDNS's next synchronization repairs it. Every zone answers with the records' TTLs.
+// ExternalDNS's next synchronization repairs it. Every zone answers with the records' TTLs. The
+// weu zone is asked name by name, neu and frc are read whole by zone transfer (transferZone):
+// the pending and drifted zones are seen both ways.
 func TestPublication(t *testing.T) {
 	ctx := t.Context()
 	w := startPublicationWorld(ctx, t)
@@ -83,7 +85,8 @@ func startPublicationWorld(ctx context.Context, t *testing.T) *publicationWorld 
 	if err := configureMember(ctx, w.m); err != nil {
 		t.Fatal(err)
 	}
-	// Verification of every zone against its named, and the platform's TTL left at its default.
+	// Verification of every zone against its named (weu name by name, neu and frc by zone
+	// transfer), and the platform's TTL left at its default.
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if err := w.m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
 		t.Fatal(err)
@@ -91,6 +94,9 @@ func startPublicationWorld(ctx context.Context, t *testing.T) *publicationWorld 
 	for i, c := range cfg.Spec.ExternalDNSControllers {
 		cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{
 			Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", w.zones[c.Region].Port)}, Timeout: &metav1.Duration{Duration: time.Second}}
+		if c.Region != "weu" {
+			cfg.Spec.ExternalDNSControllers[i].Verification.TransferZone = worldDomain
+		}
 	}
 	if err := w.m.cl.Client.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -132,6 +132,12 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.targetPostfix", "Required value"}},
 		{"Gateway targetPostfix is a DNS label", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal.lan"),
 			[]string{"spec.targetPostfix", "targetPostfix must be a DNS label"}},
+		{"DNSConfiguration zone transfer from the authoritative name servers only",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {resolvers: [\"168.63.129.16:53\"], transferZone: example.com}}"),
+			[]string{"transferZone reads the zone from its authoritative nameservers"}},
+		{"DNSConfiguration transfer zone is a DNS name",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], transferZone: \"example..com\"}}"),
+			[]string{"spec.externalDNSControllers[0].verification.transferZone", "transferZone must be a DNS name"}},
 		{"DNSConfiguration verification through name servers or resolvers, not both",
 			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], resolvers: [\"168.63.129.16:53\"]}}"),
 			[]string{"set exactly one of nameservers (the zone's authoritative servers) and resolvers"}},
@@ -210,7 +216,7 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 30"),
 		dnsConfiguration("dns-config", "\n  recordTTL: 86400\n  recordTTLBounds: {min: 30, max: 86400}\n  externalDNSControllers:\n"+
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\", \"ns1.example.com:5353\", \"[fd00::53]:53\"], timeout: 100ms}}\n"+
-			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s}}\n"+
+			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s, transferZone: example.com.}}\n"+
 			"    - {name: external-dns-frc, region: frc, verification: {resolvers: [\"168.63.129.16:53\"]}}"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Serve"),
