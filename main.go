@@ -118,6 +118,8 @@ func main() {
 		"Publication verification: the most DNS queries per second sent to one zone's name servers (a token bucket; a full round of checks takes longer when a zone has many records).")
 	flag.IntVar(&opts.verificationLimits.Concurrency, "verification-concurrency", prober.DefaultLimits.Concurrency,
 		"Publication verification: the most DNS queries to one zone in flight at once.")
+	flag.DurationVar(&opts.verificationLimits.TransferInterval, "verification-transfer-interval", prober.DefaultLimits.TransferInterval,
+		"Publication verification: the shortest time between two zone transfers of a zone read whole (verification.transferZone).")
 	flag.DurationVar(&opts.verification.FastInterval, "verification-fast-interval", verify.DefaultSettings.FastInterval,
 		"Publication verification: the first check of a changed record; each further check of a record not yet published waits twice as long, up to --verification-settled-interval.")
 	flag.DurationVar(&opts.verification.SettledInterval, "verification-settled-interval", verify.DefaultSettings.SettledInterval,
