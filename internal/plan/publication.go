@@ -171,7 +171,7 @@ func Verified(cfg *clusterv1alpha1.DNSConfiguration, controller string) bool {
 	}
 	for _, c := range cfg.Spec.ExternalDNSControllers {
 		if c.Name == controller {
-			return c.Verification != nil && (len(c.Verification.Nameservers) > 0 || len(c.Verification.Resolvers) > 0)
+			return c.Verification != nil && (len(c.Verification.Nameservers) > 0 || len(c.Verification.Resolvers) > 0 || c.Verification.AzurePrivateDNS != nil)
 		}
 	}
 	return false

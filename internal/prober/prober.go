@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -34,10 +35,16 @@ type Zone struct {
 	// authoritative and may come from a cache (verify.Finding.Cached).
 	Recursive bool
 	Timeout   time.Duration
+	// Azure, when set, is an Azure Private DNS zone read whole through Resource Manager instead
+	// of asked name by name (see listed); ListInterval is the shortest time between two
+	// listings.
+	Azure        *azureprivatedns.Zone
+	ListInterval time.Duration
 }
 
 func (z Zone) equal(o Zone) bool {
-	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive && z.Timeout == o.Timeout
+	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive && z.Timeout == o.Timeout &&
+		(z.Azure == nil) == (o.Azure == nil) && (z.Azure == nil || *z.Azure == *o.Azure) && z.ListInterval == o.ListInterval
 }
 
 // Limits bound the queries to each zone.
@@ -62,8 +69,11 @@ type Prober struct {
 	limits  Limits
 	// notify receives the changes of state found by the checks (called from the loops).
 	notify func([]verify.Change)
-	// counted receives each query's outcome for the metrics: "answered", "timeout" or "error".
+	// counted receives each query's (or listing request's) outcome for the metrics: "answered", "timeout", "error" or "throttled".
 	counted func(controller, outcome string)
+	// AzureTransport is the HTTP client of the Azure zone readers (tests); nil: the SDK's, which
+	// trusts the system's CAs (or SSL_CERT_FILE's).
+	AzureTransport azureTransport
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -178,6 +188,10 @@ type loop struct {
 func (p *Prober) run(l *loop) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	l.cancel = cancel
+	if l.zone.Azure != nil {
+		go p.listed(ctx, l)
+		return
+	}
 	go p.check(ctx, l)
 }
 

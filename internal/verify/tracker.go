@@ -114,6 +114,9 @@ func NewTracker(s Settings, jitter func() float64, observe func(controller strin
 		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}, cached: map[string]bool{}}
 }
 
+// Settings are the tracker's settings, defaults filled in.
+func (t *Tracker) Settings() Settings { return t.settings }
+
 // SetCached says whether a zone is checked through a resolver, whose cache remembers every answer
 // it gives, the negative ones too: a new or changed record of such a zone is first asked about
 // once ExternalDNS has processed it (asked before, the resolver would cache its absence, for every
@@ -343,6 +346,32 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 		}
 	}
 	return Check{}, false, next
+}
+
+// NextSettled returns a settled record of a zone (one found published, checked again now and
+// then) due by the given time, which may lie ahead: a zone read whole by one listing answers the
+// settled records that are nearly due with it instead of listing again for them moments later.
+// Changed records (urgent) are never taken ahead of time: the listing may predate their change.
+func (t *Tracker) NextSettled(controller string, by time.Time) (Check, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.queues[controller]
+	if q == nil {
+		return Check{}, false
+	}
+	for q.settled.Len() > 0 {
+		e := q.settled[0]
+		if e.s.gone || e.version != e.s.version {
+			heap.Pop(&q.settled)
+			continue
+		}
+		if e.due.After(by) {
+			return Check{}, false
+		}
+		heap.Pop(&q.settled)
+		return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version}, true
+	}
+	return Check{}, false
 }
 
 // Report records what a check found and schedules the next one. It returns whose state changed.
