@@ -1,0 +1,100 @@
+package azureprivatedns_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
+	"github.com/service-router/service-router-operator/internal/verify"
+	"github.com/service-router/service-router-operator/test/azurestandin"
+)
+
+const (
+	sub  = "00000000-0000-0000-0000-000000000001"
+	rg   = "rg-dns-weu"
+	name = "example.internal"
+)
+
+// standIn starts the Azure stand-in with the zone and writes an azure.json for it.
+func standIn(t *testing.T) (*azurestandin.Server, azureprivatedns.Zone) {
+	t.Helper()
+	s, err := azurestandin.Start(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	s.CreateZone(sub, rg, name)
+	file := filepath.Join(t.TempDir(), "azure.json")
+	require.NoError(t, os.WriteFile(file, s.AzureJSON(sub, "ignored-the-zone-says"), 0o600))
+	return s, azureprivatedns.Zone{SubscriptionID: sub, ResourceGroup: rg, ZoneName: name, ConfigFile: file, PageSize: 2, Timeout: 5 * time.Second}
+}
+
+func TestReader_ListsTheWholeZoneInPages(t *testing.T) {
+	s, z := standIn(t)
+	require.NoError(t, s.SetCNAME(sub, rg, name, "api", "aks01-weu-internal.example.internal"))
+	require.NoError(t, s.SetA(sub, rg, name, "aks01-weu-internal", "10.1.2.3", "10.1.2.4"))
+	for i := range 4 {
+		require.NoError(t, s.SetA(sub, rg, name, fmt.Sprintf("other%d", i), "10.9.9.9"))
+	}
+	r, err := azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	l, requests, err := r.List(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 4, requests, "7 record sets with the SOA, 2 a page")
+	assert.Equal(t, 4, s.Count("listRecordSets"))
+	assert.Equal(t, 1, s.Count("token"), "one token for the listing")
+
+	f := verify.JudgeListing(verify.Expected{{Name: "api.example.internal.", Type: "CNAME", Values: []string{"aks01-weu-internal.example.internal."}}}, l)
+	assert.Equal(t, "Published", string(f.State))
+	f = verify.JudgeListing(verify.Expected{{Name: "aks01-weu-internal.example.internal.", Type: "A", Values: []string{"10.1.2.3", "10.1.2.4"}}}, l)
+	assert.Equal(t, "Published", string(f.State))
+	assert.Len(t, l.Records, 6, "the SOA is not an answer")
+}
+
+func TestReader_ThrottledListingSaysHowLongToWait(t *testing.T) {
+	s, z := standIn(t)
+	for i := range 5 {
+		require.NoError(t, s.SetA(sub, rg, name, fmt.Sprintf("n%d", i), "10.9.9.9"))
+	}
+	r, err := azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	_, _, err = r.List(context.Background()) // the token and a first listing
+	require.NoError(t, err)
+
+	s.ThrottleReads(30 * time.Second)
+	before := s.Count("listRecordSets")
+	_, requests, err := r.List(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, 1, requests, "the listing stops at the refused page")
+	assert.Equal(t, before, s.Count("listRecordSets"), "the SDK does not retry a 429 by itself")
+	reason, wait := azureprivatedns.Classify(err)
+	assert.Equal(t, "Throttled: Retry-After 30s", reason)
+	assert.Equal(t, 30*time.Second, wait)
+	assert.Equal(t, 1, s.Count("throttled"))
+}
+
+func TestReader_MissingZoneAndWrongSecretAreNamed(t *testing.T) {
+	s, z := standIn(t)
+	missing := z
+	missing.ZoneName = "missing.internal"
+	r, err := azureprivatedns.NewReader(missing, s.HTTPClient())
+	require.NoError(t, err)
+	_, _, err = r.List(context.Background())
+	reason, _ := azureprivatedns.Classify(err)
+	assert.Equal(t, "404 ResourceNotFound", reason)
+
+	bad := filepath.Join(t.TempDir(), "azure.json")
+	require.NoError(t, os.WriteFile(bad, []byte(fmt.Sprintf(`{"cloud":"AzureStackCloud","tenantId":"adfs","aadClientId":%q,"aadClientSecret":"wrong",
+		"resourceManagerEndpoint":%q,"activeDirectoryAuthorityHost":%q,"resourceManagerAudience":%q}`, azurestandin.ClientID, s.URL, s.URL, azurestandin.Audience)), 0o600))
+	z.ConfigFile = bad
+	r, err = azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	_, _, err = r.List(context.Background())
+	reason, _ = azureprivatedns.Classify(err)
+	assert.Equal(t, "authentication failed: 401", reason)
+}
