@@ -34,7 +34,9 @@ type zoneKey struct{ subscription, resourceGroup, name string }
 
 type rsKey struct{ name, rtype string }
 
-func (k rsKey) less(o rsKey) int { return cmp.Or(cmp.Compare(k.name, o.name), cmp.Compare(k.rtype, o.rtype)) }
+func (k rsKey) less(o rsKey) int {
+	return cmp.Or(cmp.Compare(k.name, o.name), cmp.Compare(k.rtype, o.rtype))
+}
 
 type zone struct {
 	key     zoneKey
@@ -139,7 +141,7 @@ func (z *zone) put(k rsKey, p *armprivatedns.RecordSetProperties, subscriptionID
 		p.TTL = ptr.To[int64](3600)
 	}
 	rs := &armprivatedns.RecordSet{
-		ID: ptr.To(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/%s/%s/%s/%s", subscriptionID, resourceGroup, typePrefix, z.key.name, k.rtype, k.name)),
+		ID:   ptr.To(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/%s/%s/%s/%s", subscriptionID, resourceGroup, typePrefix, z.key.name, k.rtype, k.name)),
 		Name: ptr.To(k.name), Type: ptr.To(typePrefix + "/" + k.rtype), Etag: ptr.To(uuid.NewString()), Properties: p}
 	z.records[k] = rs
 	return rs

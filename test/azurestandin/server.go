@@ -163,9 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openIDConfiguration(w http.ResponseWriter) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                 s.URL + "adfs",
-		"authorization_endpoint": s.URL + "adfs/oauth2/authorize",
-		"token_endpoint":         s.URL + "adfs/oauth2/token",
+		"issuer":                                s.URL + "adfs",
+		"authorization_endpoint":                s.URL + "adfs/oauth2/authorize",
+		"token_endpoint":                        s.URL + "adfs/oauth2/token",
 		"token_endpoint_auth_methods_supported": []string{"client_secret_post"},
 		"grant_types_supported":                 []string{"client_credentials"},
 	})

@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	sub  = "00000000-0000-0000-0000-000000000001"
-	rg   = "rg-dns"
+	sub      = "00000000-0000-0000-0000-000000000001"
+	rg       = "rg-dns"
 	zoneName = "example.internal"
 )
 
