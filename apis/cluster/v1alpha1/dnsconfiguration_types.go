@@ -92,26 +92,30 @@ type ZoneVerification struct {
 // Resource Manager, with the credentials ExternalDNS's azure-private-dns provider takes: an
 // azure.json file (configFile) or, without one, Azure Workload Identity.
 type AzurePrivateDNSVerification struct {
-	// subscriptionId is the Azure subscription of the zone (a GUID). Overrides the azure.json's.
+	// subscriptionId is the Azure subscription of the zone, a GUID such as
+	// 00000000-0000-0000-0000-000000000000. Overrides the azure.json's.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')",message="subscriptionId must be a GUID, for example 00000000-0000-0000-0000-000000000000"
+	// +kubebuilder:validation:MinLength=36
+	// +kubebuilder:validation:MaxLength=36
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 	SubscriptionID string `json:"subscriptionId"`
 
-	// resourceGroup is the resource group of the zone. Overrides the azure.json's.
+	// resourceGroup is the resource group of the zone: 1 to 90 letters, digits, '-', '_', '.',
+	// '(' or ')', not ending with '.'. Overrides the azure.json's.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-a-zA-Z0-9_.()]+$') && !self.endsWith('.')",message="resourceGroup must be 1 to 90 letters, digits, '-', '_', '.', '(' or ')', not ending with '.'"
+	// +kubebuilder:validation:Pattern=`^[-a-zA-Z0-9_.()]*[-a-zA-Z0-9_()]$`
 	ResourceGroup string `json:"resourceGroup"`
 
 	// zoneName is the Private DNS zone's name, for example example.internal (no trailing dot).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="zoneName must be a lower-case DNS name without a trailing dot, for example example.internal"
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	ZoneName string `json:"zoneName"`
 
-	// configFile is the path, in the operator's container, of an azure.json as ExternalDNS's
+	// configFile is the absolute path, in the operator's container, of an azure.json as ExternalDNS's
 	// --azure-config-file takes it (tenantId, aadClientId and aadClientSecret for a service
 	// principal; useWorkloadIdentityExtension; useManagedIdentityExtension and
 	// userAssignedIdentityID; cloud, resourceManagerEndpoint, resourceManagerAudience and
@@ -120,8 +124,8 @@ type AzurePrivateDNSVerification struct {
 	// authenticates with Azure Workload Identity: the AZURE_CLIENT_ID, AZURE_TENANT_ID and
 	// AZURE_FEDERATED_TOKEN_FILE the workload identity webhook gives the pod.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="configFile must be an absolute path, for example /etc/azure/azure.json"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
 	ConfigFile string `json:"configFile,omitempty"`
 
 	// resourceManagerEndpoint is the Azure Resource Manager endpoint of a cloud other than Azure's
@@ -129,15 +133,15 @@ type AzurePrivateDNSVerification struct {
 	// activeDirectoryAuthorityHost, here or in the azure.json. Overrides the azure.json's. The
 	// token audience is the azure.json's resourceManagerAudience, else this endpoint.
 	// +optional
-	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="resourceManagerEndpoint must be an https URL"
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https://[^/?#]+(/.*)?$`
 	ResourceManagerEndpoint string `json:"resourceManagerEndpoint,omitempty"`
 
 	// activeDirectoryAuthorityHost is the Microsoft Entra ID (Azure AD) authority of that cloud
 	// (an https URL, for example https://login.microsoftonline.us/). Overrides the azure.json's.
 	// +optional
-	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="activeDirectoryAuthorityHost must be an https URL"
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https://[^/?#]+(/.*)?$`
 	ActiveDirectoryAuthorityHost string `json:"activeDirectoryAuthorityHost,omitempty"`
 
 	// pageSize is how many record sets one request of the listing returns ($top), 1 to 1000.
