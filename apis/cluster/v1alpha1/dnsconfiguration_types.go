@@ -26,11 +26,11 @@ type ExternalDNSController struct {
 	Region string `json:"region"`
 
 	// verification, when set, makes the operator check that this controller's zone answers what
-	// it published: it asks the zone's authoritative name servers directly for every active
-	// hostname (CNAME to the gateway target hostname) and for the target hostnames (the load
-	// balancer address), and reports the result per zone in ServiceRoute and Gateway status (the
-	// Published condition). Without it, status only says whether ExternalDNS has processed the
-	// records.
+	// it published — asking its authoritative name servers, a resolver serving it, or, for an
+	// Azure Private DNS zone, Azure Resource Manager — for every active hostname (CNAME to the
+	// gateway target hostname) and for the target hostnames (the load balancer address), and
+	// report the result per zone in ServiceRoute and Gateway status (the Published condition).
+	// Without it, status only says whether ExternalDNS has processed the records.
 	// +optional
 	Verification *ZoneVerification `json:"verification,omitempty"`
 }
