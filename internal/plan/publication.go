@@ -129,7 +129,7 @@ func publishedCondition(zones []routingv1alpha1.ZoneStatus, worst routingv1alpha
 		c.Message = "answering something else than what is published: " + strings.Join(others, "; ")
 	case routingv1alpha1.ZoneUnreachable:
 		c.Reason = routingv1alpha1.ReasonZonesUnreachable
-		c.Message = "name servers not answering: " + strings.Join(others, "; ")
+		c.Message = "zones that could not be asked or read: " + strings.Join(others, "; ")
 	default:
 		c.Reason = routingv1alpha1.ReasonZonesPending
 		c.Message = "not answering the published records yet: " + strings.Join(others, "; ")

@@ -61,7 +61,7 @@ func TestPublish(t *testing.T) {
 		{"drift wins over an unreachable zone", []ZoneInput{zoneOf("weu", true, wantTarget, 2, down), zoneOf("neu", true, wantTarget, 2, drift)}, nil,
 			[]routingv1alpha1.ZoneState{"Unreachable", "Drifted"}, "0/2", "False", "ZonesDrifted", "answering something else than what is published: external-dns-neu (CNAME aks02-neu-internal.example.com.)"},
 		{"unreachable", []ZoneInput{zoneOf("weu", true, wantTarget, 2, down)}, nil,
-			[]routingv1alpha1.ZoneState{"Unreachable"}, "0/1", "False", "ZonesUnreachable", "name servers not answering: external-dns-weu (no answer from 10.0.0.53:53 (timeout))"},
+			[]routingv1alpha1.ZoneState{"Unreachable"}, "0/1", "False", "ZonesUnreachable", "zones that could not be asked or read: external-dns-weu (no answer from 10.0.0.53:53 (timeout))"},
 		{"a zone without verification makes it unknown", []ZoneInput{zoneOf("weu", true, wantTarget, 2, ok), zoneOf("neu", false, wantTarget, 2, nil)}, nil,
 			[]routingv1alpha1.ZoneState{"Published", "Unverified"}, "1/2", "Unknown", "VerificationNotConfigured",
 			"not known: no verification settings in DNSConfiguration dns-config for external-dns-neu (processed by ExternalDNS); the other zones answer the published records"},

@@ -266,7 +266,7 @@ type ZoneVerificationStatus struct {
 	// drifted routes: the zone answers something else.
 	// +optional
 	Drifted int32 `json:"drifted,omitempty"`
-	// unreachable routes: the zone's name servers did not answer.
+	// unreachable routes: the zone could not be asked or read.
 	// +optional
 	Unreachable int32 `json:"unreachable,omitempty"`
 }
