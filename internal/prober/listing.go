@@ -80,6 +80,7 @@ func (p *Prober) listed(ctx context.Context, l *loop) {
 		}
 		if !last.IsZero() {
 			if !sleep(time.Until(pacing.NextListing(last, failures, retryAfter)), false) {
+				p.tracker.Return([]verify.Check{first}, time.Now())
 				return
 			}
 		}
@@ -105,7 +106,9 @@ func (p *Prober) listed(ctx context.Context, l *loop) {
 		}
 		listing, requests, err := reader.List(ctx)
 		if ctx.Err() != nil {
-			return // stopping: the records stay unreported and are checked by the next leader
+			// Stopping: a loop with new settings (same tracker) checks them again.
+			p.tracker.Return(batch, time.Now())
+			return
 		}
 		last = start
 		if err != nil {

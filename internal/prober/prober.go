@@ -226,6 +226,7 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 		}
 		select {
 		case <-ctx.Done():
+			p.tracker.Return([]verify.Check{c}, time.Now())
 			return
 		case slots <- struct{}{}:
 		}
@@ -236,7 +237,9 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 			for _, rs := range c.Expected {
 				resp, err := p.ask(ctx, limiter, l.zone, rs)
 				if err != nil {
-					return // stopping: the record stays unreported and is checked by the next leader
+					// Stopping: a loop with new settings (same tracker) checks it again.
+					p.tracker.Return([]verify.Check{c}, time.Now())
+					return
 				}
 				findings = append(findings, verify.Judge(rs, resp))
 			}

@@ -124,3 +124,24 @@ func TestTracker_NextSettledTakesPublishedRecordsAheadButNeverChangedOnes(t *tes
 	_, ok = tr.NextSettled("unknown-zone", c.now)
 	assert.False(t, ok)
 }
+
+func TestTracker_ReturnedChecksAreDueAgain(t *testing.T) {
+	var observed []time.Duration
+	tr := newTracker(&observed)
+	c := &clock{now: time.Unix(1000, 0)}
+	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
+	taken := checkNext(t, tr, "external-dns-weu", c.now)
+	_, ok, _ := tr.Next("external-dns-weu", c.now)
+	require.False(t, ok, "taken: not due twice")
+
+	tr.Return([]Check{taken}, c.after(time.Second)) // the zone's loop stopped before checking it
+	again := checkNext(t, tr, "external-dns-weu", c.now)
+	assert.Equal(t, taken.Expected, again.Expected, "due again at once")
+
+	tr.SetRoute(weuRoute, cname(host, "aks02-neu-internal.example.com."), true, false, c.after(time.Second)) // changed meanwhile
+	tr.Return([]Check{again}, c.now)
+	changed := checkNext(t, tr, "external-dns-weu", c.now)
+	assert.Equal(t, "aks02-neu-internal.example.com.", changed.Expected[0].Values[0])
+	_, ok, _ = tr.Next("external-dns-weu", c.now)
+	assert.False(t, ok, "a stale check given back is not scheduled twice")
+}

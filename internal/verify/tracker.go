@@ -48,6 +48,7 @@ type Check struct {
 	Expected   Expected
 	subject    *subject
 	version    uint64
+	urgent     bool
 }
 
 // NotCheckedYet is the answer of a record that changed and has not been checked since.
@@ -337,7 +338,7 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 			}
 			if !e.due.After(now) {
 				heap.Pop(h)
-				return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version}, true, time.Time{}
+				return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version, urgent: h == &q.urgent}, true, time.Time{}
 			}
 			if next.IsZero() || e.due.Before(next) {
 				next = e.due
@@ -372,6 +373,19 @@ func (t *Tracker) NextSettled(controller string, by time.Time) (Check, bool) {
 		return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version}, true
 	}
 	return Check{}, false
+}
+
+// Return gives back checks a zone's loop took but did not do (it stopped: the zone's settings
+// changed, or the operator is stopping): each is due again at once, in the queue it came from,
+// unless its record changed or was forgotten meanwhile (then it is scheduled already).
+func (t *Tracker) Return(checks []Check, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range checks {
+		if s := c.subject; s != nil && !s.gone && s.version == c.version {
+			t.schedule(s, now, c.urgent)
+		}
+	}
 }
 
 // Report records what a check found and schedules the next one. It returns whose state changed.
