@@ -349,13 +349,11 @@ func (w *aksWorld) testRestart(ctx context.Context, t *testing.T, apps ...aksApp
 	puts, deletes := w.az.Count("putRecordSet"), w.az.Count("deleteRecordSet")
 	for _, r := range worldRegions {
 		w.stopExternalDNS(t, r)
-		w.startExternalDNS(ctx, t, r) // returns after its first successful synchronization
-	}
-	since := time.Now()
-	for _, r := range worldRegions { // and one more, started after every instance was up
-		if err := w.eds[r].WaitForSyncSince(ctx, since, syncTimeout+time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		// Returns after its first successful synchronization: the one that, without the
+		// example's --label-filter, deletes every record the instance owns
+		// (TestExternalDNSExample_RestartKeepsTheZone). The example's next one comes a minute
+		// later; waiting for it would prove nothing more.
+		w.startExternalDNS(ctx, t, r)
 	}
 	if after := w.zones(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("the zones changed across the restarts:\nbefore %v\nafter  %v", before, after)
