@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/policy"
@@ -105,4 +106,18 @@ func TestPublish(t *testing.T) {
 	assert.Equal(t, &metav1.Time{Time: t0}, moved.Zones[0].LastChecked)
 	fresh := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, later)}, nil, 1, "")
 	assert.Equal(t, &metav1.Time{Time: t0.Add(time.Hour)}, fresh.Zones[0].LastChecked, "whole seconds, as the API stores them")
+}
+
+func TestVerified_InEveryMode(t *testing.T) {
+	cfg := &clusterv1alpha1.DNSConfiguration{Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
+		{Name: "external-dns-weu", Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{"10.0.0.53:53"}}},
+		{Name: "external-dns-neu", Verification: &clusterv1alpha1.ZoneVerification{Resolvers: []string{"168.63.129.16:53"}}},
+		{Name: "external-dns-frc", Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
+			SubscriptionID: "00000000-0000-0000-0000-000000000000", ResourceGroup: "rg-dns-frc", ZoneName: "aks.example.com"}}},
+		{Name: "external-dns-sea"},
+	}}}
+	for controller, want := range map[string]bool{"external-dns-weu": true, "external-dns-neu": true, "external-dns-frc": true, "external-dns-sea": false, "unknown": false} {
+		assert.Equal(t, want, Verified(cfg, controller), controller)
+	}
+	assert.False(t, Verified(nil, "external-dns-weu"))
 }
