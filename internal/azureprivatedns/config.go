@@ -7,8 +7,11 @@
 // credential functions are unexported, its constructor takes only a file path (no transport for
 // a private CA, no way to turn the SDK's own 429 retries off), its Records() formats the SDK error
 // with %v, so the Retry-After of a 429 is lost, and it lists with the default page size of 100
-// (250 requests for a full zone instead of 25). This package keeps its azure.json format and the
-// order in which it picks a credential, on the same SDK modules and versions.
+// (250 requests for a full zone instead of 25). Linking it would also cost: the static, stripped
+// bin/manager measured 35.6 MB without Azure code, 36.5 MB with this package (+2.7 %), and 46.8 MB
+// with ExternalDNS's provider/azure package linked as well (its provider framework, logrus,
+// armdns). This package keeps its azure.json format and the order in which it picks a credential,
+// on the same SDK modules and versions (armprivatedns v1.3.0, azidentity v1.14.0, azcore v1.23.0).
 package azureprivatedns
 
 import (
