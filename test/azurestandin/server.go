@@ -7,7 +7,10 @@
 // Retry-After, injected by the test). It is also the token authority: an AD FS-style
 // (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token endpoint,
 // so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
-// aadClientSecret. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE.
+// aadClientSecret. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
+// cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
+// endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
+// links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
 package azurestandin
 
 import (
