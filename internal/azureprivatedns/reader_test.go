@@ -1,8 +1,11 @@
 package azureprivatedns_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -97,4 +100,77 @@ func TestReader_MissingZoneAndWrongSecretAreNamed(t *testing.T) {
 	_, _, err = r.List(context.Background())
 	reason, _ = azureprivatedns.Classify(err)
 	assert.Equal(t, "authentication failed: 401", reason)
+}
+
+// recorder records the stand-in's responses by method and URL; replay answers from them, so that
+// a benchmark measures the reader alone, not the stand-in serving it in the same process.
+type recorder struct {
+	client    *http.Client
+	responses map[string][]byte
+	replay    bool
+}
+
+func (r *recorder) Do(req *http.Request) (*http.Response, error) {
+	key := req.Method + " " + req.URL.String()
+	if r.replay {
+		body, ok := r.responses[key]
+		if !ok {
+			return nil, fmt.Errorf("no recorded response for %s", key)
+		}
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.responses[key] = body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// BenchmarkReader_List measures what a listing costs the operator (time and allocations for
+// reading and parsing every page, from recorded stand-in responses: neither the stand-in nor
+// Resource Manager's latency is in it) at the sizes the docs budget: 3,000 and 25,000 record sets
+// (the most a private zone holds), in pages of 1000 (the default) and 100 (Resource Manager's
+// default).
+func BenchmarkReader_List(b *testing.B) {
+	for _, n := range []int{3000, 25000} {
+		s, err := azurestandin.Start(b.TempDir())
+		require.NoError(b, err)
+		s.CreateZone(sub, rg, name)
+		for i := range n - 1 { // and the SOA
+			if i%2 == 0 {
+				require.NoError(b, s.SetCNAME(sub, rg, name, fmt.Sprintf("api-%d", i), "aks01-weu-internal."+name))
+			} else {
+				require.NoError(b, s.SetA(sub, rg, name, fmt.Sprintf("t-%d", i), "10.1.2.3"))
+			}
+		}
+		file := filepath.Join(b.TempDir(), "azure.json")
+		require.NoError(b, os.WriteFile(file, s.AzureJSON(sub, rg), 0o600))
+		for _, pageSize := range []int32{1000, 100} {
+			b.Run(fmt.Sprintf("recordsets=%d/pageSize=%d", n, pageSize), func(b *testing.B) {
+				rec := &recorder{client: s.HTTPClient(), responses: map[string][]byte{}}
+				r, err := azureprivatedns.NewReader(azureprivatedns.Zone{SubscriptionID: sub, ResourceGroup: rg, ZoneName: name, ConfigFile: file,
+					PageSize: pageSize, Timeout: time.Minute}, rec)
+				require.NoError(b, err)
+				_, _, err = r.List(context.Background()) // recorded
+				require.NoError(b, err)
+				rec.replay = true
+				b.ReportAllocs()
+				for b.Loop() {
+					l, requests, err := r.List(context.Background())
+					if err != nil || len(l.Records) != n-1 || requests != azureprivatedns.Pages(n, pageSize) {
+						b.Fatalf("listing: %v, %d names, %d requests", err, len(l.Records), requests)
+					}
+				}
+			})
+		}
+		_ = s.Close()
+	}
 }
