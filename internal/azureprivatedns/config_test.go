@@ -187,3 +187,10 @@ func TestAddRecordSet_TakesAddressesAndCNAMEsOnly(t *testing.T) {
 		"aks01-weu-internal.example.internal.": {{Name: "aks01-weu-internal.example.internal.", Type: "A", Value: "10.1.2.3"}, {Name: "aks01-weu-internal.example.internal.", Type: "AAAA", Value: "fd00::1"}},
 	}, l.Records)
 }
+
+func TestCredentialsRejected(t *testing.T) {
+	assert.True(t, CredentialsRejected(fmt.Errorf("page: %w", &azcore.ResponseError{StatusCode: http.StatusUnauthorized, ErrorCode: "InvalidAuthenticationToken"})))
+	assert.False(t, CredentialsRejected(&azcore.ResponseError{StatusCode: http.StatusForbidden, ErrorCode: "AuthorizationFailed"}), "a missing role is not fixed by new credentials")
+	assert.False(t, CredentialsRejected(throttled(http.Header{})))
+	assert.False(t, CredentialsRejected(timeoutErr{}))
+}

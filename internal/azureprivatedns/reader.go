@@ -147,6 +147,15 @@ func Classify(err error) (reason string, retryAfter time.Duration) {
 	return "error: " + err.Error(), 0
 }
 
+// CredentialsRejected reports whether a listing failed for its credentials (no token, or a token
+// Resource Manager refused): the reader is then built anew before the next listing, so that a
+// rotated azure.json Secret is read again.
+func CredentialsRejected(err error) bool {
+	var re *azcore.ResponseError
+	var auth *azidentity.AuthenticationFailedError
+	return errors.As(err, &auth) || (errors.As(err, &re) && re.StatusCode == http.StatusUnauthorized)
+}
+
 // RetryAfter is the wait a throttled response asks for: Retry-After in seconds or as an HTTP
 // date, or Resource Manager's x-ms-retry-after-ms.
 func RetryAfter(resp *http.Response) time.Duration {

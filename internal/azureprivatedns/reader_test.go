@@ -174,3 +174,15 @@ func BenchmarkReader_List(b *testing.B) {
 		_ = s.Close()
 	}
 }
+
+func TestReader_WrongSecretIsACredentialsFailure(t *testing.T) {
+	s, z := standIn(t)
+	bad := filepath.Join(t.TempDir(), "azure.json")
+	require.NoError(t, os.WriteFile(bad, []byte(fmt.Sprintf(`{"cloud":"AzureStackCloud","tenantId":"adfs","aadClientId":%q,"aadClientSecret":"old",
+		"resourceManagerEndpoint":%q,"activeDirectoryAuthorityHost":%q,"resourceManagerAudience":%q}`, azurestandin.ClientID, s.URL, s.URL, azurestandin.Audience)), 0o600))
+	z.ConfigFile = bad
+	r, err := azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	_, _, err = r.List(context.Background())
+	assert.True(t, azureprivatedns.CredentialsRejected(err), "a reader with a rejected secret is built anew (the azure.json read again)")
+}

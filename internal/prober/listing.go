@@ -114,6 +114,9 @@ func (p *Prober) listed(ctx context.Context, l *loop) {
 		if err != nil {
 			reason, wait := azureprivatedns.Classify(err)
 			failures, retryAfter = failures+1, wait
+			if azureprivatedns.CredentialsRejected(err) {
+				reader = nil // read the azure.json again: its Secret may have been rotated
+			}
 			p.countPages(controller, requests-1, reason, wait > 0)
 			log.V(1).Info("listing the zone failed", "reason", reason, "failures", failures, "records", len(batch))
 			p.reportAll(batch, verify.ListingFailed(azureprivatedns.Source, reason))

@@ -130,3 +130,39 @@ func cname(hostname, to string) []*endpoint.Endpoint {
 func address(name string, ips ...string) []*endpoint.Endpoint {
 	return []*endpoint.Endpoint{{DNSName: name, RecordType: "A", Targets: ips, RecordTTL: 300}}
 }
+
+// A rotated azure.json (its Secret updated in place) is read again once Resource Manager's token
+// endpoint rejected the old credentials: the zone goes from Unreachable, naming the
+// authentication failure, to Published without a restart.
+func TestListed_RotatedAzureJSONIsReadAgain(t *testing.T) {
+	s, err := azurestandin.Start(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	s.CreateZone(azSub, azRG, azZone)
+	target := "aks01-weu-internal." + azZone
+	require.NoError(t, s.SetA(azSub, azRG, azZone, "aks01-weu-internal", "10.1.2.3"))
+	require.NoError(t, s.SetCNAME(azSub, azRG, azZone, "api", target))
+	file := filepath.Join(t.TempDir(), "azure.json")
+	stale := strings.Replace(string(s.AzureJSON(azSub, azRG)), azurestandin.ClientSecret, "expired-secret", 1)
+	require.NoError(t, os.WriteFile(file, []byte(stale), 0o600))
+
+	tr := verify.NewTracker(verify.Settings{FastInterval: 100 * time.Millisecond, SettledInterval: time.Second, FailuresBeforeUnreachable: 3},
+		func() float64 { return 0.5 }, nil)
+	now := time.Now()
+	tr.SetTarget("external-dns-weu", desired.Ingress{Controller: "istio-internal", TargetPostfix: "internal"}, "istio-system/gw", address(target, "10.1.2.3"), true, false, now)
+	k := verify.RouteKey{Namespace: "shop", Name: "api", Controller: "external-dns-weu"}
+	tr.SetRoute(k, cname("api."+azZone, target), true, false, now)
+	p := New(tr, Limits{}, func([]verify.Change) {}, nil)
+	p.AzureTransport = s.HTTPClient()
+	p.SetZones([]Zone{{Controller: "external-dns-weu", ListInterval: 100 * time.Millisecond,
+		Azure: &azureprivatedns.Zone{SubscriptionID: azSub, ResourceGroup: azRG, ZoneName: azZone, ConfigFile: file, PageSize: 1000, Timeout: 5 * time.Second}}})
+	go func() { _ = p.Start(t.Context()) }()
+
+	require.Eventually(t, func() bool { o, _ := tr.Route(k); return o.State == routingv1alpha1.ZoneUnreachable }, 10*time.Second, 50*time.Millisecond)
+	o, _ := tr.Route(k)
+	assert.Equal(t, "no answer from Azure Resource Manager (authentication failed: 401)", o.Answer)
+
+	require.NoError(t, os.WriteFile(file, s.AzureJSON(azSub, azRG), 0o600)) // the Secret rotated
+	require.Eventually(t, func() bool { o, _ := tr.Route(k); return o.State == routingv1alpha1.ZonePublished }, 20*time.Second, 50*time.Millisecond,
+		"Published with the new secret, without a restart")
+}
