@@ -186,3 +186,29 @@ func TestReader_WrongSecretIsACredentialsFailure(t *testing.T) {
 	_, _, err = r.List(context.Background())
 	assert.True(t, azureprivatedns.CredentialsRejected(err), "a reader with a rejected secret is built anew (the azure.json read again)")
 }
+
+// Without an azure.json the reader authenticates as an Azure Workload Identity: the client ID,
+// tenant and federated token file the webhook puts into the operator's Pod.
+func TestReader_WorkloadIdentity(t *testing.T) {
+	s, z := standIn(t)
+	require.NoError(t, s.SetCNAME(sub, rg, name, "api", "aks01-weu-internal.example.internal"))
+	token := filepath.Join(t.TempDir(), "azure-identity-token")
+	require.NoError(t, os.WriteFile(token, []byte(azurestandin.FederatedToken), 0o600))
+	t.Setenv("AZURE_CLIENT_ID", azurestandin.ClientID)
+	t.Setenv("AZURE_TENANT_ID", azurestandin.TenantID)
+	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", token)
+	z.ConfigFile, z.ResourceManagerEndpoint, z.ActiveDirectoryAuthorityHost = "", s.URL, s.URL
+
+	r, err := azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	l, _, err := r.List(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, l.Records, "api.example.internal.")
+	assert.Equal(t, 1, s.Count("token"))
+
+	require.NoError(t, os.WriteFile(token, []byte("another cluster's token"), 0o600))
+	r, err = azureprivatedns.NewReader(z, s.HTTPClient())
+	require.NoError(t, err)
+	_, _, err = r.List(context.Background())
+	assert.True(t, azureprivatedns.CredentialsRejected(err), "a token the identity is not federated with gets nothing: %v", err)
+}

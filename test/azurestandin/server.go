@@ -7,7 +7,7 @@
 // Retry-After, injected by the test). It is also the token authority: an AD FS-style
 // (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token endpoint,
 // so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
-// aadClientSecret. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
+// aadClientSecret, or as a workload identity with its federated token. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
 // cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
 // endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
 // links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
@@ -39,6 +39,9 @@ const (
 	TenantID     = "adfs" // Azure Stack Hub's AD FS: no instance discovery against the public cloud
 	ClientID     = "00000000-0000-0000-0000-0000000000c1"
 	ClientSecret = "stand-in-secret"
+	// FederatedToken is the service account token a workload identity presents as its client
+	// assertion (the file AZURE_FEDERATED_TOKEN_FILE names).
+	FederatedToken = "stand-in-federated-service-account-token"
 	// Audience is the Resource Manager audience tokens are issued for.
 	Audience = "https://management.azurestandin.local/"
 )
@@ -186,11 +189,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
 	}
-	if r.PostForm.Get("client_id") != ClientID || r.PostForm.Get("client_secret") != ClientSecret {
+	// A service principal's secret, or a workload identity's federated token as client assertion.
+	secret := r.PostForm.Get("client_secret") == ClientSecret
+	assertion := r.PostForm.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+		r.PostForm.Get("client_assertion") == FederatedToken
+	if r.PostForm.Get("client_id") != ClientID || !(secret || assertion) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "MSIS9607: The client credentials are invalid."})
 		return
 	}
-	if scope := r.PostForm.Get("scope"); !strings.HasPrefix(scope, strings.TrimSuffix(Audience, "/")) {
+	// The audience named in the azure.json, or the Resource Manager endpoint itself (the
+	// operator's default audience for a custom endpoint).
+	if scope := r.PostForm.Get("scope"); !strings.HasPrefix(scope, strings.TrimSuffix(Audience, "/")) && !strings.HasPrefix(scope, strings.TrimSuffix(s.URL, "/")) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_resource", "error_description": "unknown scope " + scope})
 		return
 	}
