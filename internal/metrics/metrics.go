@@ -98,7 +98,7 @@ var Definitions = []Definition{
 		"Seconds from a change of a ServiceRoute's record to the zone answering it (CNAME and gateway address), per zone: the convergence time of verified zones.",
 		[]string{"external_dns_controller"}},
 	{VerificationQueriesName, "counter",
-		"DNS queries sent to the zones' name servers to verify publication, by outcome: answered, timeout or error (refused, SERVFAIL, not authoritative, network error).",
+		"Requests made to verify publication: DNS queries to the zones' name servers or resolvers, and for Azure Private DNS zones the pages of Resource Manager listings, by outcome: answered, timeout, throttled (Resource Manager's 429) or error (refused, SERVFAIL, not authoritative, network error, other HTTP errors).",
 		[]string{"external_dns_controller", "outcome"}},
 	{EventsDroppedName, "counter",
 		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},

@@ -129,7 +129,7 @@ func publishedCondition(zones []routingv1alpha1.ZoneStatus, worst routingv1alpha
 		c.Message = "answering something else than what is published: " + strings.Join(others, "; ")
 	case routingv1alpha1.ZoneUnreachable:
 		c.Reason = routingv1alpha1.ReasonZonesUnreachable
-		c.Message = "name servers not answering: " + strings.Join(others, "; ")
+		c.Message = "zones that could not be asked or read: " + strings.Join(others, "; ")
 	default:
 		c.Reason = routingv1alpha1.ReasonZonesPending
 		c.Message = "not answering the published records yet: " + strings.Join(others, "; ")
@@ -171,7 +171,7 @@ func Verified(cfg *clusterv1alpha1.DNSConfiguration, controller string) bool {
 	}
 	for _, c := range cfg.Spec.ExternalDNSControllers {
 		if c.Name == controller {
-			return c.Verification != nil && (len(c.Verification.Nameservers) > 0 || len(c.Verification.Resolvers) > 0)
+			return c.Verification != nil && (len(c.Verification.Nameservers) > 0 || len(c.Verification.Resolvers) > 0 || c.Verification.AzurePrivateDNS != nil)
 		}
 	}
 	return false

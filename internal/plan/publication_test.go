@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/policy"
@@ -61,7 +62,7 @@ func TestPublish(t *testing.T) {
 		{"drift wins over an unreachable zone", []ZoneInput{zoneOf("weu", true, wantTarget, 2, down), zoneOf("neu", true, wantTarget, 2, drift)}, nil,
 			[]routingv1alpha1.ZoneState{"Unreachable", "Drifted"}, "0/2", "False", "ZonesDrifted", "answering something else than what is published: external-dns-neu (CNAME aks02-neu-internal.example.com.)"},
 		{"unreachable", []ZoneInput{zoneOf("weu", true, wantTarget, 2, down)}, nil,
-			[]routingv1alpha1.ZoneState{"Unreachable"}, "0/1", "False", "ZonesUnreachable", "name servers not answering: external-dns-weu (no answer from 10.0.0.53:53 (timeout))"},
+			[]routingv1alpha1.ZoneState{"Unreachable"}, "0/1", "False", "ZonesUnreachable", "zones that could not be asked or read: external-dns-weu (no answer from 10.0.0.53:53 (timeout))"},
 		{"a zone without verification makes it unknown", []ZoneInput{zoneOf("weu", true, wantTarget, 2, ok), zoneOf("neu", false, wantTarget, 2, nil)}, nil,
 			[]routingv1alpha1.ZoneState{"Published", "Unverified"}, "1/2", "Unknown", "VerificationNotConfigured",
 			"not known: no verification settings in DNSConfiguration dns-config for external-dns-neu (processed by ExternalDNS); the other zones answer the published records"},
@@ -105,4 +106,18 @@ func TestPublish(t *testing.T) {
 	assert.Equal(t, &metav1.Time{Time: t0}, moved.Zones[0].LastChecked)
 	fresh := Publish([]ZoneInput{zoneOf("weu", true, wantTarget, 2, later)}, nil, 1, "")
 	assert.Equal(t, &metav1.Time{Time: t0.Add(time.Hour)}, fresh.Zones[0].LastChecked, "whole seconds, as the API stores them")
+}
+
+func TestVerified_InEveryMode(t *testing.T) {
+	cfg := &clusterv1alpha1.DNSConfiguration{Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
+		{Name: "external-dns-weu", Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{"10.0.0.53:53"}}},
+		{Name: "external-dns-neu", Verification: &clusterv1alpha1.ZoneVerification{Resolvers: []string{"168.63.129.16:53"}}},
+		{Name: "external-dns-frc", Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
+			SubscriptionID: "00000000-0000-0000-0000-000000000000", ResourceGroup: "rg-dns-frc", ZoneName: "aks.example.com"}}},
+		{Name: "external-dns-sea"},
+	}}}
+	for controller, want := range map[string]bool{"external-dns-weu": true, "external-dns-neu": true, "external-dns-frc": true, "external-dns-sea": false, "unknown": false} {
+		assert.Equal(t, want, Verified(cfg, controller), controller)
+	}
+	assert.False(t, Verified(nil, "external-dns-weu"))
 }

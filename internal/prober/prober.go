@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -33,15 +34,19 @@ type Zone struct {
 	// Recursive: Nameservers are recursive resolvers, asked with RD=1; their answers need not be
 	// authoritative and may come from a cache (verify.Finding.Cached).
 	Recursive bool
+	Timeout   time.Duration
 	// TransferZone, when set, is the apex of the zone to read whole from the name servers (AXFR)
-	// instead of asking one query per name: every record due is answered from one transfer.
+	// instead of asking one query per name; Azure, when set, is an Azure Private DNS zone read
+	// whole through Resource Manager. Either way the zone is listed (see listed), at most once per
+	// ListInterval.
 	TransferZone string
-	Timeout      time.Duration
+	Azure        *azureprivatedns.Zone
+	ListInterval time.Duration
 }
 
 func (z Zone) equal(o Zone) bool {
-	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive &&
-		z.TransferZone == o.TransferZone && z.Timeout == o.Timeout
+	return z.Controller == o.Controller && slices.Equal(z.Nameservers, o.Nameservers) && z.Recursive == o.Recursive && z.Timeout == o.Timeout &&
+		z.TransferZone == o.TransferZone && (z.Azure == nil) == (o.Azure == nil) && (z.Azure == nil || *z.Azure == *o.Azure) && z.ListInterval == o.ListInterval
 }
 
 // Limits bound the queries to each zone.
@@ -68,8 +73,11 @@ type Prober struct {
 	limits  Limits
 	// notify receives the changes of state found by the checks (called from the loops).
 	notify func([]verify.Change)
-	// counted receives each query's outcome for the metrics: "answered", "timeout" or "error".
+	// counted receives each query's (or listing request's) outcome for the metrics: "answered", "timeout", "error" or "throttled".
 	counted func(controller, outcome string)
+	// AzureTransport is the HTTP client of the Azure zone readers (tests); nil: the SDK's, which
+	// trusts the system's CAs (or SSL_CERT_FILE's).
+	AzureTransport azureTransport
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -119,7 +127,7 @@ func (p *Prober) SetZones(zones []Zone) (added, removed []string) {
 	for _, z := range zones {
 		want[z.Controller] = z
 		p.tracker.SetCached(z.Controller, z.Recursive)
-		p.tracker.SetWhole(z.Controller, z.TransferZone != "")
+		p.tracker.SetWhole(z.Controller, z.TransferZone != "" || z.Azure != nil)
 	}
 	for name, l := range p.loops {
 		z, ok := want[name]
@@ -188,8 +196,8 @@ type loop struct {
 func (p *Prober) run(l *loop) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	l.cancel = cancel
-	if l.zone.TransferZone != "" {
-		go p.transferLoop(ctx, l)
+	if l.zone.Azure != nil || l.zone.TransferZone != "" {
+		go p.listed(ctx, l)
 		return
 	}
 	go p.check(ctx, l)
@@ -226,6 +234,7 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 		}
 		select {
 		case <-ctx.Done():
+			p.tracker.Return([]verify.Check{c}, time.Now())
 			return
 		case slots <- struct{}{}:
 		}
@@ -236,7 +245,9 @@ func (p *Prober) check(ctx context.Context, l *loop) {
 			for _, rs := range c.Expected {
 				resp, err := p.ask(ctx, limiter, l.zone, rs)
 				if err != nil {
-					return // stopping: the record stays unreported and is checked by the next leader
+					// Stopping: a loop with new settings (same tracker) checks it again.
+					p.tracker.Return([]verify.Check{c}, time.Now())
+					return
 				}
 				findings = append(findings, verify.Judge(rs, resp))
 			}

@@ -7,127 +7,92 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/time/rate"
-	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
-// A zone read whole (Zone.TransferZone) is checked by zone transfers rather than one query per
-// name: every record that is due when a transfer starts is answered from it. A changed record
-// waits for the next transfer, at most one per TransferInterval; a settled record's routine check
-// waits up to a tenth of the settled interval for others to share its transfer, so a zone of
-// settled records (checked every 5 minutes each) is read about twice a minute, not every second.
-const settledBatchShare = 10
-
-// transferLoop is the loop of a zone read by transfers: collect the due records, wait until one
-// of them is urgent (or the oldest settled one has waited long enough) and the last transfer is
-// TransferInterval old, transfer, judge every collected record against the snapshot.
-func (p *Prober) transferLoop(ctx context.Context, l *loop) {
-	log := ctrl.Log.WithName("verification")
-	limiter := rate.NewLimiter(rate.Every(p.limits.TransferInterval), 1)
-	settledBatchWait := p.tracker.Settings().SettledInterval / settledBatchShare
-	queries := rate.NewLimiter(rate.Limit(p.limits.QPS), max(1, int(p.limits.QPS))) // names a transfer does not cover
-	var (
-		batch         []verify.Check
-		urgent        bool
-		oldestSettled time.Time
-	)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		now := time.Now()
-		var next time.Time
-		for {
-			c, ok, due := p.tracker.Next(l.zone.Controller, now)
-			if !ok {
-				next = due
-				break
-			}
-			batch = append(batch, c)
-			urgent = urgent || c.Urgent
-			if !c.Urgent && oldestSettled.IsZero() {
-				oldestSettled = now
-			}
-		}
-		ready := urgent || (!oldestSettled.IsZero() && now.Sub(oldestSettled) >= settledBatchWait)
-		if !ready {
-			wait := idleWait
-			if !next.IsZero() {
-				wait = min(time.Until(next), wait)
-			}
-			if !oldestSettled.IsZero() {
-				wait = min(time.Until(oldestSettled.Add(settledBatchWait)), wait)
-			}
-			timer.Reset(max(wait, 0))
-			select {
-			case <-ctx.Done():
-				return
-			case <-l.wake:
-			case <-timer.C:
-			}
-			continue
-		}
-		if err := limiter.Wait(ctx); err != nil {
-			return
-		}
-		snap, failure := p.transfer(ctx, l.zone)
-		var changes []verify.Change
-		for _, c := range batch {
-			findings := make([]verify.Finding, 0, len(c.Expected))
-			for _, rs := range c.Expected {
-				var resp verify.Response
-				switch {
-				case snap == nil:
-					resp = failure
-				case snap.Covers(rs.Name):
-					resp = snap.Answer(rs)
-				default: // a name of another zone (a gateway target elsewhere): asked on its own
-					var err error
-					if resp, err = p.ask(ctx, queries, l.zone, rs); err != nil {
-						return
-					}
-				}
-				findings = append(findings, verify.Judge(rs, resp))
-			}
-			changes = append(changes, p.tracker.Report(c, verify.Combine(findings), time.Now())...)
-		}
-		log.V(1).Info("transferred", "zone", l.zone.Controller, "apex", l.zone.TransferZone, "checked", len(batch), "failure", failure.Failure, "changes", len(changes))
-		batch, urgent, oldestSettled = nil, false, time.Time{}
-		if len(changes) > 0 {
-			p.notify(changes)
-		}
-	}
+// lister reads a whole zone: one listing answers every record of the zone that is due (listed).
+type lister interface {
+	// List reads the zone; requests is how many requests it took, the failed one included.
+	List(ctx context.Context) (listing verify.Listing, requests int, err error)
+	// Failure says, of an error of List, where the zone was read from, why the read failed in a
+	// few stable words, and how long the source asked to be left alone.
+	Failure(err error) (source, reason string, retryAfter time.Duration)
 }
 
-// transfer reads the zone from its first name server that allows it, the next ones while a
-// transfer fails. On failure it returns no snapshot and the response that says why.
-func (p *Prober) transfer(ctx context.Context, z Zone) (*verify.Snapshot, verify.Response) {
-	var failure verify.Response
-	for _, server := range z.Nameservers {
-		snap, reason := Transfer(ctx, server, z.TransferZone, z.Timeout)
-		outcome := "answered"
-		switch reason {
-		case "":
-		case "timeout":
-			outcome = "timeout"
-		default:
-			outcome = "error"
-		}
-		p.counted(z.Controller, outcome)
-		if reason == "" {
-			return snap, verify.Response{}
-		}
-		failure = verify.Response{Server: server, Failure: reason}
+// newLister builds the reader of a zone read whole: a zone transfer from its name servers, or
+// Azure Resource Manager.
+func (p *Prober) newLister(z Zone) (lister, error) {
+	if z.TransferZone != "" {
+		return zoneTransfer{servers: z.Nameservers, apex: z.TransferZone, timeout: z.Timeout}, nil
 	}
-	return nil, failure
+	r, err := azureprivatedns.NewReader(*z.Azure, p.AzureTransport)
+	if err != nil {
+		return nil, err
+	}
+	return azureLister{r}, nil
+}
+
+// listInterval is the shortest time between two listings of a zone: its own setting, else one
+// transfer per TransferInterval or one Resource Manager listing per DefaultListInterval.
+func (p *Prober) listInterval(z Zone) time.Duration {
+	switch {
+	case z.ListInterval > 0:
+		return z.ListInterval
+	case z.TransferZone != "":
+		return p.limits.TransferInterval
+	}
+	return DefaultListInterval
+}
+
+// azureLister reads an Azure Private DNS zone through Resource Manager.
+type azureLister struct{ *azureprivatedns.Reader }
+
+func (azureLister) Failure(err error) (string, string, time.Duration) {
+	reason, retryAfter := azureprivatedns.Classify(err)
+	return azureprivatedns.Source, reason, retryAfter
+}
+
+// zoneTransfer reads a zone by AXFR from the first of its name servers that allows it.
+type zoneTransfer struct {
+	servers []string
+	apex    string
+	timeout time.Duration
+}
+
+// transferError is a failed transfer from every name server; it names the last one asked.
+type transferError struct{ server, reason string }
+
+func (e transferError) Error() string {
+	return fmt.Sprintf("zone transfer from %s: %s", e.server, e.reason)
+}
+
+func (t zoneTransfer) List(ctx context.Context) (verify.Listing, int, error) {
+	var failed transferError
+	for i, server := range t.servers {
+		listing, reason := Transfer(ctx, server, t.apex, t.timeout)
+		if reason == "" {
+			return listing, i + 1, nil
+		}
+		failed = transferError{server: server, reason: reason}
+	}
+	return verify.Listing{}, len(t.servers), failed
+}
+
+func (zoneTransfer) Failure(err error) (string, string, time.Duration) {
+	var failed transferError
+	if errors.As(err, &failed) {
+		return failed.server, failed.reason, 0
+	}
+	return "", failureOf(err), 0
 }
 
 // Transfer reads zone apex whole from server (AXFR over TCP) and keeps its CNAME, A and AAAA
-// records. timeout bounds each read of the transfer, not the whole of it. The failure is said in
-// the few stable words of Response.Failure ("transfer refused" when the server does not allow
-// it).
-func Transfer(ctx context.Context, server, apex string, timeout time.Duration) (*verify.Snapshot, string) {
+// records. The timeout bounds each read of the transfer, not the whole of it. A failure is said
+// in the few stable words of verify.Response.Failure ("transfer refused" when the server does not
+// allow the transfer).
+func Transfer(ctx context.Context, server, apex string, timeout time.Duration) (verify.Listing, string) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -136,34 +101,31 @@ func Transfer(ctx context.Context, server, apex string, timeout time.Duration) (
 	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}
 	envelopes, err := tr.In(m, server)
 	if err != nil {
-		return nil, failureOf(err)
+		return verify.Listing{}, failureOf(err)
 	}
-	var records []verify.Record
-	done := ctx.Done()
+	listing := verify.Listing{Source: server, Records: map[string][]verify.Record{}}
 	for e := range envelopes {
 		if e.Error != nil {
 			go drain(envelopes)
-			return nil, transferFailure(e.Error)
+			return verify.Listing{}, transferFailure(e.Error)
 		}
 		for _, rr := range e.RR {
-			h := rr.Header()
+			name := verify.Canonical(rr.Header().Name)
 			switch v := rr.(type) {
 			case *dns.CNAME:
-				records = append(records, verify.Record{Name: h.Name, Type: "CNAME", Value: v.Target})
+				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "CNAME", Value: verify.Canonical(v.Target)})
 			case *dns.A:
-				records = append(records, verify.Record{Name: h.Name, Type: "A", Value: v.A.String()})
+				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "A", Value: v.A.String()})
 			case *dns.AAAA:
-				records = append(records, verify.Record{Name: h.Name, Type: "AAAA", Value: v.AAAA.String()})
+				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "AAAA", Value: v.AAAA.String()})
 			}
 		}
-		select {
-		case <-done:
+		if ctx.Err() != nil {
 			go drain(envelopes)
-			return nil, "timeout"
-		default:
+			return verify.Listing{}, "timeout"
 		}
 	}
-	return verify.NewSnapshot(server, apex, records), ""
+	return listing, ""
 }
 
 // transferFailure names a failed transfer: the library reports a server's refusal as an error
@@ -184,6 +146,7 @@ func transferFailure(err error) string {
 	return failureOf(err)
 }
 
+// drain empties the channel of a transfer given up, so that its reader ends.
 func drain(envelopes chan *dns.Envelope) {
 	for range envelopes {
 	}

@@ -46,11 +46,9 @@ type Change struct {
 type Check struct {
 	Controller string
 	Expected   Expected
-	// Urgent: the record changed or was not published when last checked (not a settled one's
-	// routine check).
-	Urgent  bool
-	subject *subject
-	version uint64
+	subject    *subject
+	version    uint64
+	urgent     bool
 }
 
 // NotCheckedYet is the answer of a record that changed and has not been checked since.
@@ -119,6 +117,9 @@ func NewTracker(s Settings, jitter func() float64, observe func(controller strin
 		routesVia: map[TargetKey]map[RouteKey]*subject{}, queues: map[string]*zoneQueue{}, cached: map[string]bool{}, whole: map[string]bool{}}
 }
 
+// Settings are the tracker's settings, defaults filled in.
+func (t *Tracker) Settings() Settings { return t.settings }
+
 // SetCached says whether a zone is checked through a resolver, whose cache remembers every answer
 // it gives, the negative ones too: a new or changed record of such a zone is first asked about
 // once ExternalDNS has processed it (asked before, the resolver would cache its absence, for every
@@ -128,9 +129,6 @@ func (t *Tracker) SetCached(controller string, cached bool) {
 	defer t.mu.Unlock()
 	t.cached[controller] = cached
 }
-
-// Settings returns the tracker's settings, defaults filled in.
-func (t *Tracker) Settings() Settings { return t.settings }
 
 // eagerWindow is how long after its records changed (or ExternalDNS processed them) a record of
 // a zone read whole is checked with every read until it is published: ExternalDNS synchronizes
@@ -347,7 +345,7 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 		return Check{}, false, time.Time{}
 	}
 	var next time.Time
-	for i, h := range []*entries{&q.urgent, &q.settled} {
+	for _, h := range []*entries{&q.urgent, &q.settled} {
 		for h.Len() > 0 {
 			e := (*h)[0]
 			if e.s.gone || e.version != e.s.version {
@@ -356,7 +354,7 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 			}
 			if !e.due.After(now) {
 				heap.Pop(h)
-				return Check{Controller: controller, Expected: e.s.expected, Urgent: i == 0, subject: e.s, version: e.version}, true, time.Time{}
+				return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version, urgent: h == &q.urgent}, true, time.Time{}
 			}
 			if next.IsZero() || e.due.Before(next) {
 				next = e.due
@@ -365,6 +363,45 @@ func (t *Tracker) Next(controller string, now time.Time) (Check, bool, time.Time
 		}
 	}
 	return Check{}, false, next
+}
+
+// NextSettled returns a settled record of a zone (one found published, checked again now and
+// then) due by the given time, which may lie ahead: a zone read whole by one listing answers the
+// settled records that are nearly due with it instead of listing again for them moments later.
+// Changed records (urgent) are never taken ahead of time: the listing may predate their change.
+func (t *Tracker) NextSettled(controller string, by time.Time) (Check, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.queues[controller]
+	if q == nil {
+		return Check{}, false
+	}
+	for q.settled.Len() > 0 {
+		e := q.settled[0]
+		if e.s.gone || e.version != e.s.version {
+			heap.Pop(&q.settled)
+			continue
+		}
+		if e.due.After(by) {
+			return Check{}, false
+		}
+		heap.Pop(&q.settled)
+		return Check{Controller: controller, Expected: e.s.expected, subject: e.s, version: e.version}, true
+	}
+	return Check{}, false
+}
+
+// Return gives back checks a zone's loop took but did not do (it stopped: the zone's settings
+// changed, or the operator is stopping): each is due again at once, in the queue it came from,
+// unless its record changed or was forgotten meanwhile (then it is scheduled already).
+func (t *Tracker) Return(checks []Check, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range checks {
+		if s := c.subject; s != nil && !s.gone && s.version == c.version {
+			t.schedule(s, now, c.urgent)
+		}
+	}
 }
 
 // Report records what a check found and schedules the next one. It returns whose state changed.

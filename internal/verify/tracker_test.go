@@ -432,7 +432,7 @@ func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutes(t *testing.
 	tr.SetRoute(weuRoute, cname(host, target), true, false, c.now)
 	for elapsed := time.Duration(0); elapsed < eagerWindow; elapsed += time.Second {
 		check := checkNext(t, tr, "external-dns-weu", c.now)
-		assert.True(t, check.Urgent)
+		assert.True(t, check.urgent)
 		tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
 		_, ok, next := tr.Next("external-dns-weu", c.now)
 		require.False(t, ok)

@@ -137,13 +137,31 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"transferZone reads the zone from its authoritative nameservers"}},
 		{"DNSConfiguration transfer zone is a DNS name",
 			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], transferZone: \"example..com\"}}"),
-			[]string{"spec.externalDNSControllers[0].verification.transferZone", "transferZone must be a DNS name"}},
+			[]string{"spec.externalDNSControllers[0].verification.transferZone", "should match"}},
 		{"DNSConfiguration verification through name servers or resolvers, not both",
 			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], resolvers: [\"168.63.129.16:53\"]}}"),
-			[]string{"set exactly one of nameservers (the zone's authoritative servers) and resolvers"}},
+			[]string{"set exactly one of nameservers (the zone's authoritative servers), resolvers (a recursive resolver that serves the zone) and azurePrivateDNS"}},
 		{"DNSConfiguration verification needs one of them",
 			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {timeout: 2s}}"),
-			[]string{"set exactly one of nameservers (the zone's authoritative servers) and resolvers"}},
+			[]string{"set exactly one of nameservers (the zone's authoritative servers), resolvers (a recursive resolver that serves the zone) and azurePrivateDNS"}},
+		{"DNSConfiguration verification through Azure Resource Manager and name servers, not both",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"], azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: example.internal}}}"),
+			[]string{"set exactly one of nameservers (the zone's authoritative servers), resolvers (a recursive resolver that serves the zone) and azurePrivateDNS"}},
+		{"DNSConfiguration azurePrivateDNS subscriptionId is a GUID",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {azurePrivateDNS: {subscriptionId: my-subscription, resourceGroup: rg-dns-weu, zoneName: example.internal}}}"),
+			[]string{"spec.externalDNSControllers[0].verification.azurePrivateDNS.subscriptionId"}},
+		{"DNSConfiguration azurePrivateDNS zoneName without a trailing dot",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: example.internal.}}}"),
+			[]string{"spec.externalDNSControllers[0].verification.azurePrivateDNS.zoneName"}},
+		{"DNSConfiguration azurePrivateDNS pageSize at most 1000",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: example.internal, pageSize: 5000}}}"),
+			[]string{"spec.externalDNSControllers[0].verification.azurePrivateDNS.pageSize", "less than or equal to 1000"}},
+		{"DNSConfiguration azurePrivateDNS takes its own timeout",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {timeout: 2s, azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: example.internal}}}"),
+			[]string{"timeout applies to DNS queries; for azurePrivateDNS set azurePrivateDNS.timeout"}},
+		{"DNSConfiguration azurePrivateDNS endpoint is https",
+			dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: example.internal, resourceManagerEndpoint: \"http://arm.local/\"}}}"),
+			[]string{"spec.externalDNSControllers[0].verification.azurePrivateDNS.resourceManagerEndpoint"}},
 		{"Gateway redirecting HTTP needs HTTPS", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: RedirectToHTTPS"),
 			[]string{"plainHTTP RedirectToHTTPS sends clients to HTTPS, which needs credentialName"}},
 		{"Gateway plainHTTP is one of three", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Yes"),
@@ -218,6 +236,12 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\", \"ns1.example.com:5353\", \"[fd00::53]:53\"], timeout: 100ms}}\n"+
 			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s, transferZone: example.com.}}\n"+
 			"    - {name: external-dns-frc, region: frc, verification: {resolvers: [\"168.63.129.16:53\"]}}"),
+		dnsConfiguration("dns-config", "\n  externalDNSControllers:\n"+
+			"    - {name: external-dns-weu, region: weu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg-dns-weu, zoneName: aks.example.com}}}\n"+
+			"    - {name: external-dns-neu, region: neu, verification: {azurePrivateDNS: {subscriptionId: 0A0b0c0D-0000-0000-0000-000000000000, resourceGroup: \"rg_(dns).neu-1\", zoneName: x,"+
+			" configFile: /etc/azure/azure.json, resourceManagerEndpoint: \"https://management.usgovcloudapi.net/\", activeDirectoryAuthorityHost: \"https://login.microsoftonline.us/\","+
+			" pageSize: 1000, interval: 1s, timeout: 2m}}}\n"+
+			"    - {name: external-dns-frc, region: frc, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: "+strings.Repeat("g", 90)+", zoneName: aks.example.com, pageSize: 1, interval: 1h}}}"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Serve"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  plainHTTP: RedirectToHTTPS"),

@@ -210,3 +210,22 @@ func TestChart_NotesNameEveryResourceToCreate(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The azurePrivateDNS verification mode needs Azure credentials in the operator's Pod: the
+// workload identity's client ID on the ServiceAccount and its label on the Pods, or an azure.json
+// Secret mounted read-only where the DNSConfiguration's configFile expects it.
+func TestChart_AzureCredentialsForVerification(t *testing.T) {
+	objs := renderChart(t, "--set", "azure.configSecret=operator-azure", "--set", "azure.workloadIdentity.clientId=11111111-1111-1111-1111-111111111111")
+	pod := deploymentOf(t, objs).Spec.Template.Spec
+	require.Equal(t, "true", deploymentOf(t, objs).Spec.Template.Labels["azure.workload.identity/use"])
+	require.Len(t, pod.Volumes, 1)
+	require.Equal(t, "operator-azure", pod.Volumes[0].Secret.SecretName)
+	require.Equal(t, []corev1.KeyToPath{{Key: "azure.json", Path: "azure.json"}}, pod.Volumes[0].Secret.Items)
+	require.Equal(t, []corev1.VolumeMount{{Name: "azure-config", MountPath: "/etc/azure", ReadOnly: true}}, pod.Containers[0].VolumeMounts)
+	sa := findObject(t, objs, "ServiceAccount", releaseName)
+	require.Equal(t, "11111111-1111-1111-1111-111111111111", sa.GetAnnotations()["azure.workload.identity/client-id"])
+
+	plain := deploymentOf(t, renderChart(t))
+	require.Empty(t, plain.Spec.Template.Spec.Volumes, "nothing mounted by default")
+	require.NotContains(t, plain.Spec.Template.Labels, "azure.workload.identity/use")
+}

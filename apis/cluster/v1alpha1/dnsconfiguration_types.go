@@ -26,20 +26,22 @@ type ExternalDNSController struct {
 	Region string `json:"region"`
 
 	// verification, when set, makes the operator check that this controller's zone answers what
-	// it published: it asks the zone's authoritative name servers directly for every active
-	// hostname (CNAME to the gateway target hostname) and for the target hostnames (the load
-	// balancer address), and reports the result per zone in ServiceRoute and Gateway status (the
-	// Published condition). Without it, status only says whether ExternalDNS has processed the
-	// records.
+	// it published — asking its authoritative name servers, a resolver serving it, or, for an
+	// Azure Private DNS zone, Azure Resource Manager — for every active hostname (CNAME to the
+	// gateway target hostname) and for the target hostnames (the load balancer address), and
+	// report the result per zone in ServiceRoute and Gateway status (the Published condition).
+	// Without it, status only says whether ExternalDNS has processed the records.
 	// +optional
 	Verification *ZoneVerification `json:"verification,omitempty"`
 }
 
 // ZoneVerification says how a regional zone is checked: by asking its authoritative name servers
-// (nameservers) or, where nobody may ask them, a recursive resolver that serves the zone
-// (resolvers). Exactly one of the two is set.
-// +kubebuilder:validation:XValidation:rule="has(self.nameservers) != has(self.resolvers)",message="set exactly one of nameservers (the zone's authoritative servers) and resolvers (a recursive resolver that serves the zone)"
-// +kubebuilder:validation:XValidation:rule="!has(self.transferZone) || has(self.nameservers)",message="transferZone reads the zone from its authoritative nameservers: set nameservers with it, not resolvers"
+// (nameservers), a recursive resolver that serves the zone (resolvers), or, for an Azure Private
+// DNS zone, by reading the zone through Azure Resource Manager (azurePrivateDNS). Exactly one of
+// the three is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.nameservers), has(self.resolvers), has(self.azurePrivateDNS)].filter(x, x).size() == 1",message="set exactly one of nameservers (the zone's authoritative servers), resolvers (a recursive resolver that serves the zone) and azurePrivateDNS (the zone read through Azure Resource Manager)"
+// +kubebuilder:validation:XValidation:rule="!has(self.transferZone) || has(self.nameservers)",message="transferZone reads the zone from its authoritative nameservers: set nameservers with it"
+// +kubebuilder:validation:XValidation:rule="!has(self.azurePrivateDNS) || !has(self.timeout)",message="timeout applies to DNS queries; for azurePrivateDNS set azurePrivateDNS.timeout"
 type ZoneVerification struct {
 	// nameservers are the zone's authoritative name servers as host:port (for example
 	// 10.0.0.53:53 or [fd00::53]:53). Queries go to the first; the next ones are asked when it
@@ -76,16 +78,102 @@ type ZoneVerification struct {
 	// at most while records change, about two a minute once they are settled, where queries
 	// would need 20 a second and minutes to check a zone of thousands of names. The servers must
 	// allow transfers to the operator's address (BIND: allow-transfer); a refused transfer makes
-	// the zone Unreachable ("transfer refused"). Names outside the zone (a gateway target in
-	// another zone) are still asked one by one.
+	// the zone Unreachable ("transfer refused"). Every name checked in this zone must lie in it
+	// (ExternalDNS writes no other into it): a name outside it is never found there.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.]?$')",message="transferZone must be a DNS name, for example example.com"
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.])*[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?[.]?$`
 	TransferZone string `json:"transferZone,omitempty"`
+
+	// azurePrivateDNS reads the zone through Azure Resource Manager: the only way to check an
+	// Azure Private DNS zone from a cluster whose virtual network is not linked to it (a virtual
+	// network links at most one zone of a given name, so a cluster in one region can never
+	// resolve the other regions' zones of the same name). The zone's record sets are listed
+	// (A, AAAA and CNAME are compared; one paged listing per round serves every record of the
+	// zone, never a request per record), and the answers are authoritative: no cache in between.
+	// The credentials need only read the zone (the Reader or Private DNS Zone Contributor role on
+	// it; Reader is enough).
+	// +optional
+	AzurePrivateDNS *AzurePrivateDNSVerification `json:"azurePrivateDNS,omitempty"`
 
 	// timeout bounds each query, from 100ms to 30s. Defaults to 2s.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('30s')",message="timeout must be between 100ms and 30s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// AzurePrivateDNSVerification is an Azure Private DNS zone and how to read it through Azure
+// Resource Manager, with the credentials ExternalDNS's azure-private-dns provider takes: an
+// azure.json file (configFile) or, without one, Azure Workload Identity.
+type AzurePrivateDNSVerification struct {
+	// subscriptionId is the Azure subscription of the zone, a GUID such as
+	// 00000000-0000-0000-0000-000000000000. Overrides the azure.json's.
+	// +required
+	// +kubebuilder:validation:MinLength=36
+	// +kubebuilder:validation:MaxLength=36
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	SubscriptionID string `json:"subscriptionId"`
+
+	// resourceGroup is the resource group of the zone: 1 to 90 letters, digits, '-', '_', '.',
+	// '(' or ')', not ending with '.'. Overrides the azure.json's.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-a-zA-Z0-9_.()]*[-a-zA-Z0-9_()]$`
+	ResourceGroup string `json:"resourceGroup"`
+
+	// zoneName is the Private DNS zone's name, for example example.internal (no trailing dot).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ZoneName string `json:"zoneName"`
+
+	// configFile is the absolute path, in the operator's container, of an azure.json as ExternalDNS's
+	// --azure-config-file takes it (tenantId, aadClientId and aadClientSecret for a service
+	// principal; useWorkloadIdentityExtension; useManagedIdentityExtension and
+	// userAssignedIdentityID; cloud, resourceManagerEndpoint, resourceManagerAudience and
+	// activeDirectoryAuthorityHost for other clouds), mounted from a Secret (chart value
+	// azure.configSecret mounts it at /etc/azure/azure.json). Without it, the operator
+	// authenticates with Azure Workload Identity: the AZURE_CLIENT_ID, AZURE_TENANT_ID and
+	// AZURE_FEDERATED_TOKEN_FILE the workload identity webhook gives the pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	ConfigFile string `json:"configFile,omitempty"`
+
+	// resourceManagerEndpoint is the Azure Resource Manager endpoint of a cloud other than Azure's
+	// public cloud (an https URL, for example https://management.usgovcloudapi.net/), with
+	// activeDirectoryAuthorityHost, here or in the azure.json. Overrides the azure.json's. The
+	// token audience is the azure.json's resourceManagerAudience, else this endpoint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https://[^/?#]+(/.*)?$`
+	ResourceManagerEndpoint string `json:"resourceManagerEndpoint,omitempty"`
+
+	// activeDirectoryAuthorityHost is the Microsoft Entra ID (Azure AD) authority of that cloud
+	// (an https URL, for example https://login.microsoftonline.us/). Overrides the azure.json's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https://[^/?#]+(/.*)?$`
+	ActiveDirectoryAuthorityHost string `json:"activeDirectoryAuthorityHost,omitempty"`
+
+	// pageSize is how many record sets one request of the listing returns ($top), 1 to 1000.
+	// Defaults to 1000: a zone of 25,000 record sets is read in 25 requests.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	PageSize *int32 `json:"pageSize,omitempty"`
+
+	// interval is the shortest time between two listings of the zone, from 1s to 1h; defaults to
+	// 30s. Changed records wait for the next listing; a listing answers every record due then.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="interval must be between 1s and 1h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// timeout bounds each request of the listing, from 1s to 2m. Defaults to 30s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('2m')",message="timeout must be between 1s and 2m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -192,7 +280,7 @@ type ZoneVerificationStatus struct {
 	// drifted routes: the zone answers something else.
 	// +optional
 	Drifted int32 `json:"drifted,omitempty"`
-	// unreachable routes: the zone's name servers did not answer.
+	// unreachable routes: the zone could not be asked or read.
 	// +optional
 	Unreachable int32 `json:"unreachable,omitempty"`
 }

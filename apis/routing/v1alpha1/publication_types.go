@@ -5,7 +5,8 @@ import (
 )
 
 // ZoneState is what a regional DNS zone answers for a record the operator published, as the
-// operator found it by asking the zone's name servers directly.
+// operator found it by asking the zone's name servers (or a resolver serving it) or, for an Azure
+// Private DNS zone, by reading it through Azure Resource Manager.
 // +kubebuilder:validation:Enum=Published;Pending;Drifted;Unreachable;Unverified
 type ZoneState string
 
@@ -20,8 +21,9 @@ const (
 	// ZoneDrifted: the zone answers something else (another target, another address): someone
 	// or something changed the zone behind ExternalDNS, or another cluster owns the name.
 	ZoneDrifted ZoneState = "Drifted"
-	// ZoneUnreachable: the zone's name servers did not answer (timeouts, refused, SERVFAIL) three
-	// checks in a row.
+	// ZoneUnreachable: the zone could not be asked or read three checks in a row: its name servers
+	// did not answer (timeouts, refused, SERVFAIL), or Resource Manager refused the listing
+	// (throttled with 429, 403, 404, authentication).
 	ZoneUnreachable ZoneState = "Unreachable"
 	// ZoneUnverified: the DNSConfiguration has no verification settings for the zone's
 	// controller; only whether ExternalDNS has processed the record is known.
@@ -79,7 +81,7 @@ const (
 	ReasonZonesPending = "ZonesPending"
 	// ReasonZonesDrifted: at least one zone answers something else (Published=False).
 	ReasonZonesDrifted = "ZonesDrifted"
-	// ReasonZonesUnreachable: at least one zone's name servers do not answer (Published=False).
+	// ReasonZonesUnreachable: at least one zone could not be asked or read (Published=False).
 	ReasonZonesUnreachable = "ZonesUnreachable"
 	// ReasonVerificationNotConfigured: the verified zones answer correctly, but at least one zone
 	// has no verification settings, so whether it serves the record is not known

@@ -93,7 +93,7 @@ type ServiceRouteStatus struct {
 	Endpoints []ManagedEndpoint `json:"endpoints,omitempty"`
 
 	// zones is the publication state of the route's CNAME in each zone it publishes into (one
-	// entry per DNSEndpoint): what the zone's name servers answer for the hostname and its
+	// entry per DNSEndpoint): what the zone answers for the hostname and its
 	// gateway target hostname. See the Published condition.
 	// +optional
 	// +listType=map

@@ -1,0 +1,299 @@
+// Package azurestandin is a local stand-in for Azure Private DNS behind Azure Resource Manager,
+// for tests: a stateful HTTPS server on 127.0.0.1 serving the REST operations ExternalDNS's
+// azure-private-dns provider and the operator's verification reader use — private zones of a
+// resource group, record sets listed whole or by type with $top and nextLink paging, read,
+// created or replaced (PUT, with If-Match / If-None-Match ETags), patched and deleted — with
+// Resource Manager's error bodies, its bearer-token check and its throttling (429 with
+// Retry-After, injected by the test). It is also the token authority: an AD FS-style
+// (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token endpoint,
+// so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
+// aadClientSecret, or as a workload identity with its federated token. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
+// cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
+// endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
+// links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
+package azurestandin
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The credentials the stand-in accepts.
+const (
+	TenantID     = "adfs" // Azure Stack Hub's AD FS: no instance discovery against the public cloud
+	ClientID     = "00000000-0000-0000-0000-0000000000c1"
+	ClientSecret = "stand-in-secret"
+	// FederatedToken is the service account token a workload identity presents as its client
+	// assertion (the file AZURE_FEDERATED_TOKEN_FILE names).
+	FederatedToken = "stand-in-federated-service-account-token"
+	// Audience is the Resource Manager audience tokens are issued for.
+	Audience = "https://management.azurestandin.local/"
+)
+
+// Server is a running stand-in.
+type Server struct {
+	// URL is both the Resource Manager endpoint and the AD authority host, with a trailing slash.
+	URL string
+	// CAFile is the PEM of the CA that signed the server's certificate.
+	CAFile string
+
+	listener net.Listener
+	srv      *http.Server
+	pool     *x509.CertPool
+
+	mu       sync.Mutex
+	zones    map[zoneKey]*zone
+	tokens   map[string]time.Time
+	throttle throttle
+	counts   map[string]int
+}
+
+// throttle is the injected throttling of Resource Manager requests.
+type throttle struct {
+	// next requests are refused (counting down), or every request while sustained.
+	next       int
+	sustained  bool
+	retryAfter time.Duration
+	// readsOnly throttles GETs only (Resource Manager counts reads and writes apart).
+	readsOnly bool
+}
+
+// Start starts a stand-in on 127.0.0.1; dir receives the CA file. Close stops it.
+func Start(dir string) (*Server, error) {
+	cert, pool, caPEM, err := certificates()
+	if err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(dir, "azure-standin-ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: fmt.Sprintf("https://%s/", ln.Addr().String()), CAFile: caFile, listener: ln, pool: pool,
+		zones: map[zoneKey]*zone{}, tokens: map[string]time.Time{}, counts: map[string]int{}}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// HTTPClient is a client that trusts the stand-in's CA (for in-process SDK clients).
+func (s *Server) HTTPClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// AzureJSON is an azure.json, in the format ExternalDNS's --azure-config-file reads, that points
+// the real Azure clients at the stand-in (cloud AzureStackCloud, its endpoints, the service
+// principal the stand-in knows) for a subscription and resource group.
+func (s *Server) AzureJSON(subscriptionID, resourceGroup string) []byte {
+	b, _ := json.MarshalIndent(map[string]string{
+		"cloud": "AzureStackCloud", "tenantId": TenantID, "subscriptionId": subscriptionID, "resourceGroup": resourceGroup,
+		"aadClientId": ClientID, "aadClientSecret": ClientSecret,
+		"resourceManagerEndpoint": s.URL, "activeDirectoryAuthorityHost": s.URL, "resourceManagerAudience": Audience,
+	}, "", "  ")
+	return b
+}
+
+// Throttle refuses the next n Resource Manager requests with 429 and Retry-After.
+func (s *Server) Throttle(n int, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.throttle = throttle{next: n, retryAfter: retryAfter}
+}
+
+// ThrottleReads refuses every Resource Manager read (GET) with 429 and Retry-After until
+// Unthrottle, as a subscription over its read budget is.
+func (s *Server) ThrottleReads(retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.throttle = throttle{sustained: true, readsOnly: true, retryAfter: retryAfter}
+}
+
+// Unthrottle ends any throttling.
+func (s *Server) Unthrottle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.throttle = throttle{}
+}
+
+// Count is how many requests of a kind the stand-in served (kinds: token, listZones, getZone,
+// listRecordSets, listRecordSetsByType, getRecordSet, putRecordSet, patchRecordSet,
+// deleteRecordSet, throttled, unauthorized).
+func (s *Server) Count(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[kind]
+}
+
+func (s *Server) count(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[kind]++
+}
+
+// ServeHTTP routes a request: the token authority, or Resource Manager.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/adfs/.well-known/openid-configuration":
+		s.openIDConfiguration(w)
+	case r.URL.Path == "/adfs/oauth2/token":
+		s.token(w, r)
+	case strings.HasPrefix(strings.ToLower(r.URL.Path), "/subscriptions/"):
+		s.resourceManager(w, r)
+	default:
+		armError(w, http.StatusNotFound, "NotFound", "no such path: "+r.URL.Path)
+	}
+}
+
+func (s *Server) openIDConfiguration(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                s.URL + "adfs",
+		"authorization_endpoint":                s.URL + "adfs/oauth2/authorize",
+		"token_endpoint":                        s.URL + "adfs/oauth2/token",
+		"token_endpoint_auth_methods_supported": []string{"client_secret_post"},
+		"grant_types_supported":                 []string{"client_credentials"},
+	})
+}
+
+// token is the client-credentials grant: the stand-in's service principal gets a bearer token
+// for Resource Manager's audience, valid for an hour.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.count("token")
+	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		return
+	}
+	if r.PostForm.Get("grant_type") != "client_credentials" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	// A service principal's secret, or a workload identity's federated token as client assertion.
+	secret := r.PostForm.Get("client_secret") == ClientSecret
+	assertion := r.PostForm.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+		r.PostForm.Get("client_assertion") == FederatedToken
+	if r.PostForm.Get("client_id") != ClientID || !(secret || assertion) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "MSIS9607: The client credentials are invalid."})
+		return
+	}
+	// The audience named in the azure.json, or the Resource Manager endpoint itself (the
+	// operator's default audience for a custom endpoint).
+	if scope := r.PostForm.Get("scope"); !strings.HasPrefix(scope, strings.TrimSuffix(Audience, "/")) && !strings.HasPrefix(scope, strings.TrimSuffix(s.URL, "/")) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_resource", "error_description": "unknown scope " + scope})
+		return
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	s.mu.Lock()
+	s.tokens[token] = time.Now().Add(time.Hour)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "access_token": token, "expires_in": 3600, "ext_expires_in": 3600})
+}
+
+// authorized checks the bearer token and the injected throttling; false when it answered.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	expiry, known := s.tokens[token]
+	t := &s.throttle
+	throttled := (t.sustained || t.next > 0) && (!t.readsOnly || r.Method == http.MethodGet)
+	if throttled && t.next > 0 {
+		t.next--
+	}
+	retryAfter := t.retryAfter
+	s.mu.Unlock()
+	if !known || time.Now().After(expiry) {
+		s.count("unauthorized")
+		w.Header().Set("WWW-Authenticate", `Bearer authorization_uri="`+s.URL+`adfs", error="invalid_token"`)
+		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or invalid.")
+		return false
+	}
+	if throttled {
+		s.count("throttled")
+		if retryAfter > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(int(retryAfter.Round(time.Second)/time.Second)))
+		}
+		armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Read_ObservationWindow_00:05:00.")
+		return false
+	}
+	if r.Method == http.MethodGet {
+		w.Header().Set("x-ms-ratelimit-remaining-subscription-reads", "11999")
+	} else {
+		w.Header().Set("x-ms-ratelimit-remaining-subscription-writes", "1199")
+	}
+	return true
+}
+
+// armError writes Resource Manager's error body.
+func armError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("x-ms-request-id", requestID())
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func requestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// certificates makes a CA and a certificate for 127.0.0.1 and localhost signed by it.
+func certificates() (tls.Certificate, *x509.CertPool, []byte, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "azure stand-in CA"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: key}, pool, caPEM, nil
+}
