@@ -130,14 +130,20 @@ func (t *Tracker) SetCached(controller string, cached bool) {
 	t.cached[controller] = cached
 }
 
-// eagerWindow is how long after its records changed (or ExternalDNS processed them) a record of
-// a zone read whole is checked with every read until it is published: ExternalDNS synchronizes
-// once a minute by default, and within that the records are seen as soon as the zone has them.
-const eagerWindow = 2 * time.Minute
+// A record of a zone read whole that is not published yet is checked with every read of the zone
+// for eagerWindow after its records changed (or ExternalDNS processed them: ExternalDNS
+// synchronizes once a minute by default), and at least every wholePendingCheck after that: one
+// read answers every record due, so checking one more record costs nothing, and a zone that
+// ExternalDNS takes minutes to write (thousands of records) shows each name Published within that
+// of its appearing, not after a back-off of up to the settled interval.
+const (
+	eagerWindow       = 2 * time.Minute
+	wholePendingCheck = 30 * time.Second
+)
 
-// SetWhole says that a zone is read whole (a zone transfer): one read answers every record that
-// is due, so a record not yet published is checked again after FastInterval, without backing
-// off, for eagerWindow after it changed; then it backs off as any other.
+// SetWhole says that a zone is read whole (a zone transfer, Azure Resource Manager): a record not
+// yet published is checked again after FastInterval for eagerWindow after it changed, then backs
+// off to at most wholePendingCheck.
 func (t *Tracker) SetWhole(controller string, whole bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -428,8 +434,12 @@ func (t *Tracker) Report(c Check, f Finding, now time.Time) []Change {
 	if !cachedUntil.IsZero() && cachedUntil.Before(now.Add(delay)) {
 		delay = cachedUntil.Sub(now) // asked again as soon as a cached answer is no excuse
 	}
-	if !published && t.whole[s.controller] && now.Sub(s.replacedAt) < eagerWindow {
-		delay, urgent = t.settings.FastInterval, true
+	if !published && t.whole[s.controller] {
+		if now.Sub(s.replacedAt) < eagerWindow {
+			delay, urgent = t.settings.FastInterval, true
+		} else if delay > wholePendingCheck {
+			delay, urgent = wholePendingCheck, true
+		}
 	}
 	if published {
 		s.attempt = 0

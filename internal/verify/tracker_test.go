@@ -423,8 +423,8 @@ func TestTracker_AResolverIsAskedOnceExternalDNSProcessedTheRecord(t *testing.T)
 }
 
 // A zone read whole costs one read for every due record: a record not published yet is checked
-// with every read (each FastInterval) while ExternalDNS is at work, then backs off as elsewhere.
-func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutes(t *testing.T) {
+// with every read (each FastInterval) while ExternalDNS is at work, then every 30 s at most.
+func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutesThenEvery30s(t *testing.T) {
 	var observed []time.Duration
 	tr := newTracker(&observed)
 	tr.SetWhole("external-dns-weu", true)
@@ -442,7 +442,7 @@ func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutes(t *testing.
 	check := checkNext(t, tr, "external-dns-weu", c.now)
 	tr.Report(check, Finding{State: routingv1alpha1.ZonePending, Answer: "NXDOMAIN"}, c.now)
 	_, _, next := tr.Next("external-dns-weu", c.now)
-	assert.Greater(t, next.Sub(c.now), time.Minute, "past the window, it backs off")
+	assert.Equal(t, wholePendingCheck, next.Sub(c.now), "past the window, it backs off, to every 30 s at most")
 
 	tr.SetWhole("external-dns-weu", false)
 	other := RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
