@@ -408,4 +408,3 @@ func TestWriteTable_ReadsPerZone(t *testing.T) {
 	assert.Equal(t, r.RecordsRemoved, back.RecordsRemoved)
 	assert.Equal(t, "app/r0-external-dns-weu", back.Zones[0].Deleted[0].DNSEndpoint)
 }
-
