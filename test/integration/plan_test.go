@@ -1,0 +1,260 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/preview"
+)
+
+// TestPlan_PreviewEqualsReality is the promise of `kubectl router plan`: for each change, the
+// DNSEndpoints, Istio hosts and route Ready reasons the running operator converges to are
+// exactly what plan predicted before the change was applied. plan reads as a user who may only
+// get and list; the operator runs with its deletion guard off (deletions are immediate), so the
+// converged state is reached within seconds.
+func TestPlan_PreviewEqualsReality(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	startOperator(t, env.Config)
+	viewer := planViewer(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	reserving := "reserve-" + rand.String(5)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: reserving}})
+	})
+
+	identity := func(cluster, domain string, adopts ...string) string {
+		return fmt.Sprintf(`apiVersion: cluster.router.io/v1alpha1
+kind: ClusterIdentity
+metadata: {name: cluster-identity}
+spec: {region: weu, cluster: %s, domain: %s, environmentLetter: d, adoptsRegions: [%s]}`, cluster, domain, strings.Join(adopts, ", "))
+	}
+	controllers := func(regions ...string) string {
+		var list []string
+		for _, r := range regions {
+			list = append(list, fmt.Sprintf("{name: external-dns-%s, region: %s}", r, r))
+		}
+		return fmt.Sprintf(`apiVersion: cluster.router.io/v1alpha1
+kind: DNSConfiguration
+metadata: {name: dns-config}
+spec: {externalDNSControllers: [%s]}`, strings.Join(list, ", "))
+	}
+	gateway := func(allowed string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: Gateway
+metadata: {name: gw, namespace: %s}
+spec: {controller: %s, credentialName: cert, targetPostfix: internal, allowedRoutes: {namespaces: {from: %s}}}`, f.gatewayNS, f.controller, allowed)
+	}
+	dnsPolicy := func(spec string) string {
+		return fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: %s", f.ns, spec)
+	}
+	route := func(name string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: %s}
+spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev, application: %s}`, name, name, f.gatewayNS, f.app)
+	}
+	reservation := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, annotations: {router.io/applications: %s}}", reserving, f.app)
+	active, regionBound := dnsPolicy("{mode: Active}"), dnsPolicy("{mode: RegionBound, sourceRegion: weu}")
+
+	steps := []struct {
+		name   string
+		delete bool
+		docs   []string
+		// changes says the plan is not empty: a step that changes nothing predicts nothing.
+		changes bool
+	}{
+		{"routes created", false, []string{identity("aks01", "example.com"), controllers("weu", "neu", "eus"), gateway("All"), active,
+			route("api"), route("web"), route("jobs")}, true},
+		{"policy mode switch Active to RegionBound", false, []string{regionBound}, true},
+		{"policy mode switch RegionBound to Active", false, []string{active}, true},
+		{"adopted region added", false, []string{identity("aks01", "example.com", "neu")}, true},
+		{"adopted region removed", false, []string{identity("aks01", "example.com")}, true},
+		{"controller removed from dns-config", false, []string{controllers("weu", "neu")}, true},
+		{"domain change", false, []string{identity("aks01", "example.org")}, true},
+		{"Gateway allowedRoutes narrowed", false, []string{gateway("Same")}, true},
+		{"Gateway allowedRoutes widened again", false, []string{gateway("All")}, true},
+		{"namespace reservation added", false, []string{reservation}, true},
+		{"namespace reservation deleted", true, []string{reservation}, true},
+		{"route deleted", true, []string{route("jobs")}, true},
+		{"policy deleted", true, []string{active}, true},
+		{"policy created again", false, []string{active}, true},
+		{"ClusterIdentity replaced", false, []string{identity("aks02", "example.org")}, true},
+		{"no-op edit", false, []string{active, route("api")}, false},
+	}
+	for _, step := range steps {
+		objs := objectsOf(t, step.docs...)
+		result, prediction, err := preview.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, preview.DefaultSettings)
+		require.NoError(t, err, step.name)
+		want := f.predicted(prediction)
+		if step.changes != hasChanges(result) {
+			t.Fatalf("%s: the plan says changes=%v, want %v:\n%s", step.name, hasChanges(result), step.changes, tableOf(t, result))
+		}
+		before := f.observed()
+		f.applyManifests(objs, step.delete)
+		var got string
+		waitFor(t, step.name+": the operator to converge to the plan", func() string {
+			if got = f.observed(); got != want {
+				return fmt.Sprintf("\nplan (taken before the change):\n%s\ncluster:\n%s\nbefore the change:\n%s\nthe plan said:\n%s", want, got, before, tableOf(t, result))
+			}
+			return ""
+		})
+		time.Sleep(time.Second) // and stays there: not a state the operator passes through
+		require.Equal(t, want, f.observed(), "%s: the cluster moved on after matching the plan", step.name)
+	}
+}
+
+// planViewer is a client for a user who may only get and list what plan reads.
+func planViewer(t *testing.T) client.Reader {
+	t.Helper()
+	ctx := context.Background()
+	name := "plan-viewer-" + rand.String(5)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"cluster.router.io", "routing.router.io", "externaldns.k8s.io", "networking.istio.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"get", "list"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}}}
+	require.NoError(t, env.Client.Create(ctx, role))
+	require.NoError(t, env.Client.Create(ctx, binding))
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), binding)
+		_ = env.Client.Delete(context.Background(), role)
+	})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	return c
+}
+
+func objectsOf(t *testing.T, docs ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
+	require.NoError(t, err)
+	return objs
+}
+
+// applyManifests applies (server-side, one field manager for every step, so that a field left
+// out of a manifest is removed as kubectl apply removes it) or deletes the objects.
+func (f *fixture) applyManifests(objs []*unstructured.Unstructured, del bool) {
+	f.t.Helper()
+	for _, u := range objs {
+		u = u.DeepCopy()
+		if u.GetNamespace() == "" && u.GetKind() != "Namespace" && u.GetKind() != "ClusterIdentity" && u.GetKind() != "DNSConfiguration" {
+			u.SetNamespace(f.ns)
+		}
+		if del {
+			require.NoError(f.t, client.IgnoreNotFound(env.Client.Delete(f.ctx, u)), "deleting %s %s", u.GetKind(), u.GetName())
+			continue
+		}
+		//nolint:staticcheck // server-side apply of unstructured manifests, as kubectl apply --server-side
+		require.NoError(f.t, env.Client.Patch(f.ctx, u, client.Apply, client.FieldOwner("plan-test"), client.ForceOwnership), "applying %s %s", u.GetKind(), u.GetName())
+	}
+}
+
+// predicted is the part of a prediction this fixture owns, in observed's form.
+func (f *fixture) predicted(p preview.Prediction) string {
+	var eps []*externaldnsv1alpha1.DNSEndpoint
+	for _, ep := range p.Endpoints {
+		if f.owns(ep) {
+			eps = append(eps, ep)
+		}
+	}
+	var routes []string
+	for k, o := range p.Routes {
+		if ns, name, _ := strings.Cut(k, "/"); ns == f.ns {
+			routes = append(routes, name+" "+o.Reason)
+		}
+	}
+	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes)
+}
+
+// observed is what the cluster holds of this fixture: its DNSEndpoints (route records in its
+// namespace, address records of its entry point), its Istio Gateway's hosts, and its routes'
+// Ready reasons (once the route's status is of its current generation).
+func (f *fixture) observed() string {
+	f.t.Helper()
+	list := &externaldnsv1alpha1.DNSEndpointList{}
+	require.NoError(f.t, env.Client.List(f.ctx, list))
+	var eps []*externaldnsv1alpha1.DNSEndpoint
+	for i := range list.Items {
+		if f.owns(&list.Items[i]) {
+			eps = append(eps, &list.Items[i])
+		}
+	}
+	var hosts []string
+	ig := &istionetworkingv1.Gateway{}
+	switch err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: "gw"}, ig); {
+	case err == nil:
+		hosts = istioHosts(ig)
+	case client.IgnoreNotFound(err) != nil:
+		require.NoError(f.t, err)
+	}
+	routeList := &routingv1alpha1.ServiceRouteList{}
+	require.NoError(f.t, env.Client.List(f.ctx, routeList, client.InNamespace(f.ns)))
+	var routes []string
+	for _, r := range routeList.Items {
+		reason := "(status of an older generation)"
+		if c := meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && r.Status.ObservedGeneration == r.Generation {
+			reason = c.Reason
+		}
+		routes = append(routes, r.Name+" "+reason)
+	}
+	return f.describe(eps, hosts, routes)
+}
+
+func (f *fixture) owns(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+	return ep.Namespace == f.ns || ep.Labels["router.io/istio-controller"] == f.controller
+}
+
+func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes []string) string {
+	var lines []string
+	for _, ep := range eps {
+		for _, r := range ep.Spec.Endpoints {
+			lines = append(lines, fmt.Sprintf("  record %s/%s [%s %s]: %s %s %s ttl=%d", ep.Namespace, ep.Name,
+				ep.Labels["router.io/controller"], ep.Annotations["external-dns.alpha.kubernetes.io/controller"], r.DNSName, r.RecordType, strings.Join(r.Targets, ","), r.RecordTTL))
+		}
+	}
+	for _, h := range hosts {
+		lines = append(lines, "  istio host "+h)
+	}
+	for _, r := range routes {
+		lines = append(lines, "  route "+r)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func hasChanges(r preview.Result) bool {
+	for _, z := range r.Zones {
+		if len(z.Created)+len(z.Retargeted)+len(z.Deleted) > 0 {
+			return true
+		}
+	}
+	return len(r.Routes) > 0 || len(r.IstioHosts) > 0
+}
+
+func tableOf(t *testing.T, r preview.Result) string {
+	var b strings.Builder
+	require.NoError(t, preview.WriteTable(&b, r))
+	return b.String()
+}
