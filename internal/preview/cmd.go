@@ -49,7 +49,7 @@ It only reads (the view role is enough) and never writes.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(newPlanCommand(kube, streams))
+	root.AddCommand(newPlanCommand(kube, streams), newStatusCommand(kube, streams))
 	return root
 }
 
@@ -176,4 +176,62 @@ func PredictFor(ctx context.Context, c client.Reader, objs []*unstructured.Unstr
 	}
 	p := Predict(next, s)
 	return Compare(current, p, s, changes), p, nil
+}
+
+func newStatusCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var output string
+	budget := plan.DefaultIstioGatewayBudget
+	cmd := &cobra.Command{
+		Use:   "status [HOSTNAME | ROUTE | NAMESPACE/ROUTE]",
+		Short: "Show one hostname's whole path, or a summary of the cluster",
+		Long: `status with a hostname or a ServiceRoute shows its whole path in one screen: the route, the
+DNSPolicy in force, every zone with its ExternalDNS controller, DNSEndpoint, whether ExternalDNS
+processed it, what verification found and answered, the gateway target and its address records,
+and the first thing that is wrong, with the condition reason and a link to the guide.
+
+Without an argument it summarises the cluster: routes by state, zones by verification state,
+deletions held by the mass-deletion guard, and each Gateway's host budget.`,
+		Example: `  # Why does this hostname not resolve?
+  kubectl router status api-ns-p-prod-shop.example.com
+
+  # A route by name (in the current namespace, or -n)
+  kubectl router status api-route -n shop
+
+  # The cluster at a glance
+  kubectl router status`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("unknown output %q: use table or json", output)
+			}
+			c, namespace, err := connect(kube)
+			if err != nil {
+				return err
+			}
+			w, err := Load(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				s := SummaryOf(w, budget)
+				if output == "json" {
+					return writeJSON(streams.Out, s)
+				}
+				return WriteSummary(streams.Out, s)
+			}
+			r, err := FindRoute(w, args[0], namespace)
+			if err != nil {
+				return err
+			}
+			p := PathOf(w, r)
+			if output == "json" {
+				return writeJSON(streams.Out, p)
+			}
+			return WritePath(streams.Out, p)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().IntVar(&budget, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
 }

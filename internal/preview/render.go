@@ -9,10 +9,12 @@ import (
 )
 
 // WriteJSON writes the result for machines (`-o json`).
-func WriteJSON(w io.Writer, r Result) error {
+func WriteJSON(w io.Writer, r Result) error { return writeJSON(w, r) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
 
 // WriteTable writes the result for people: the manifests, then per zone the records created (+),
