@@ -15,10 +15,14 @@ import (
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
+// version is set at build time (make plugin, the release archives).
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	cmd := preview.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd.Version = version
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		var tooMany *preview.TooManyDeletionsError
