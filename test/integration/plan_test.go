@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -33,7 +37,7 @@ func TestPlan_PreviewEqualsReality(t *testing.T) {
 	keepSingletons(t)
 	f := newFixture(t)
 	startOperator(t, env.Config)
-	viewer := planViewer(t)
+	viewer, _ := planViewer(t)
 	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
 	reserving := "reserve-" + rand.String(5)
 	t.Cleanup(func() {
@@ -121,8 +125,9 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 	}
 }
 
-// planViewer is a client for a user who may only get and list what plan reads.
-func planViewer(t *testing.T) client.Reader {
+// planViewer is a client for a user who may only get and list what plan reads, and the user's
+// name.
+func planViewer(t *testing.T) (client.Reader, string) {
 	t.Helper()
 	ctx := context.Background()
 	name := "plan-viewer-" + rand.String(5)
@@ -143,7 +148,7 @@ func planViewer(t *testing.T) client.Reader {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
-	return c
+	return c, name
 }
 
 func objectsOf(t *testing.T, docs ...string) []*unstructured.Unstructured {
@@ -257,4 +262,71 @@ func tableOf(t *testing.T, r preview.Result) string {
 	var b strings.Builder
 	require.NoError(t, preview.WriteTable(&b, r))
 	return b.String()
+}
+
+// TestPlan_KubectlPluginAsAUserRunsIt runs the plugin's command line as a user would: the
+// kubeconfig from KUBECONFIG (a viewer's, get and list only), the namespace from -n, manifests
+// from a directory; --max-deletions fails when a DNS name would leave its zone, -o json is for
+// machines, and status shows the route's path and the cluster summary.
+func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	startOperator(t, env.Config)
+	_, user := planViewer(t)
+	t.Setenv("KUBECONFIG", impersonatingKubeconfig(t, adminKubeconfig(t), user))
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu", "neu")
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	f.gateway("gw", "internal")
+	f.policy(routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive})
+	f.route("", "api", "api", "gw")
+	hostname := f.hostname("api", "example.com")
+	f.waitRouteEndpoints(f.ns, "api", hostname, "aks01-weu-internal.example.com", "external-dns-weu")
+	f.waitIstioHosts("gw", istioHost(f.ns, hostname))
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.yaml"),
+		[]byte("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns}\nspec: {mode: RegionBound, sourceRegion: neu}\n"), 0o644))
+	run := func(args ...string) (string, error) {
+		var out, errOut strings.Builder
+		cmd := preview.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(f.ctx)
+		return out.String() + errOut.String(), err
+	}
+
+	out, err := run("plan", "-f", dir, "-n", f.ns, "--max-deletions", "0")
+	var tooMany *preview.TooManyDeletionsError
+	require.ErrorAs(t, err, &tooMany, out)
+	require.Equal(t, 1, tooMany.Removed)
+	for _, want := range []string{
+		"change    DNSPolicy " + f.ns + "/dns",
+		"Zone external-dns-weu (region weu): 0 created, 0 retargeted, 1 deleted",
+		"- DNSEndpoint " + f.ns + "/api-external-dns-weu (ServiceRoute " + f.ns + "/api)",
+		"True ReconciliationSucceeded → False DNSPolicyInactive",
+		"- " + f.ns + "/" + hostname,
+	} {
+		require.Contains(t, out, want)
+	}
+
+	out, err = run("plan", "-f", filepath.Join(dir, "policy.yaml"), "-n", f.ns, "-o", "json", "--max-deletions", "1")
+	require.NoError(t, err, out)
+	var result preview.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &result))
+	require.Equal(t, 1, result.RecordsRemoved)
+
+	out, err = run("status", "api", "-n", f.ns)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
+	require.Contains(t, out, "hostname   "+hostname+" → aks01-weu-internal.example.com")
+	require.Contains(t, out, "external-dns-weu")
+
+	out, err = run("status", hostname)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
+
+	out, err = run("status")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoutes:")
+	require.Contains(t, out, "external-dns-weu (weu): unverified")
 }
