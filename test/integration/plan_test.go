@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/preview"
@@ -125,16 +126,18 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 	}
 }
 
-// planViewer is a client for a user who may only get and list what plan reads, and the user's
-// name.
+// planViewer is a client for a user bound to the ClusterRole docs/PLUGIN.md tells platforms to
+// bind for the plugin (get and list only), and the user's name.
 func planViewer(t *testing.T) (client.Reader, string) {
 	t.Helper()
 	ctx := context.Background()
 	name := "plan-viewer-" + rand.String(5)
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"cluster.router.io", "routing.router.io", "externaldns.k8s.io", "networking.istio.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"get", "list"}},
-	}}
+	role := documentedPlanRole(t)
+	role.Name = name
+	require.NotEmpty(t, role.Rules)
+	for _, rule := range role.Rules {
+		require.ElementsMatch(t, []string{"get", "list"}, rule.Verbs, "the documented role only reads")
+	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}}}
@@ -149,6 +152,21 @@ func planViewer(t *testing.T) (client.Reader, string) {
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return c, name
+}
+
+// documentedPlanRole is the ClusterRole of docs/PLUGIN.md ("The rights it needs").
+func documentedPlanRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(env.RepoRoot, "docs", "PLUGIN.md"))
+	require.NoError(t, err)
+	const start = "```yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+	i := strings.Index(string(doc), start)
+	require.GreaterOrEqual(t, i, 0, "docs/PLUGIN.md has no ClusterRole block")
+	block := string(doc)[i+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	role := &rbacv1.ClusterRole{}
+	require.NoError(t, yaml.Unmarshal([]byte(block), role))
+	return role
 }
 
 func objectsOf(t *testing.T, docs ...string) []*unstructured.Unstructured {
