@@ -189,8 +189,8 @@ func (f *fixture) applyManifests(objs []*unstructured.Unstructured, del bool) {
 			require.NoError(f.t, client.IgnoreNotFound(env.Client.Delete(f.ctx, u)), "deleting %s %s", u.GetKind(), u.GetName())
 			continue
 		}
-		//nolint:staticcheck // server-side apply of unstructured manifests, as kubectl apply --server-side
-		require.NoError(f.t, env.Client.Patch(f.ctx, u, client.Apply, client.FieldOwner("plan-test"), client.ForceOwnership), "applying %s %s", u.GetKind(), u.GetName())
+		require.NoError(f.t, env.Client.Apply(f.ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("plan-test"), client.ForceOwnership),
+			"applying %s %s", u.GetKind(), u.GetName())
 	}
 }
 
