@@ -40,7 +40,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
   plan    what applying (or deleting) manifests changes, per DNS zone, before you apply them
   status  one hostname's or route's whole path, or a summary of the cluster
 
-It only reads (the view role is enough) and never writes.`,
+It only reads (get and list: bind the ClusterRole service-router-plan-reader) and never writes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl router"},

@@ -126,8 +126,8 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 	}
 }
 
-// planViewer is a client for a user bound to the ClusterRole docs/PLUGIN.md tells platforms to
-// bind for the plugin (get and list only), and the user's name.
+// planViewer is a client for a user bound to the ClusterRole the operator ships for the plugin
+// (plan-reader: get and list only), and the user's name.
 func planViewer(t *testing.T) (client.Reader, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -154,18 +154,14 @@ func planViewer(t *testing.T) (client.Reader, string) {
 	return c, name
 }
 
-// documentedPlanRole is the ClusterRole of docs/PLUGIN.md ("The rights it needs").
+// documentedPlanRole is the ClusterRole the operator ships for the plugin
+// (config/rbac/plan_reader_role.yaml, docs/PLUGIN.md "The rights it needs").
 func documentedPlanRole(t *testing.T) *rbacv1.ClusterRole {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(env.RepoRoot, "docs", "PLUGIN.md"))
+	data, err := os.ReadFile(filepath.Join(env.RepoRoot, "config", "rbac", "plan_reader_role.yaml"))
 	require.NoError(t, err)
-	const start = "```yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
-	i := strings.Index(string(doc), start)
-	require.GreaterOrEqual(t, i, 0, "docs/PLUGIN.md has no ClusterRole block")
-	block := string(doc)[i+len("```yaml\n"):]
-	block = block[:strings.Index(block, "```")]
 	role := &rbacv1.ClusterRole{}
-	require.NoError(t, yaml.Unmarshal([]byte(block), role))
+	require.NoError(t, yaml.Unmarshal(data, role))
 	return role
 }
 
