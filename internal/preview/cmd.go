@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/scheme"
@@ -229,6 +230,28 @@ deletions held by the mass-deletion guard, and each Gateway's host budget.`,
 			}
 			return WritePath(streams.Out, p)
 		},
+	}
+	// Completes the ServiceRoutes of the namespace and their hostnames.
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, namespace, err := connect(kube)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		routes := &routingv1alpha1.ServiceRouteList{}
+		if err := c.List(cmd.Context(), routes, client.InNamespace(namespace)); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, r := range routes.Items {
+			out = append(out, r.Name)
+			if r.Status.Hostname != "" {
+				out = append(out, r.Status.Hostname)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().IntVar(&budget, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")

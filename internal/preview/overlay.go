@@ -148,6 +148,14 @@ func Overlay(w *World, objs []*unstructured.Unstructured, del bool, namespace st
 		}
 		changes = append(changes, c)
 	}
+	// An object created in a namespace that neither exists nor is created by the manifests: the
+	// API server refuses it (the preview still shows what it would do).
+	for i, c := range changes {
+		ns, _, namespaced := strings.Cut(c.Object, "/")
+		if _, exists := w.Namespaces[ns]; namespaced && c.Action == "create" && !exists {
+			changes[i].Note = "namespace " + ns + " does not exist: applying this fails unless it is created first"
+		}
+	}
 	return changes, nil
 }
 

@@ -219,6 +219,16 @@ spec: {region: weu, cluster: aks01, domain: example.org, environmentLetter: d}`}
 			docs:      []string{"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}]}"},
 			wantZones: []string{"external-dns-neu -istio-system/gateway-controller-ingress-internal-external-dns-neu"},
 			wantReady: map[string]string{}, wantRemove: 1},
+		{name: "a deleted Gateway: its routes fail, its Istio Gateway and address records go", del: true,
+			docs: []string{"apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw, namespace: istio-system}"},
+			wantZones: []string{"external-dns-weu -app/r0-external-dns-weu", "external-dns-weu -app/r1-external-dns-weu",
+				"external-dns-weu -istio-system/gateway-controller-ingress-internal-external-dns-weu",
+				"external-dns-neu -istio-system/gateway-controller-ingress-internal-external-dns-neu"},
+			wantReady:  map[string]string{"app/r0": "False GatewayNotFound", "app/r1": "False GatewayNotFound"},
+			wantHosts:  []HostChange{{Gateway: "istio-system/gw", Removed: []string{"app/" + hostR0, "app/svc1-ns-d-dev-shop.example.com"}}},
+			wantRemove: 4},
+		{name: "a route whose hostname an older route holds", docs: []string{fmt.Sprintf(routeYAML, "late", "svc0")},
+			wantReady: map[string]string{"app/late": "False HostnameConflict"}},
 		{name: "a no-op edit changes nothing",
 			docs:      []string{fmt.Sprintf(policyYAML, "{mode: Active}")},
 			wantReady: map[string]string{}},
@@ -374,6 +384,14 @@ func TestOverlay_AppliesAsKubectlWould(t *testing.T) {
 		assert.Equal(t, []string{"delete", "absent", "delete"}, []string{changes[0].Action, changes[1].Action, changes[2].Action})
 		assert.Empty(t, next.Routes)
 		assert.Empty(t, next.Policies, "a deleted namespace takes its objects")
+	})
+	t.Run("a route in a namespace nobody creates", func(t *testing.T) {
+		changes, err := Overlay(w.DeepCopy(), manifests(t, fmt.Sprintf(routeYAML, "r", "s")), false, "nowhere", t0)
+		require.NoError(t, err)
+		assert.Equal(t, "namespace nowhere does not exist: applying this fails unless it is created first", changes[0].Note)
+		changes, err = Overlay(w.DeepCopy(), manifests(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: nowhere}", fmt.Sprintf(routeYAML, "r", "s")), false, "nowhere", t0)
+		require.NoError(t, err)
+		assert.Empty(t, changes[1].Note)
 	})
 	t.Run("a manifest that does not fit its kind is an error", func(t *testing.T) {
 		_, err := Overlay(w.DeepCopy(), manifests(t, "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: x}\nspec: {serviceName: [1]}"), false, "app", t0)

@@ -339,6 +339,10 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
 
+	out, err = run("__complete", "status", "-n", f.ns, "")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "api\n"+hostname+"\n", "status completes the namespace's routes and hostnames")
+
 	out, err = run("status")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "ServiceRoutes:")
