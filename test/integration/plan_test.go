@@ -25,7 +25,9 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -347,4 +349,87 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "ServiceRoutes:")
 	require.Contains(t, out, "external-dns-weu (weu): unverified")
+}
+
+// TestPlan_GuardVerdictIsTheOperators runs the operator with its mass-deletion guard on and checks
+// plan's verdict against what the guard then does: a change deleting one record is not held (the
+// record goes after the short observe delay, DeletionsHeld stays False), a change deleting a
+// record of every route in a namespace is (DeletionsHeld=True, the records stay), and reverting it
+// keeps them.
+func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	// A window shorter than the pause between the two changes: each is judged on its own, as plan
+	// judges it (plan cannot know what the guard counted in the last window).
+	settings := guard.Settings{Share: 0.25, Minimum: 4, Window: time.Second, Observe: time.Second, Grace: time.Minute}
+	startOperatorWith(t, env.Config, operatorOptions{deletionGuard: settings})
+	viewer, _ := planViewer(t)
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu", "neu")
+	gw := f.gateway("gw", "internal")
+	f.ingressService(lbIP...)
+	f.policy(weuBound)
+	for i := range 4 {
+		f.route("", fmt.Sprintf("r%d", i), fmt.Sprintf("svc%d", i), gw.Name)
+	}
+	other := newNamespace(t, "solo")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}) })
+	require.NoError(t, env.Client.Create(f.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: other}, Spec: weuBound}))
+	f.route(other, "solo", "solo", gw.Name)
+	target := "aks01-weu-internal.example.com"
+	for i := range 4 {
+		f.waitRouteEndpoints(f.ns, fmt.Sprintf("r%d", i), f.hostname(fmt.Sprintf("svc%d", i), "example.com"), target, "external-dns-neu", "external-dns-weu")
+	}
+	f.waitRouteEndpoints(other, "solo", f.hostname("solo", "example.com"), target, "external-dns-neu", "external-dns-weu")
+	f.waitAddressRecords("internal", target, map[string][]string{"A": {lbIP[0].IP}}, "external-dns-neu", "external-dns-weu")
+
+	planFor := func(ns string, spec string) (preview.Result, []*unstructured.Unstructured) {
+		t.Helper()
+		objs := objectsOf(t, fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: %s", ns, spec))
+		r, _, err := preview.PredictFor(f.ctx, viewer, objs, false, ns, preview.Settings{Guard: settings})
+		require.NoError(t, err)
+		return r, objs
+	}
+	deletionsHeld := func() metav1.ConditionStatus {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg))
+		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionDeletionsHeld); c != nil {
+			return c.Status
+		}
+		return metav1.ConditionUnknown
+	}
+
+	// One record: plan says the guard lets it go, and it goes without DeletionsHeld.
+	small, objs := planFor(other, "{mode: Active}")
+	require.Equal(t, 1, small.Guard.Deletions, small.Guard.Message)
+	require.False(t, small.Guard.Holds, small.Guard.Message)
+	f.applyManifests(objs, false)
+	waitFor(t, "the small change's record to go, unheld", func() string {
+		if deletionsHeld() == metav1.ConditionTrue {
+			t.Fatalf("the guard held a change plan said it would not hold: %s", small.Guard.Message)
+		}
+		if eps := routeEndpoints(t, other, "solo"); len(eps) != 1 {
+			return fmt.Sprintf("%d DNSEndpoints", len(eps))
+		}
+		return ""
+	})
+	time.Sleep(2 * settings.Window) // the next change is judged on its own
+
+	// A record of every route of the namespace: plan says the guard holds it, and it does.
+	mass, objs := planFor(f.ns, "{mode: Active}")
+	require.Equal(t, 4, mass.Guard.Deletions, mass.Guard.Message)
+	require.True(t, mass.Guard.Holds, mass.Guard.Message)
+	f.applyManifests(objs, false)
+	f.waitDeletionsHeld(metav1.ConditionTrue)
+	for i := range 4 {
+		require.Len(t, routeEndpoints(t, f.ns, fmt.Sprintf("r%d", i)), 2, "held: the neu record of r%d is still there", i)
+	}
+	// Reverting within the grace period keeps them; plan of the revert deletes nothing.
+	revert, objs := planFor(f.ns, "{mode: RegionBound, sourceRegion: weu}")
+	require.Zero(t, revert.Guard.Deletions, revert.Guard.Message)
+	f.applyManifests(objs, false)
+	f.waitDeletionsHeld(metav1.ConditionFalse)
+	for i := range 4 {
+		require.Len(t, routeEndpoints(t, f.ns, fmt.Sprintf("r%d", i)), 2, "r%d keeps both records", i)
+	}
 }
