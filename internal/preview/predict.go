@@ -87,12 +87,13 @@ func Predict(w *World, s Settings) Prediction {
 			out.GarbageCollected = append(out.GarbageCollected, "DNSEndpoint "+k)
 		}
 	}
+	ix := newIndex(w, routes, gateways, endpoints)
 	var routeDeletes []string
 	for round := 0; round < hostLimitRounds; round++ {
 		routeDeletes = nil
 		next := maps.Clone(endpoints)
 		for _, r := range routes {
-			o, deletes := predictRoute(w, r, routes, gatewayOf(gateways, r), endpoints, next)
+			o, deletes := predictRoute(w, ix, r, endpoints, next)
 			out.Routes[key(r)] = o
 			routeDeletes = append(routeDeletes, deletes...)
 		}
@@ -102,7 +103,7 @@ func Predict(w *World, s Settings) Prediction {
 		}
 		moved := false
 		for _, gw := range gateways {
-			admitted := plan.GatewayHosts(gw, routesOf(gw, routes), s.HostBudget)
+			admitted := plan.GatewayHosts(gw, ix.routesByGateway[gatewayKey(gw)], s.HostBudget)
 			if !equality.Semantic.DeepEqual(admitted.Limit, gw.Status.HostLimit) {
 				gw.Status.HostLimit, moved = admitted.Limit, true
 			}
@@ -114,7 +115,7 @@ func Predict(w *World, s Settings) Prediction {
 	}
 	out.OperatorDeletes = append(out.OperatorDeletes, routeDeletes...)
 	for _, gw := range gateways {
-		hosts, deletes := predictGateway(w, gw, gateways, routes, s.HostBudget, &out)
+		hosts, deletes := predictGateway(w, gw, gateways, ix.routesByGateway[gatewayKey(gw)], s.HostBudget, &out)
 		if hosts != nil {
 			out.IstioHosts[key(gw)] = hosts
 		}
@@ -138,29 +139,24 @@ func Predict(w *World, s Settings) Prediction {
 	return out
 }
 
-// predictRoute is the ServiceRoute reconcile: gather (as ServiceRouteReconciler.gather reads the
-// cache) → plan.Route → apply.Diff of the route's DNSEndpoints (read from current, written to
-// next) → status. It returns the route's outcome and the deletions the write step asks for.
-func predictRoute(w *World, r *routingv1alpha1.ServiceRoute, routes []*routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway,
-	current, next map[string]*externaldnsv1alpha1.DNSEndpoint) (RouteOutcome, []string) {
+// predictRoute is the ServiceRoute reconcile: gather (what ServiceRouteReconciler.gather reads
+// from the cache, here from ix) → plan.Route → apply.Diff of the route's DNSEndpoints (read from
+// current, written to next) → status. It returns the route's outcome and the deletions the write
+// step asks for.
+func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, current, next map[string]*externaldnsv1alpha1.DNSEndpoint) (RouteOutcome, []string) {
 	route := r.DeepCopy()
 	ns := w.Namespaces[route.Namespace]
-	in := plan.RouteInputs{Route: route, Identity: w.Identity, Configuration: w.Configuration, Gateway: gw,
-		NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations, ApplicationListedBy: w.namespacesListing(route.Spec.Application),
-		EndpointsAPIMissing: w.EndpointsAPIMissing}
-	in.Policy, _ = plan.Oldest(inNamespace(w.Policies, route.Namespace))
+	in := plan.RouteInputs{Route: route, Identity: w.Identity, Configuration: w.Configuration, Gateway: ix.gateways[plan.GatewayRef(route)],
+		Policy: ix.policies[route.Namespace], NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations,
+		ApplicationListedBy: ix.listedBy[route.Spec.Application], EndpointsAPIMissing: w.EndpointsAPIMissing}
 	if w.Identity != nil {
-		in.Winner = plan.HostnameWinner(route, claimants(w, route, routes), func(c *routingv1alpha1.ServiceRoute) bool {
-			cns := w.Namespaces[c.Namespace]
-			allowed, _ := plan.ApplicationAllowed(c.Namespace, c.Spec.Application, cns.Annotations, w.namespacesListing(c.Spec.Application))
-			return allowed
-		})
+		in.Winner = plan.HostnameWinner(route, ix.claims[ix.sourceLabel(route)], ix.applicationAllowed)
 	}
 	p := plan.Route(in)
 	o := RouteOutcome{Outcome: p.Outcome, Synced: p.Sync}
 	var deletes []string
 	if p.Sync {
-		mine := endpointsOfRoute(current, route)
+		mine := ix.endpointsByRoute[key(route)]
 		ch := apply.Diff(desired.RouteEndpointKind(route.Name), p.Endpoints, mine)
 		applied := writeChanges(ch, next, &deletes)
 		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(applied)
@@ -220,7 +216,7 @@ func conditionStatus(ready bool) metav1.ConditionStatus {
 // nil when the Gateway has no Istio Gateway afterwards.
 func predictGateway(w *World, gw *routingv1alpha1.Gateway, gateways []*routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute,
 	budget int, out *Prediction) (hosts []string, deletes []string) {
-	admitted := plan.GatewayHosts(gw, routesOf(gw, routes), budget)
+	admitted := plan.GatewayHosts(gw, routes, budget)
 	in := plan.GatewayInputs{Gateway: gw, Identity: w.Identity, Hosts: admitted.Hosts, HostLimit: admitted.Limit, IstioAPIMissing: w.IstioAPIMissing}
 	decider, found := plan.IngressDecider(pairOf(gateways, ingressOf(gw)))
 	if !found {
@@ -285,20 +281,6 @@ func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha
 	var deletes []string
 	writeChanges(apply.Diff(desired.AddressEndpointKind(pair), p.Endpoints, current), endpoints, &deletes)
 	return deletes
-}
-
-// claimants are the routes generating the same hostname as route (route included), as the
-// controller's hostname index finds them: the same first label.
-func claimants(w *World, route *routingv1alpha1.ServiceRoute, routes []*routingv1alpha1.ServiceRoute) []*routingv1alpha1.ServiceRoute {
-	letter := w.Identity.Spec.EnvironmentLetter
-	label := naming.SourceLabel(route.Spec.ServiceName, letter, route.Spec.Environment, route.Spec.Application)
-	var out []*routingv1alpha1.ServiceRoute
-	for _, c := range routes {
-		if naming.SourceLabel(c.Spec.ServiceName, letter, c.Spec.Environment, c.Spec.Application) == label {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // ingressService is the ingress LoadBalancer Service of controller in namespace (see
@@ -367,19 +349,6 @@ func routesOf(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRout
 	return out
 }
 
-// endpointsOfRoute are the DNSEndpoints labelled with the route (the controller's
-// endpointsByRoute index), sorted.
-func endpointsOfRoute(endpoints map[string]*externaldnsv1alpha1.DNSEndpoint, route *routingv1alpha1.ServiceRoute) []*externaldnsv1alpha1.DNSEndpoint {
-	var out []*externaldnsv1alpha1.DNSEndpoint
-	for _, ep := range endpoints {
-		if ep.Namespace == route.Namespace && ep.Labels[naming.LabelServiceRoute] == route.Name {
-			out = append(out, ep)
-		}
-	}
-	slices.SortFunc(out, func(a, b *externaldnsv1alpha1.DNSEndpoint) int { return compareKeys(key(a), key(b)) })
-	return out
-}
-
 func inNamespace[T metav1.Object](objs []T, namespace string) []T {
 	var out []T
 	for _, o := range objs {
@@ -434,4 +403,85 @@ func compareKeys(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// index holds what the reconcilers find through the cache's indexes (controllers/indexes.go and
+// the helpers of controllers/inputs.go), built once per prediction: the policy in force per
+// namespace, the namespaces listing each application, the routes claiming each hostname, the
+// Gateways, each Gateway's routes and each route's DNSEndpoints.
+type index struct {
+	policies         map[string]*routingv1alpha1.DNSPolicy
+	listedBy         map[string][]string
+	letter           string
+	claims           map[string][]*routingv1alpha1.ServiceRoute
+	gateways         map[types.NamespacedName]*routingv1alpha1.Gateway
+	routesByGateway  map[types.NamespacedName][]*routingv1alpha1.ServiceRoute
+	endpointsByRoute map[string][]*externaldnsv1alpha1.DNSEndpoint
+	namespaces       map[string]Namespace
+	allowed          map[types.UID]bool
+}
+
+func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) *index {
+	ix := &index{policies: map[string]*routingv1alpha1.DNSPolicy{}, listedBy: map[string][]string{}, claims: map[string][]*routingv1alpha1.ServiceRoute{},
+		gateways: map[types.NamespacedName]*routingv1alpha1.Gateway{}, routesByGateway: map[types.NamespacedName][]*routingv1alpha1.ServiceRoute{},
+		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}, namespaces: w.Namespaces, allowed: map[types.UID]bool{}}
+	byNamespace := map[string][]*routingv1alpha1.DNSPolicy{}
+	for _, p := range w.Policies {
+		byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p)
+	}
+	for ns, policies := range byNamespace {
+		if oldest, ok := plan.Oldest(policies); ok {
+			ix.policies[ns] = oldest
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Namespaces)) {
+		apps, _ := naming.Applications(w.Namespaces[name].Annotations)
+		for _, app := range apps {
+			ix.listedBy[app] = append(ix.listedBy[app], name)
+		}
+	}
+	if w.Identity != nil {
+		ix.letter = w.Identity.Spec.EnvironmentLetter
+		for _, r := range routes {
+			label := ix.sourceLabel(r)
+			ix.claims[label] = append(ix.claims[label], r)
+		}
+	}
+	for _, gw := range gateways {
+		ix.gateways[gatewayKey(gw)] = gw
+	}
+	for _, r := range routes {
+		ref := plan.GatewayRef(r)
+		ix.routesByGateway[ref] = append(ix.routesByGateway[ref], r)
+	}
+	for _, ep := range endpoints {
+		if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
+			k := ep.Namespace + "/" + route
+			ix.endpointsByRoute[k] = append(ix.endpointsByRoute[k], ep)
+		}
+	}
+	for _, eps := range ix.endpointsByRoute {
+		slices.SortFunc(eps, func(a, b *externaldnsv1alpha1.DNSEndpoint) int { return compareKeys(key(a), key(b)) })
+	}
+	return ix
+}
+
+// sourceLabel is the first label of a route's hostname: routes with the same one claim the same
+// hostname (the controller's hostname index finds exactly those).
+func (ix *index) sourceLabel(r *routingv1alpha1.ServiceRoute) string {
+	return naming.SourceLabel(r.Spec.ServiceName, ix.letter, r.Spec.Environment, r.Spec.Application)
+}
+
+// applicationAllowed is plan.ApplicationAllowed for a claimant, with its namespace's annotations.
+func (ix *index) applicationAllowed(c *routingv1alpha1.ServiceRoute) bool {
+	if allowed, ok := ix.allowed[c.UID]; ok {
+		return allowed
+	}
+	allowed, _ := plan.ApplicationAllowed(c.Namespace, c.Spec.Application, ix.namespaces[c.Namespace].Annotations, ix.listedBy[c.Spec.Application])
+	ix.allowed[c.UID] = allowed
+	return allowed
+}
+
+func gatewayKey(gw *routingv1alpha1.Gateway) types.NamespacedName {
+	return types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 }

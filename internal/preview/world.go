@@ -6,8 +6,6 @@
 package preview
 
 import (
-	"slices"
-
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +13,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // World is everything the operator's reconcilers read, as one snapshot: what the operator's
@@ -84,19 +81,6 @@ func cloneMap(m map[string]string) map[string]string {
 	for k, v := range m {
 		out[k] = v
 	}
-	return out
-}
-
-// namespaceListing returns the namespaces whose router.io/applications annotation lists
-// application, sorted.
-func (w *World) namespacesListing(application string) []string {
-	var out []string
-	for name, ns := range w.Namespaces {
-		if apps, _ := naming.Applications(ns.Annotations); slices.Contains(apps, application) {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 
