@@ -375,7 +375,9 @@ func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
 		f.route("", fmt.Sprintf("r%d", i), fmt.Sprintf("svc%d", i), gw.Name)
 	}
 	other := newNamespace(t, "solo")
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})
+	})
 	require.NoError(t, env.Client.Create(f.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: other}, Spec: weuBound}))
 	f.route(other, "solo", "solo", gw.Name)
 	target := "aks01-weu-internal.example.com"
