@@ -23,7 +23,8 @@ type Result struct {
 	// Zones are the record changes per ExternalDNS controller (one regional zone each), in
 	// DNSConfiguration order, then any other controller found on a record.
 	Zones []Zone `json:"zones"`
-	// Routes are the ServiceRoutes whose Ready or Published state, or zones, would change.
+	// Routes are the ServiceRoutes whose Ready or Published state, zones, hostname or target
+	// would change.
 	Routes []RouteChange `json:"routes"`
 	// IstioHosts are the generated Istio Gateways whose hosts would change.
 	IstioHosts []HostChange `json:"istioHosts"`
@@ -70,6 +71,8 @@ type RouteState struct {
 	// Exists is false for a route that does not exist (before: created by the manifests; after:
 	// deleted).
 	Exists          bool     `json:"exists"`
+	Hostname        string   `json:"hostname,omitempty"`
+	Target          string   `json:"target,omitempty"`
 	Ready           string   `json:"ready,omitempty"`
 	Reason          string   `json:"reason,omitempty"`
 	Message         string   `json:"message,omitempty"`
@@ -242,7 +245,8 @@ func compareRoutes(current *World, p Prediction) []RouteChange {
 	var out []RouteChange
 	for _, k := range sortedKeys(before, after) {
 		b, a := before[k], after[k]
-		if b.Ready == a.Ready && b.Reason == a.Reason && b.PublishedReason == a.PublishedReason && slices.Equal(b.Zones, a.Zones) && b.Exists == a.Exists {
+		if b.Ready == a.Ready && b.Reason == a.Reason && b.PublishedReason == a.PublishedReason && slices.Equal(b.Zones, a.Zones) && b.Exists == a.Exists &&
+			b.Hostname == a.Hostname && b.Target == a.Target {
 			continue
 		}
 		out = append(out, RouteChange{Route: k, Before: b, After: a})
@@ -251,7 +255,7 @@ func compareRoutes(current *World, p Prediction) []RouteChange {
 }
 
 func stateOf(s routingv1alpha1.ServiceRouteStatus) RouteState {
-	out := RouteState{Exists: true, Published: s.Published}
+	out := RouteState{Exists: true, Published: s.Published, Hostname: s.Hostname, Target: s.TargetHostname}
 	if c := meta.FindStatusCondition(s.Conditions, routingv1alpha1.ConditionReady); c != nil {
 		out.Ready, out.Reason, out.Message = string(c.Status), c.Reason, c.Message
 	}

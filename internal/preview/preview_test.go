@@ -210,7 +210,8 @@ spec: {region: weu, cluster: aks01, domain: example.org, environmentLetter: d}`}
 			wantZones: []string{"external-dns-weu ~app/r0-external-dns-weu", "external-dns-weu ~app/r1-external-dns-weu",
 				"external-dns-weu ~istio-system/gateway-controller-ingress-internal-external-dns-weu",
 				"external-dns-neu ~istio-system/gateway-controller-ingress-internal-external-dns-neu"},
-			wantReady: map[string]string{},
+			// Still Ready; the hostname and the target move.
+			wantReady: map[string]string{"app/r0": "True ReconciliationSucceeded", "app/r1": "True ReconciliationSucceeded"},
 			wantHosts: []HostChange{{Gateway: "istio-system/gw",
 				Added:   []string{"app/svc0-ns-d-dev-shop.example.org", "app/svc1-ns-d-dev-shop.example.org"},
 				Removed: []string{"app/" + hostR0, "app/svc1-ns-d-dev-shop.example.com"}}},
@@ -241,6 +242,14 @@ spec: {region: weu, cluster: aks01, domain: example.org, environmentLetter: d}`}
 			assert.Equal(t, tt.wantRemove, r.RecordsRemoved)
 		})
 	}
+}
+
+func TestWriteTable_ARenamedRouteSaysWhatMoves(t *testing.T) {
+	base := converge(t, baseWorld(1))
+	r, _ := planOf(t, base, false, DefaultSettings, fmt.Sprintf(routeYAML, "r0", "renamed"))
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, r))
+	assert.Contains(t, b.String(), "hostname svc0-ns-d-dev-shop.example.com → renamed-ns-d-dev-shop.example.com; renamed-ns-d-dev-shop.example.com → aks01-weu-internal.example.com published through external-dns-weu")
 }
 
 func TestPlan_RetargetShowsTheRecordsBeforeAndAfter(t *testing.T) {

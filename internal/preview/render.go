@@ -62,7 +62,7 @@ func WriteTable(w io.Writer, r Result) error {
 		fmt.Fprintln(tw, "  ROUTE\tREADY\tPUBLISHED\tWHY")
 		for _, c := range r.Routes {
 			fmt.Fprintf(tw, "  %s\t%s → %s\t%s → %s\t%s\n", c.Route, readyOf(c.Before), readyOf(c.After),
-				publishedOf(c.Before), publishedOf(c.After), why(c.After))
+				publishedOf(c.Before), publishedOf(c.After), why(c.Before, c.After))
 		}
 		p.err = tw.Flush()
 	}
@@ -134,9 +134,17 @@ func publishedOf(s RouteState) string {
 	return strings.TrimSpace(s.Published + " " + s.PublishedReason)
 }
 
-func why(s RouteState) string {
-	if !s.Exists {
+// why is the Ready message after the change, after what moves: the hostname and the target.
+func why(before, after RouteState) string {
+	if !after.Exists {
 		return "the ServiceRoute is deleted; its records go with it"
 	}
-	return s.Message
+	var moves []string
+	if before.Exists && before.Hostname != after.Hostname {
+		moves = append(moves, fmt.Sprintf("hostname %s → %s", orNone(before.Hostname), orNone(after.Hostname)))
+	}
+	if before.Exists && before.Target != after.Target {
+		moves = append(moves, fmt.Sprintf("target %s → %s", orNone(before.Target), orNone(after.Target)))
+	}
+	return strings.Join(append(moves, after.Message), "; ")
 }
