@@ -103,13 +103,16 @@ type GuardVerdict struct {
 
 // Compare reports how the prediction differs from the current world.
 func Compare(current *World, p Prediction, s Settings, manifests []Change) Result {
-	out := Result{Manifests: manifests}
+	out := Result{Manifests: manifests, Routes: []RouteChange{}, IstioHosts: []HostChange{}}
+	if out.Manifests == nil {
+		out.Manifests = []Change{}
+	}
 	out.Zones = compareZones(current, p)
 	for _, z := range out.Zones {
 		out.RecordsRemoved += z.RecordsRemoved
 	}
-	out.Routes = compareRoutes(current, p)
-	out.IstioHosts = compareHosts(current, p)
+	out.Routes = append(out.Routes, compareRoutes(current, p)...)
+	out.IstioHosts = append(out.IstioHosts, compareHosts(current, p)...)
 	out.Guard = verdict(current, p, s)
 	return out
 }
@@ -122,7 +125,8 @@ func compareZones(current *World, p Prediction) []Zone {
 	zone := func(controller, region string) *Zone {
 		z, ok := zones[controller]
 		if !ok {
-			z = &Zone{Controller: controller, Region: region}
+			// Empty lists, not null, in JSON: `jq '.zones[].deleted[]'` works on every zone.
+			z = &Zone{Controller: controller, Region: region, Created: []Record{}, Retargeted: []Record{}, Deleted: []Record{}}
 			zones[controller] = z
 			order = append(order, controller)
 		}

@@ -238,6 +238,9 @@ spec: {region: weu, cluster: aks01, domain: example.org, environmentLetter: d}`}
 			r, _ := planOf(t, base, tt.del, DefaultSettings, tt.docs...)
 			assert.ElementsMatch(t, tt.wantZones, summary(r))
 			assert.Equal(t, tt.wantReady, readyAfter(r))
+			if tt.wantHosts == nil {
+				tt.wantHosts = []HostChange{}
+			}
 			assert.Equal(t, tt.wantHosts, r.IstioHosts)
 			assert.Equal(t, tt.wantRemove, r.RecordsRemoved)
 		})
@@ -434,4 +437,5 @@ func TestWriteTable_ReadsPerZone(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(j.String()), &back))
 	assert.Equal(t, r.RecordsRemoved, back.RecordsRemoved)
 	assert.Equal(t, "app/r0-external-dns-weu", back.Zones[0].Deleted[0].DNSEndpoint)
+	assert.Contains(t, j.String(), `"created": []`, "empty lists are lists for jq, not null")
 }
