@@ -28,6 +28,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -81,13 +82,7 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 	reservation := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, annotations: {router.io/applications: %s}}", reserving, f.app)
 	active, regionBound := dnsPolicy("{mode: Active}"), dnsPolicy("{mode: RegionBound, sourceRegion: weu}")
 
-	steps := []struct {
-		name   string
-		delete bool
-		docs   []string
-		// changes says the plan is not empty: a step that changes nothing predicts nothing.
-		changes bool
-	}{
+	steps := []planStep{
 		{"routes created", false, []string{identity("aks01", "example.com"), controllers("weu", "neu", "eus"), gateway("All"), active,
 			route("api"), route("web"), route("jobs")}, true},
 		{"policy mode switch Active to RegionBound", false, []string{regionBound}, true},
@@ -106,9 +101,27 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		{"ClusterIdentity replaced", false, []string{identity("aks02", "example.org")}, true},
 		{"no-op edit", false, []string{active, route("api")}, false},
 	}
+	f.runPlanSteps(viewer, preview.DefaultSettings, steps)
+}
+
+// planStep is one change of a preview-equals-reality sequence.
+type planStep struct {
+	name   string
+	delete bool
+	docs   []string
+	// changes says the plan is not empty: a step that changes nothing predicts nothing.
+	changes bool
+}
+
+// runPlanSteps plans each step as the viewer, applies it, waits for the operator (which must run
+// with the decision-changing settings s) to converge, and requires that the fixture's DNSEndpoints,
+// Istio hosts and routes' Ready reasons are what the plan predicted, and stay so.
+func (f *fixture) runPlanSteps(viewer client.Reader, s preview.Settings, steps []planStep) {
+	t := f.t
+	t.Helper()
 	for _, step := range steps {
 		objs := objectsOf(t, step.docs...)
-		result, prediction, err := preview.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, preview.DefaultSettings)
+		result, prediction, err := preview.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, s)
 		require.NoError(t, err, step.name)
 		want := f.predicted(prediction)
 		if step.changes != hasChanges(result) {
@@ -126,6 +139,41 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		time.Sleep(time.Second) // and stays there: not a state the operator passes through
 		require.Equal(t, want, f.observed(), "%s: the cluster moved on after matching the plan", step.name)
 	}
+}
+
+// TestPlan_HostLimitPreviewEqualsReality checks the plan where a Gateway's host budget and its
+// routes depend on each other (the cutoff in the Gateway's status decides the routes, the routes'
+// statuses decide the cutoff): routes beyond the budget are left off, deleting an admitted route
+// admits the next one, and a younger route is left off.
+func TestPlan_HostLimitPreviewEqualsReality(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	host := func(service string) plan.HostCandidate {
+		return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(f.ns, f.hostname(service, "example.com"))}
+	}
+	budget := plan.EstimatedIstioGatewayBytes(host("svc-a"), host("svc-b")) // room for two hosts
+	settings := preview.Settings{HostBudget: budget, Guard: preview.DefaultSettings.Guard}
+	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
+	viewer, _ := planViewer(t)
+	route := func(name string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: %s}
+spec: {serviceName: svc-%s, gatewayName: gw, gatewayNamespace: %s, environment: dev, application: %s}`, name, name, f.gatewayNS, f.app)
+	}
+	setup := []string{
+		"apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata: {name: cluster-identity}\nspec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}",
+		"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}]}",
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw, namespace: %s}\nspec: {controller: %s, credentialName: cert, targetPostfix: internal}", f.gatewayNS, f.controller),
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: {mode: Active}", f.ns),
+		route("a"), route("b"), route("c"),
+	}
+	f.runPlanSteps(viewer, settings, []planStep{
+		{"three routes on a Gateway with room for two: the third is left off", false, setup, true},
+		{"an admitted route deleted: the one left off is admitted", true, []string{route("a")}, true},
+		{"a younger route: left off", false, []string{route("d")}, true},
+	})
 }
 
 // planViewer is a client for a user bound to the ClusterRole the operator ships for the plugin
@@ -167,7 +215,7 @@ func documentedPlanRole(t *testing.T) *rbacv1.ClusterRole {
 	return role
 }
 
-func objectsOf(t *testing.T, docs ...string) []*unstructured.Unstructured {
+func objectsOf(t testing.TB, docs ...string) []*unstructured.Unstructured {
 	t.Helper()
 	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
 	require.NoError(t, err)
@@ -274,7 +322,7 @@ func hasChanges(r preview.Result) bool {
 	return len(r.Routes) > 0 || len(r.IstioHosts) > 0
 }
 
-func tableOf(t *testing.T, r preview.Result) string {
+func tableOf(t testing.TB, r preview.Result) string {
 	var b strings.Builder
 	require.NoError(t, preview.WriteTable(&b, r))
 	return b.String()
