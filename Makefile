@@ -17,6 +17,8 @@ IMG ?= $(IMAGE_REGISTRY)/service-router-operator:v$(VERSION)
 BIN := $(CURDIR)/bin
 # The version service_router_build_info reports, for `make build`, `make image` and the Dockerfile.
 MANAGER_LDFLAGS := -X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)
+# The version `kubectl router --version` reports.
+PLUGIN_LDFLAGS := -X main.version=v$(VERSION)
 GO ?= go
 GO_TEST_FLAGS ?=
 # The architecture document the API implements; test/testdata/spec-manifests.yaml is extracted from it.
@@ -113,7 +115,7 @@ verify-prerequisites:
 ##@ Build
 
 .PHONY: build
-build: generate fmt vet manager ## Build the operator binary into bin/manager.
+build: generate fmt vet manager plugin ## Build the operator binary into bin/manager and the kubectl plugin into bin/kubectl-router.
 
 # The binary alone, for what only runs it (the demo, the end-to-end suite): the generated files are
 # committed, so regenerating, formatting and vetting every package first (what `build` adds) is
@@ -123,6 +125,11 @@ build: generate fmt vet manager ## Build the operator binary into bin/manager.
 .PHONY: manager
 manager: ## Build bin/manager without regenerating or vetting anything first.
 	$(GO) build -ldflags "$(MANAGER_LDFLAGS)" -o $(MANAGER) .
+
+# The kubectl plugin (docs/PLUGIN.md): on the PATH, `kubectl router` runs it.
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-router (kubectl router plan / status).
+	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(PLUGIN) ./cmd/kubectl-router
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster in $KUBECONFIG (plain-HTTP metrics on :8080).

@@ -97,11 +97,7 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	if err != nil {
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	candidates := hostCandidates(routes)
-	for i := range candidates {
-		candidates[i].Hostname = plan.IstioHost(gw, candidates[i].Namespace, candidates[i].Hostname)
-	}
-	admitted := plan.AdmitHosts(candidates, plan.IstioHostBudget(gw, r.HostBudget))
+	admitted := plan.GatewayHosts(gw, routes, r.HostBudget)
 	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
 	r.Window.Sized(client.ObjectKeyFromObject(gw), admitted.Bytes*max(plan.IstioHostLists(gw), 1))
 	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:

@@ -10,19 +10,7 @@ import (
 // One generated Istio Gateway must stay under etcd's request limit, so a Gateway admits the hosts
 // of its oldest routes up to a byte budget (plan.AdmitHosts), records the cutoff in
 // status.hostLimit, and the routes from the cutoff on report GatewayHostLimit and publish nothing
-// (plan.Route reads the cutoff from the Gateway).
-
-// hostCandidates are the routes whose hosts belong on the Gateway when there is room. routes may
-// be the cache's own objects: only strings and times are copied out of them.
-func hostCandidates(routes []*routingv1alpha1.ServiceRoute) []plan.HostCandidate {
-	out := make([]plan.HostCandidate, 0, len(routes))
-	for _, route := range routes {
-		if c, ok := plan.HostCandidateOf(route); ok {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+// (plan.Route reads the cutoff from the Gateway). plan.GatewayHosts decides the admitted hosts.
 
 // setHostLimit writes the admission's cutoff into the Gateway's status: status.hostLimit and the
 // HostLimit condition, both absent while every route fits.

@@ -21,7 +21,6 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -72,7 +71,7 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err != nil {
 			return r.end(ctx, route, original, p.Outcome, rq, err)
 		}
-		route.Status.Endpoints, route.Status.DNSEndpoint = managedEndpoints(w.Applied)
+		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(w.Applied)
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
 		p.Outcome = plan.AfterWrite(p.Outcome, w.result("DNSEndpoint", "ServiceRoute"))
 		rq = requeueOf(w)
@@ -124,17 +123,6 @@ func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routi
 	}
 	kind := desired.RouteEndpointKind(route.Name)
 	return applyChanges(ctx, r.base, kind, p.Endpoints, current, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
-}
-
-func managedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1alpha1.ManagedEndpoint, string) {
-	if len(applied) == 0 {
-		return nil, ""
-	}
-	out := make([]routingv1alpha1.ManagedEndpoint, len(applied))
-	for i, ep := range applied {
-		out[i] = routingv1alpha1.ManagedEndpoint{Name: ep.Name, Controller: ep.Labels[naming.LabelController], Region: ep.Labels[naming.LabelRegion]}
-	}
-	return out, out[0].Name
 }
 
 // SetupWithManager registers the controller with the watches of the architecture's "What

@@ -57,6 +57,7 @@ var roleTemplates = []roleTemplate{
 	{"editor_role.yaml", "editor-role.yaml", "ClusterRole", userRolePrefix + "-editor", ".Values.rbac.userRoles.create"},
 	{"viewer_role.yaml", "viewer-role.yaml", "ClusterRole", userRolePrefix + "-viewer", ".Values.rbac.userRoles.create"},
 	{"gateway_reader_role.yaml", "gateway-reader-role.yaml", "ClusterRole", userRolePrefix + "-gateway-reader", ".Values.rbac.userRoles.create"},
+	{"plan_reader_role.yaml", "plan-reader-role.yaml", "ClusterRole", userRolePrefix + "-plan-reader", ".Values.rbac.userRoles.create"},
 }
 
 func main() {

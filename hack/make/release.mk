@@ -9,7 +9,8 @@
 #      multi-architecture catalog image ($(REGISTRY)/service-router-operator-catalog:v$(VERSION)):
 #      the catalog in /configs and opm itself, serving it (what OLM's CatalogSource runs);
 #   5. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the catalog, the digests,
-#      SHA256SUMS;
+#      the kubectl plugin's archives (kubectl-router-$(VERSION)-linux-amd64.tar.gz, -arm64) and its
+#      krew manifest (router.yaml, from hack/krew/router.yaml), SHA256SUMS;
 #   6. with RELEASE_SIGNING_KEY: cosign signatures of the three images and the chart (in the
 #      registry) and of SHA256SUMS (SHA256SUMS.sig), and the public key (cosign.pub).
 # Pushing is hack/image/release (go-containerregistry); credentials come from the Docker
@@ -28,6 +29,13 @@ OPM_PLATFORM_BINARIES = $(foreach p,$(IMAGE_PLATFORMS),$(call opm_binary,$(p)))
 COSIGN := $(BIN)/cosign
 
 REGISTRY ?=
+# Where the GitHub release serves its assets: the krew manifest's download URLs.
+RELEASE_DOWNLOAD_URL ?= https://github.com/service-router/service-router-operator/releases/download/v$(VERSION)
+# The kubectl plugin's platforms, archives (a krew archive: the binary and the LICENSE) and their
+# build directory.
+PLUGIN_PLATFORMS ?= $(IMAGE_PLATFORMS)
+PLUGIN_DIST := dist/plugin
+plugin_archive = $(PLUGIN_DIST)/kubectl-router-$(VERSION)-$(subst /,-,$(1)).tar.gz
 REGISTRY_PLAIN_HTTP ?= false
 RELEASE_DIR ?= dist/release
 RELEASE_IMAGE_REPO = $(REGISTRY)/service-router-operator
@@ -91,8 +99,19 @@ release-check:
 	@grep -q '$(RELEASE_BUNDLE_IMG_IN_TREE)' $(BUNDLE_CSV) || { \
 		echo "release: the bundle's CSV does not name $(RELEASE_BUNDLE_IMG_IN_TREE) (IMG); run 'make bundle' with the default IMG and commit" >&2; exit 1; }
 
+# The plugin's release archives, built static (-trimpath, no cgo) for each platform.
+.PHONY: plugin-archives
+plugin-archives: ## Build the kubectl plugin's release archives (PLUGIN_PLATFORMS) into dist/plugin.
+	rm -rf $(PLUGIN_DIST) && mkdir -p $(PLUGIN_DIST)
+	$(foreach p,$(PLUGIN_PLATFORMS),\
+		mkdir -p $(PLUGIN_DIST)/$(subst /,-,$(p)) && cp LICENSE $(PLUGIN_DIST)/$(subst /,-,$(p))/ && \
+		CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
+		$(GO) build -trimpath -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $(PLUGIN_DIST)/$(subst /,-,$(p))/kubectl-router ./cmd/kubectl-router && \
+		tar -C $(PLUGIN_DIST)/$(subst /,-,$(p)) --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+			-czf $(call plugin_archive,$(p)) kubectl-router LICENSE &&) true
+
 .PHONY: release
-release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
+release: release-check image plugin-archives $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	@echo "==> pushing the operator image to $(RELEASE_IMAGE_REPO):v$(VERSION)"
 	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(RELEASE_IMAGE_REPO):v$(VERSION) \
@@ -144,6 +163,9 @@ release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES
 	rm -rf $(RELEASE_DIR)/catalog
 	@echo "==> SBOM, binaries and checksums in $(RELEASE_DIR)"
 	$(foreach p,$(IMAGE_PLATFORMS),cp $(call image_binary,$(p)) $(RELEASE_DIR)/service-router-operator-$(subst /,-,$(p)) &&) true
+	$(foreach p,$(PLUGIN_PLATFORMS),cp $(call plugin_archive,$(p)) $(RELEASE_DIR)/ &&) true
+	$(RELEASE_TOOL) krew-manifest --template=hack/krew/router.yaml --version=$(VERSION) --url-base=$(RELEASE_DOWNLOAD_URL) \
+		$(foreach p,$(PLUGIN_PLATFORMS),--archive=$(p)=$(RELEASE_DIR)/$(notdir $(call plugin_archive,$(p)))) --output=$(RELEASE_DIR)/router.yaml
 	$(RELEASE_TOOL) sbom --version=v$(VERSION) --image=$(RELEASE_IMAGE_REPO)@$$(cat $(RELEASE_DIR)/image.digest) \
 		$(foreach p,$(IMAGE_PLATFORMS),--binary=$(p)=$(RELEASE_DIR)/service-router-operator-$(subst /,-,$(p))) \
 		--output=$(RELEASE_DIR)/service-router-operator-$(VERSION).spdx.json
@@ -151,7 +173,7 @@ release: release-check image $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES
 	  echo "$(RELEASE_BUNDLE_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/bundle.digest)"; \
 	  echo "$(RELEASE_CATALOG_REPO):v$(VERSION)@$$(cat $(RELEASE_DIR)/catalog.digest)"; \
 	  echo "$(RELEASE_CHART_REPO)/service-router-operator:$(VERSION)@$$(cat $(RELEASE_DIR)/chart.digest)"; } > $(RELEASE_DIR)/images.txt
-	cd $(RELEASE_DIR) && sha256sum service-router-operator-* images.txt image.digest bundle.digest catalog.digest chart.digest > SHA256SUMS
+	cd $(RELEASE_DIR) && sha256sum service-router-operator-* kubectl-router-* router.yaml images.txt image.digest bundle.digest catalog.digest chart.digest > SHA256SUMS
 	$(RELEASE_SIGN_RECIPE)
 	@echo "==> released $(VERSION):"; cat $(RELEASE_DIR)/images.txt
 

@@ -19,6 +19,7 @@ OPERATOR_SDK := $(BIN)/operator-sdk
 EXTERNAL_DNS := $(BIN)/external-dns
 # Built by `make build` and `make demo-build` (go build is incremental, so they are phony targets).
 MANAGER := $(BIN)/manager
+PLUGIN := $(BIN)/kubectl-router
 DEMO := $(BIN)/demo
 
 CONTROL_PLANE := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)

@@ -35,6 +35,13 @@ type Settings struct {
 // decided.
 var DefaultSettings = Settings{Share: 0.25, Minimum: 10, Window: 30 * time.Second, Observe: 5 * time.Second, Grace: 2 * time.Minute}
 
+// Trips reports whether requested deletions within one window, out of total managed records,
+// trip the guard: at least Minimum of them, and more than Share of all. A disabled guard (Grace 0)
+// never trips. It is the guard's own rule, and what `kubectl router plan` predicts with.
+func (s Settings) Trips(requested, total int) bool {
+	return s.Grace > 0 && requested >= s.Minimum && float64(requested) > s.Share*float64(total)
+}
+
 // Guard decides whether a deletion may proceed now. It is safe for concurrent use; a nil *Guard
 // lets every deletion proceed.
 type Guard struct {
@@ -245,10 +252,7 @@ func (g *Guard) expire(now time.Time) {
 // the share of all records; it reports whether it tripped now. Deletions of the window whose
 // short wait ended but whose holders have not come back for them wait the grace period too.
 func (g *Guard) trip(requested int) bool {
-	if g.tripped || requested < g.settings.Minimum {
-		return false
-	}
-	if float64(requested) <= g.settings.Share*float64(g.total()) {
+	if g.tripped || requested < g.settings.Minimum || !g.settings.Trips(requested, g.total()) {
 		return false
 	}
 	g.tripped = true

@@ -199,3 +199,25 @@ func TestGuard_ARetriedDeletionIsNotHeldAgain(t *testing.T) {
 	_, held = g.Hold("r0", t0.Add(2*time.Minute+time.Second))
 	assert.False(t, held, "the delete failed and is retried: not held again")
 }
+
+func TestSettings_TripsAtTheMinimumAndAboveTheShare(t *testing.T) {
+	s := Settings{Share: 0.25, Minimum: 10, Window: 30 * time.Second, Observe: 5 * time.Second, Grace: 2 * time.Minute}
+	for _, tc := range []struct {
+		name             string
+		settings         Settings
+		requested, total int
+		want             bool
+	}{
+		{"below the minimum, whatever the share", s, 9, 9, false},
+		{"at the minimum and above the share", s, 10, 39, true},
+		{"at the minimum, exactly the share", s, 10, 40, false},
+		{"many, but a small share", s, 100, 1000, false},
+		{"disabled guard", Settings{Share: 0.25, Minimum: 10}, 100, 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.settings.Trips(tc.requested, tc.total); got != tc.want {
+				t.Errorf("Trips(%d, %d) = %v, want %v", tc.requested, tc.total, got, tc.want)
+			}
+		})
+	}
+}

@@ -47,6 +47,21 @@ func waitsForRoom(r *routingv1alpha1.ServiceRoute) bool {
 	return ready != nil && ready.Reason == routingv1alpha1.ReasonGatewayHostLimit
 }
 
+// GatewayHosts decides which hosts gw's Istio Gateway lists, from the ServiceRoutes referencing
+// it: the candidates (HostCandidateOf), written as IstioHost, admitted oldest first within gw's
+// share of budget (IstioHostBudget, AdmitHosts). routes may be the cache's own objects: only
+// strings and times are copied out of them.
+func GatewayHosts(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute, budget int) HostAdmission {
+	candidates := make([]HostCandidate, 0, len(routes))
+	for _, route := range routes {
+		if c, ok := HostCandidateOf(route); ok {
+			c.Hostname = IstioHost(gw, c.Namespace, c.Hostname)
+			candidates = append(candidates, c)
+		}
+	}
+	return AdmitHosts(candidates, IstioHostBudget(gw, budget))
+}
+
 // HostInputChanged reports whether a route change can change what its Gateway writes (the hosts
 // of the Istio Gateway, the status counts and the cutoff): candidacy, hostname, creation time or
 // the Gateway referenced. old or new is nil for a create or a delete. Every other change (a

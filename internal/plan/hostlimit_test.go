@@ -250,3 +250,39 @@ func TestIstioHostBudget_EachServerListingEveryHostTakesItsShare(t *testing.T) {
 		})
 	}
 }
+
+func TestGatewayHosts_CandidatesInTheGatewaysFormWithinItsShare(t *testing.T) {
+	older, younger := publishing("older", 1), publishing("younger", 2)
+	withdrawn := publishing("withdrawn", 0)
+	withdrawn.Status.Endpoints = nil
+	bare := gateway("cert")
+	bare.Spec.IstioHostFormat = routingv1alpha1.IstioHostBare
+	serve := gateway("cert")
+	serve.Spec.PlainHTTP = routingv1alpha1.PlainHTTPServe // two host lists share the budget
+	oneHost := EstimatedIstioGatewayBytes(HostCandidate{Namespace: "myapp", Hostname: "myapp/" + older.Status.Hostname})
+	for _, tt := range []struct {
+		name      string
+		gw        *routingv1alpha1.Gateway
+		budget    int
+		wantHosts []string
+		leftOff   int32
+	}{
+		{"namespace-scoped hosts of the publishing routes", gateway("cert"), 0,
+			[]string{"myapp/" + older.Status.Hostname, "myapp/" + younger.Status.Hostname}, 0},
+		{"bare hosts", bare, 0, []string{older.Status.Hostname, younger.Status.Hostname}, 0},
+		{"room for the oldest only", gateway("cert"), oneHost, []string{"myapp/" + older.Status.Hostname}, 1},
+		{"each host list takes its share of the budget", serve, 2 * oneHost, []string{"myapp/" + older.Status.Hostname}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := GatewayHosts(tt.gw, []*routingv1alpha1.ServiceRoute{younger, withdrawn, older}, tt.budget)
+			assert.Equal(t, tt.wantHosts, got.Hosts)
+			if tt.leftOff == 0 {
+				assert.Nil(t, got.Limit)
+			} else {
+				require.NotNil(t, got.Limit)
+				assert.Equal(t, tt.leftOff, got.Limit.LeftOff)
+				assert.Equal(t, "myapp/younger", got.Limit.FirstLeftOff)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -15,6 +16,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/policy"
 )
 
 func identity(adopts ...string) *clusterv1alpha1.ClusterIdentity {
@@ -422,4 +424,19 @@ func TestMissing(t *testing.T) {
 		assert.Equal(t, tc.reason, reason, name)
 		assert.NotEmpty(t, message, name)
 	}
+}
+
+func TestManagedEndpoints_StatusListsWhatIsPublished(t *testing.T) {
+	r := serviceRoute()
+	weu := desired.RouteEndpoint(r, policy.Controller{Name: "external-dns-weu", Region: "weu"}, "h.example.com", "t.example.com")
+	neu := desired.RouteEndpoint(r, policy.Controller{Name: "external-dns-neu", Region: "neu"}, "h.example.com", "t.example.com")
+	got, first := ManagedEndpoints([]*externaldnsv1alpha1.DNSEndpoint{weu, neu})
+	assert.Equal(t, []routingv1alpha1.ManagedEndpoint{
+		{Name: "api-route-external-dns-weu", Controller: "external-dns-weu", Region: "weu"},
+		{Name: "api-route-external-dns-neu", Controller: "external-dns-neu", Region: "neu"},
+	}, got)
+	assert.Equal(t, "api-route-external-dns-weu", first)
+	none, noFirst := ManagedEndpoints(nil)
+	assert.Nil(t, none)
+	assert.Empty(t, noFirst)
 }

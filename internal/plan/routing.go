@@ -229,6 +229,19 @@ func Publishes(r *routingv1alpha1.ServiceRoute) bool {
 	return r.DeletionTimestamp.IsZero() && r.Status.Hostname != "" && len(r.Status.Endpoints) > 0
 }
 
+// ManagedEndpoints is a route's status.endpoints and status.DNSEndpoint (the first) for the
+// DNSEndpoints it now publishes (applied, as the write step left them).
+func ManagedEndpoints(applied []*externaldnsv1alpha1.DNSEndpoint) ([]routingv1alpha1.ManagedEndpoint, string) {
+	if len(applied) == 0 {
+		return nil, ""
+	}
+	out := make([]routingv1alpha1.ManagedEndpoint, len(applied))
+	for i, ep := range applied {
+		out[i] = routingv1alpha1.ManagedEndpoint{Name: ep.Name, Controller: ep.Labels[naming.LabelController], Region: ep.Labels[naming.LabelRegion]}
+	}
+	return out, out[0].Name
+}
+
 func gatewayNamespace(r *routingv1alpha1.ServiceRoute) string {
 	return cmp.Or(r.Spec.GatewayNamespace, routingv1alpha1.DefaultGatewayNamespace)
 }

@@ -17,7 +17,7 @@ import (
 var firstRunTargets = []string{
 	"demo", "demo-down", "test", "test-go", "e2e", "verify", "build", "run", "lint", "bench",
 	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package", "image",
-	"tools", "control-plane", "external-dns",
+	"tools", "control-plane", "external-dns", "plugin",
 }
 
 // implicitNeeds are binaries a command uses without naming them: the programs it starts find

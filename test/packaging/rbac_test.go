@@ -153,6 +153,7 @@ var chartRBACSources = []struct {
 	{"editor_role.yaml", "ClusterRole", "service-router-editor"},
 	{"viewer_role.yaml", "ClusterRole", "service-router-viewer"},
 	{"gateway_reader_role.yaml", "ClusterRole", "service-router-gateway-reader"},
+	{"plan_reader_role.yaml", "ClusterRole", "service-router-plan-reader"},
 }
 
 // aggregationLabels returns the aggregate-to-* labels of a role.
@@ -324,6 +325,14 @@ func TestChartRBAC_UserRoles(t *testing.T) {
 	gatewayReader := role("service-router-gateway-reader")
 	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"routing.router.io"}, Resources: []string{"gateways"}, Verbs: readVerbs}}, gatewayReader.Rules)
 	require.Empty(t, aggregationLabels(gatewayReader.Labels), "gateway-reader is bound where the platform chooses, never aggregated")
+
+	// plan-reader is bound cluster-wide to whoever previews changes: get and list only, and
+	// carried by no built-in role (it reads every namespace and the cluster configuration).
+	planReader := role("service-router-plan-reader")
+	for _, rule := range planReader.Rules {
+		require.Equal(t, []string{"get", "list"}, rule.Verbs, "plan-reader only reads")
+	}
+	require.Empty(t, aggregationLabels(planReader.Labels), "plan-reader is bound where the platform chooses, never aggregated")
 
 	admin := role("service-router-platform-admin")
 	require.NotNil(t, admin.AggregationRule, "platform-admin aggregates its rules")

@@ -19,11 +19,12 @@ func TestMakefile_ReleaseTargetsBuildWhatTheyRun(t *testing.T) {
 	require.NoError(t, err, "GNU make is needed to check the Makefile")
 	bin := t.TempDir()
 	for name, args := range map[string][]string{
-		"release":        {"release"},
-		"release signed": {"release", "RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY"},
-		"actionlint":     {"actionlint"},
-		"opm":            {"opm"},
-		"cosign":         {"cosign"},
+		"release":         {"release"},
+		"release signed":  {"release", "RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY"},
+		"actionlint":      {"actionlint"},
+		"opm":             {"opm"},
+		"cosign":          {"cosign"},
+		"plugin-archives": {"plugin-archives"},
 	} {
 		target := args[0]
 		t.Run(name, func(t *testing.T) {

@@ -323,8 +323,18 @@ func checkReleaseFiles(t *testing.T, dir, registry, imageDigest string) {
 	}
 	sbomName := "service-router-operator-" + version + ".spdx.json"
 	for _, name := range []string{"service-router-operator-" + version + ".tgz", sbomName, "image.digest",
-		"service-router-operator-linux-amd64", "service-router-operator-linux-arm64"} {
+		"service-router-operator-linux-amd64", "service-router-operator-linux-arm64",
+		"kubectl-router-" + version + "-linux-amd64.tar.gz", "kubectl-router-" + version + "-linux-arm64.tar.gz", "router.yaml"} {
 		require.True(t, listed[name], "SHA256SUMS lists %s (it lists %v)", name, listed)
+	}
+	// The krew manifest names each plugin archive with its checksum.
+	krew := readFile(t, filepath.Join(dir, "router.yaml"))
+	for _, arch := range []string{"amd64", "arm64"} {
+		archive := "kubectl-router-" + version + "-linux-" + arch + ".tar.gz"
+		data, err := os.ReadFile(filepath.Join(dir, archive))
+		require.NoError(t, err)
+		sum := sha256.Sum256(data)
+		require.Contains(t, krew, "/"+archive+"\n    sha256: "+hex.EncodeToString(sum[:])+"\n", "the krew manifest names %s with its checksum", archive)
 	}
 
 	var sbom struct {

@@ -16,6 +16,9 @@
 //	release catalog-image --catalog=DIR --version=V --opm=OS/ARCH=PATH... --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
 //	    builds the multi-architecture file-based catalog image (opm serving DIR from /configs) and
 //	    pushes it.
+//	release krew-manifest --template=hack/krew/router.yaml --version=V --url-base=URL --archive=OS/ARCH=PATH... --output=FILE
+//	    renders the kubectl plugin's krew manifest: the version and, per platform, the archive's
+//	    download URL (URL-BASE/its file name) and SHA-256.
 //
 // Credentials come from the Docker configuration ($DOCKER_CONFIG or ~/.docker/config.json, what
 // `docker login` and CI login actions write), through go-containerregistry's default keychain.
@@ -44,6 +47,8 @@ func main() {
 		err = bundleImageCommand(os.Args[2:])
 	case "catalog-image":
 		err = catalogImageCommand(os.Args[2:])
+	case "krew-manifest":
+		err = krewManifestCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -54,7 +59,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image|catalog-image [flags] (see the package comment)")
+	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image|catalog-image|krew-manifest [flags] (see the package comment)")
 	os.Exit(2)
 }
 

@@ -1,0 +1,113 @@
+package preview
+
+import (
+	"context"
+	"fmt"
+
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
+)
+
+// Load reads from the cluster what the operator's cache holds (controllers.CacheOptions): reads
+// only (list and get), cluster-wide, so a user with the view role everywhere can run it. An
+// optional API that is not served (DNSEndpoint, Istio Gateway) is recorded as missing, as the
+// operator does; any other failed read is an error, never an empty input.
+func Load(ctx context.Context, c client.Reader) (*World, error) {
+	w := &World{Namespaces: map[string]Namespace{}}
+	var err error
+	if w.Identity, err = getOptional(ctx, c, clusterv1alpha1.ClusterIdentityName, &clusterv1alpha1.ClusterIdentity{}); err != nil {
+		return nil, err
+	}
+	if w.Configuration, err = getOptional(ctx, c, clusterv1alpha1.DNSConfigurationName, &clusterv1alpha1.DNSConfiguration{}); err != nil {
+		return nil, err
+	}
+	policies := &routingv1alpha1.DNSPolicyList{}
+	if err := list(ctx, c, policies, "DNSPolicies"); err != nil {
+		return nil, err
+	}
+	w.Policies = pointers(policies.Items)
+	routes := &routingv1alpha1.ServiceRouteList{}
+	if err := list(ctx, c, routes, "ServiceRoutes"); err != nil {
+		return nil, err
+	}
+	w.Routes = pointers(routes.Items)
+	gateways := &routingv1alpha1.GatewayList{}
+	if err := list(ctx, c, gateways, "Gateways"); err != nil {
+		return nil, err
+	}
+	w.Gateways = pointers(gateways.Items)
+	namespaces := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
+	if err := list(ctx, c, namespaces, "Namespaces"); err != nil {
+		return nil, err
+	}
+	for _, ns := range namespaces.Items {
+		w.Namespaces[ns.Name] = Namespace{Labels: ns.Labels, Annotations: ns.Annotations}
+	}
+	hasIstio, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	services := &corev1.ServiceList{}
+	if err := list(ctx, c, services, "Services labelled istio", client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasIstio)}); err != nil {
+		return nil, err
+	}
+	w.Services = pointers(services.Items)
+	managed := client.MatchingLabels{naming.LabelManagedBy: naming.ManagedByValue}
+	endpoints := &externaldnsv1alpha1.DNSEndpointList{}
+	switch err := list(ctx, c, endpoints, "DNSEndpoints", managed); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		w.EndpointsAPIMissing = true
+	case err != nil:
+		return nil, err
+	}
+	w.Endpoints = pointers(endpoints.Items)
+	istio := &istionetworkingv1.GatewayList{}
+	switch err := list(ctx, c, istio, "Istio Gateways", managed); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		w.IstioAPIMissing = true
+	case err != nil:
+		return nil, err
+	}
+	w.IstioGateways = istio.Items
+	return w, nil
+}
+
+func getOptional[T client.Object](ctx context.Context, c client.Reader, name string, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return obj, nil
+}
+
+func list(ctx context.Context, c client.Reader, l client.ObjectList, what string, opts ...client.ListOption) error {
+	if err := c.List(ctx, l, opts...); err != nil {
+		if meta.IsNoMatchError(err) {
+			return err
+		}
+		return fmt.Errorf("listing %s in every namespace: %w", what, err)
+	}
+	return nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

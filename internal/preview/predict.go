@@ -1,0 +1,487 @@
+package preview
+
+import (
+	"maps"
+	"slices"
+
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
+)
+
+// Settings are the operator's flags that change its decisions.
+type Settings struct {
+	// HostBudget is --istio-gateway-max-bytes (0: plan.DefaultIstioGatewayBudget).
+	HostBudget int
+	// Guard is the mass-deletion guard's settings (--deletion-guard-*).
+	Guard guard.Settings
+}
+
+// DefaultSettings are the operator's defaults.
+var DefaultSettings = Settings{HostBudget: plan.DefaultIstioGatewayBudget, Guard: guard.DefaultSettings}
+
+// Prediction is the state the operator converges to from a World.
+type Prediction struct {
+	// Endpoints are every managed DNSEndpoint, sorted by namespace/name.
+	Endpoints []*externaldnsv1alpha1.DNSEndpoint
+	// IstioHosts are the hosts of each generated Istio Gateway by namespace/name; a Gateway with
+	// no Istio Gateway is absent.
+	IstioHosts map[string][]string
+	// Routes are the routes' outcomes and statuses, by namespace/name.
+	Routes map[string]RouteOutcome
+	// Gateways are the Gateways' outcomes, by namespace/name.
+	Gateways map[string]plan.GatewayPlan
+	// OperatorDeletes are the deletions the operator itself asks for (they pass the guard), by
+	// kind and namespace/name; GarbageCollected are the generated objects the garbage collector
+	// removes with their deleted owner (not guarded).
+	OperatorDeletes, GarbageCollected []string
+}
+
+// RouteOutcome is what a route's reconcile decides and leaves in its status.
+type RouteOutcome struct {
+	plan.Outcome
+	// Synced says the route's records follow the decision (false: an input is missing and the
+	// records are kept as they are).
+	Synced bool
+	// Status is the route's status after its reconcile (zones, published, conditions).
+	Status routingv1alpha1.ServiceRouteStatus
+}
+
+// hostLimitRounds bounds the rounds of route and Gateway decisions: a Gateway's host cutoff
+// feeds its routes' decisions and their statuses feed the cutoff. The operator converges in
+// two rounds (the left-off routes stay candidates, so the cutoff does not move when their records
+// go); more are a safety margin.
+const hostLimitRounds = 5
+
+// Predict runs the operator's decisions over w until they settle, as the reconcilers would: each
+// ServiceRoute (plan.Route, its DNSEndpoints through apply.Diff), each Gateway (plan.GatewayHosts,
+// plan.Gateway) and each entry point's address records (plan.Ingress). w is not changed.
+func Predict(w *World, s Settings) Prediction {
+	w = w.DeepCopy()
+	if s.HostBudget == 0 {
+		s.HostBudget = plan.DefaultIstioGatewayBudget
+	}
+	out := Prediction{IstioHosts: map[string][]string{}, Routes: map[string]RouteOutcome{}, Gateways: map[string]plan.GatewayPlan{}}
+	routes := live(w.Routes)
+	gateways := live(w.Gateways)
+	endpoints := map[string]*externaldnsv1alpha1.DNSEndpoint{}
+	for _, ep := range w.Endpoints {
+		endpoints[key(ep)] = ep
+	}
+	// Generated objects whose owner is gone are the garbage collector's to remove.
+	for k, ep := range endpoints {
+		if ownerGone(ep, "ServiceRoute", routes) {
+			delete(endpoints, k)
+			out.GarbageCollected = append(out.GarbageCollected, "DNSEndpoint "+k)
+		}
+	}
+	ix := newIndex(w, routes, gateways, endpoints)
+	var routeDeletes []string
+	for round := 0; round < hostLimitRounds; round++ {
+		routeDeletes = nil
+		next := maps.Clone(endpoints)
+		for _, r := range routes {
+			o, deletes := predictRoute(w, ix, r, endpoints, next)
+			out.Routes[key(r)] = o
+			routeDeletes = append(routeDeletes, deletes...)
+		}
+		// The routes' statuses as their reconciles leave them, for the Gateways' host lists.
+		for _, r := range routes {
+			r.Status = out.Routes[key(r)].Status
+		}
+		moved := false
+		for _, gw := range gateways {
+			admitted := plan.GatewayHosts(gw, ix.routesByGateway[gatewayKey(gw)], s.HostBudget)
+			if !equality.Semantic.DeepEqual(admitted.Limit, gw.Status.HostLimit) {
+				gw.Status.HostLimit, moved = admitted.Limit, true
+			}
+		}
+		if !moved || round == hostLimitRounds-1 {
+			endpoints = next
+			break
+		}
+	}
+	out.OperatorDeletes = append(out.OperatorDeletes, routeDeletes...)
+	for _, gw := range gateways {
+		hosts, deletes := predictGateway(w, gw, gateways, ix.routesByGateway[gatewayKey(gw)], s.HostBudget, &out)
+		if hosts != nil {
+			out.IstioHosts[key(gw)] = hosts
+		}
+		out.OperatorDeletes = append(out.OperatorDeletes, deletes...)
+	}
+	for _, ig := range w.IstioGateways {
+		if ownerGone(ig, "Gateway", gateways) {
+			out.GarbageCollected = append(out.GarbageCollected, "Istio Gateway "+key(ig))
+		} else if _, decided := out.Gateways[key(ig)]; !decided {
+			out.IstioHosts[key(ig)] = istioHosts(ig) // nobody reconciles it: it stays
+		}
+	}
+	for _, pair := range pairs(gateways, endpoints) {
+		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(w, pair, gateways, endpoints)...)
+	}
+	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), func(a, b *externaldnsv1alpha1.DNSEndpoint) int {
+		return compareKeys(key(a), key(b))
+	})
+	slices.Sort(out.OperatorDeletes)
+	slices.Sort(out.GarbageCollected)
+	return out
+}
+
+// predictRoute is the ServiceRoute reconcile: gather (what ServiceRouteReconciler.gather reads
+// from the cache, here from ix) → plan.Route → apply.Diff of the route's DNSEndpoints (read from
+// current, written to next) → status. It returns the route's outcome and the deletions the write
+// step asks for.
+func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, current, next map[string]*externaldnsv1alpha1.DNSEndpoint) (RouteOutcome, []string) {
+	route := r.DeepCopy()
+	ns := w.Namespaces[route.Namespace]
+	in := plan.RouteInputs{Route: route, Identity: w.Identity, Configuration: w.Configuration, Gateway: ix.gateways[plan.GatewayRef(route)],
+		Policy: ix.policies[route.Namespace], NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations,
+		ApplicationListedBy: ix.listedBy[route.Spec.Application], EndpointsAPIMissing: w.EndpointsAPIMissing}
+	if w.Identity != nil {
+		in.Winner = plan.HostnameWinner(route, ix.claims[ix.sourceLabel(route)], ix.applicationAllowed)
+	}
+	p := plan.Route(in)
+	o := RouteOutcome{Outcome: p.Outcome, Synced: p.Sync}
+	var deletes []string
+	if p.Sync {
+		mine := ix.endpointsByRoute[key(route)]
+		ch := apply.Diff(desired.RouteEndpointKind(route.Name), p.Endpoints, mine)
+		applied := writeChanges(ch, next, &deletes)
+		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(applied)
+		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
+		o.Outcome = plan.AfterWrite(p.Outcome, plan.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: conflictKeys(ch.Conflicts)})
+		zones := make([]plan.ZoneInput, 0, len(applied))
+		for _, ep := range applied {
+			controller := ep.Labels[naming.LabelController]
+			zones = append(zones, plan.ZoneInput{Controller: controller, Region: ep.Labels[naming.LabelRegion],
+				Verified: plan.Verified(w.Configuration, controller), Desired: ep, Current: current[key(ep)]})
+		}
+		pub := plan.Publish(zones, route.Status.Zones, route.Generation, "the route publishes no DNS record; the Ready condition says why")
+		route.Status.Zones, route.Status.Published = pub.Zones, pub.Published
+		meta.SetStatusCondition(&route.Status.Conditions, pub.Condition)
+	}
+	meta.SetStatusCondition(&route.Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: conditionStatus(o.Ready),
+		Reason: o.Reason, Message: o.Message, ObservedGeneration: route.Generation})
+	route.Status.Phase = routingv1alpha1.Phase(o.Phase)
+	o.Status = route.Status
+	return o, deletes
+}
+
+// writeChanges applies a diff to next as the write step would when every write succeeds, records
+// the deletions, and returns the objects that exist as desired afterwards (the write step's
+// Applied). A deletion the mass-deletion guard holds happens later: the prediction is the state
+// the operator converges to.
+func writeChanges(ch apply.Changes[*externaldnsv1alpha1.DNSEndpoint], next map[string]*externaldnsv1alpha1.DNSEndpoint, deletes *[]string) []*externaldnsv1alpha1.DNSEndpoint {
+	applied := slices.Clone(ch.Unchanged)
+	for _, obj := range ch.Delete {
+		delete(next, key(obj))
+		*deletes = append(*deletes, "DNSEndpoint "+key(obj))
+	}
+	for _, obj := range append(slices.Clone(ch.Update), ch.Create...) {
+		next[key(obj)] = obj
+		applied = append(applied, obj)
+	}
+	return applied
+}
+
+func conflictKeys(conflicts []apply.Conflict) []string {
+	keys := make([]string, len(conflicts))
+	for i, c := range conflicts {
+		keys[i] = c.Key
+	}
+	return keys
+}
+
+func conditionStatus(ready bool) metav1.ConditionStatus {
+	if ready {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// predictGateway is the Gateway reconcile: its hosts (plan.GatewayHosts over its routes'
+// statuses), its ingress Service, plan.Gateway, and the Istio Gateway through apply.Diff. hosts is
+// nil when the Gateway has no Istio Gateway afterwards.
+func predictGateway(w *World, gw *routingv1alpha1.Gateway, gateways []*routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute,
+	budget int, out *Prediction) (hosts []string, deletes []string) {
+	admitted := plan.GatewayHosts(gw, routes, budget)
+	in := plan.GatewayInputs{Gateway: gw, Identity: w.Identity, Hosts: admitted.Hosts, HostLimit: admitted.Limit, IstioAPIMissing: w.IstioAPIMissing}
+	decider, found := plan.IngressDecider(pairOf(gateways, ingressOf(gw)))
+	if !found {
+		decider = gw
+	}
+	in.IngressDecider = decider
+	if svc := ingressService(w, plan.IngressNamespace(decider), gw.Spec.Controller); svc != nil {
+		addrs := ingress.ServiceAddresses(svc)
+		in.Service, in.ServiceName = &addrs, key(svc)
+	}
+	p := plan.Gateway(in)
+	out.Gateways[key(gw)] = p
+	var current []*istionetworkingv1.Gateway
+	for _, ig := range w.IstioGateways {
+		if ig.Namespace == gw.Namespace && ig.Name == gw.Name {
+			current = append(current, ig)
+		}
+	}
+	if !p.SyncIstio {
+		if len(current) > 0 {
+			return istioHosts(current[0]), nil // left as it is
+		}
+		return nil, nil
+	}
+	var want []*istionetworkingv1.Gateway
+	if len(p.Hosts) > 0 {
+		want = append(want, desired.IstioGateway(gw, p.Hosts))
+	}
+	ch := apply.Diff(desired.IstioGatewayKind(gw.Name), want, current)
+	for _, obj := range ch.Delete {
+		deletes = append(deletes, "Istio Gateway "+key(obj))
+	}
+	if len(want) == 0 {
+		return nil, deletes
+	}
+	return slices.Clone(p.Hosts), deletes
+}
+
+// predictAddresses is the IngressDNS reconcile of one (controller, targetPostfix) pair: its
+// Gateways, its ingress Service (from the oldest Gateway's ingress namespace only), plan.Ingress,
+// and the address DNSEndpoints through apply.Diff, written to endpoints.
+func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []string {
+	if w.EndpointsAPIMissing {
+		return nil
+	}
+	in := plan.IngressInputs{Ingress: pair, Gateways: pairOf(gateways, pair), Identity: w.Identity, Configuration: w.Configuration}
+	if decider, found := plan.IngressDecider(in.Gateways); found {
+		if svc := ingressService(w, plan.IngressNamespace(decider), pair.Controller); svc != nil {
+			in.Service = &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}
+		}
+	}
+	p := plan.Ingress(in)
+	if !p.Sync {
+		return nil
+	}
+	var current []*externaldnsv1alpha1.DNSEndpoint
+	for _, ep := range endpoints {
+		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair {
+			current = append(current, ep)
+		}
+	}
+	var deletes []string
+	writeChanges(apply.Diff(desired.AddressEndpointKind(pair), p.Endpoints, current), endpoints, &deletes)
+	return deletes
+}
+
+// ingressService is the ingress LoadBalancer Service of controller in namespace (see
+// ingress.SelectService); nil when there is none.
+func ingressService(w *World, namespace, controller string) *corev1.Service {
+	var candidates []corev1.Service
+	for _, svc := range w.Services {
+		if svc.Namespace == namespace && svc.Labels[naming.IngressServiceSelector] == controller {
+			candidates = append(candidates, *svc)
+		}
+	}
+	return ingress.SelectService(candidates)
+}
+
+func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
+	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+}
+
+// pairOf are the Gateways of an entry point.
+func pairOf(gateways []*routingv1alpha1.Gateway, pair desired.Ingress) []*routingv1alpha1.Gateway {
+	var out []*routingv1alpha1.Gateway
+	for _, gw := range gateways {
+		if ingressOf(gw) == pair {
+			out = append(out, gw)
+		}
+	}
+	return out
+}
+
+// pairs are the entry points with a Gateway, and those that still have address records (whose
+// records must go), as IngressDNSReconciler.allPairs finds them.
+func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []desired.Ingress {
+	seen := map[desired.Ingress]bool{}
+	for _, gw := range gateways {
+		seen[ingressOf(gw)] = true
+	}
+	for _, ep := range endpoints {
+		if pair, ok := desired.IngressOfLabels(ep.Labels); ok {
+			seen[pair] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(seen), func(a, b desired.Ingress) int {
+		return compareKeys(a.Controller+"/"+a.TargetPostfix, b.Controller+"/"+b.TargetPostfix)
+	})
+}
+
+func gatewayOf(gateways []*routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) *routingv1alpha1.Gateway {
+	ref := plan.GatewayRef(r)
+	for _, gw := range gateways {
+		if gw.Namespace == ref.Namespace && gw.Name == ref.Name {
+			return gw
+		}
+	}
+	return nil
+}
+
+// routesOf are the routes referencing gw.
+func routesOf(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute) []*routingv1alpha1.ServiceRoute {
+	ref := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	var out []*routingv1alpha1.ServiceRoute
+	for _, r := range routes {
+		if plan.GatewayRef(r) == ref {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func inNamespace[T metav1.Object](objs []T, namespace string) []T {
+	var out []T
+	for _, o := range objs {
+		if o.GetNamespace() == namespace {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// live are the objects not being deleted (the reconcilers skip the others), sorted.
+func live[T metav1.Object](objs []T) []T {
+	var out []T
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() == nil {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b T) int { return compareKeys(key(a), key(b)) })
+	return out
+}
+
+// ownerGone reports whether obj is controlled by an owner of kind that no longer exists among
+// owners (same namespace, name and UID): the garbage collector removes it.
+func ownerGone[T metav1.Object](obj metav1.Object, kind string, owners []T) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != kind || ref.APIVersion != routingv1alpha1.GroupVersion.String() {
+		return false
+	}
+	for _, o := range owners {
+		if o.GetNamespace() == obj.GetNamespace() && o.GetName() == ref.Name && (o.GetUID() == ref.UID || isPreviewUID(o.GetUID())) {
+			return false
+		}
+	}
+	return true
+}
+
+func istioHosts(ig *istionetworkingv1.Gateway) []string {
+	var hosts []string
+	for _, s := range ig.Spec.Servers {
+		hosts = append(hosts, s.Hosts...)
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
+func compareKeys(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// index holds what the reconcilers find through the cache's indexes (controllers/indexes.go and
+// the helpers of controllers/inputs.go), built once per prediction: the policy in force per
+// namespace, the namespaces listing each application, the routes claiming each hostname, the
+// Gateways, each Gateway's routes and each route's DNSEndpoints.
+type index struct {
+	policies         map[string]*routingv1alpha1.DNSPolicy
+	listedBy         map[string][]string
+	letter           string
+	claims           map[string][]*routingv1alpha1.ServiceRoute
+	gateways         map[types.NamespacedName]*routingv1alpha1.Gateway
+	routesByGateway  map[types.NamespacedName][]*routingv1alpha1.ServiceRoute
+	endpointsByRoute map[string][]*externaldnsv1alpha1.DNSEndpoint
+	namespaces       map[string]Namespace
+	allowed          map[types.UID]bool
+}
+
+func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) *index {
+	ix := &index{policies: map[string]*routingv1alpha1.DNSPolicy{}, listedBy: map[string][]string{}, claims: map[string][]*routingv1alpha1.ServiceRoute{},
+		gateways: map[types.NamespacedName]*routingv1alpha1.Gateway{}, routesByGateway: map[types.NamespacedName][]*routingv1alpha1.ServiceRoute{},
+		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}, namespaces: w.Namespaces, allowed: map[types.UID]bool{}}
+	byNamespace := map[string][]*routingv1alpha1.DNSPolicy{}
+	for _, p := range w.Policies {
+		byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p)
+	}
+	for ns, policies := range byNamespace {
+		if oldest, ok := plan.Oldest(policies); ok {
+			ix.policies[ns] = oldest
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Namespaces)) {
+		apps, _ := naming.Applications(w.Namespaces[name].Annotations)
+		for _, app := range apps {
+			ix.listedBy[app] = append(ix.listedBy[app], name)
+		}
+	}
+	if w.Identity != nil {
+		ix.letter = w.Identity.Spec.EnvironmentLetter
+		for _, r := range routes {
+			label := ix.sourceLabel(r)
+			ix.claims[label] = append(ix.claims[label], r)
+		}
+	}
+	for _, gw := range gateways {
+		ix.gateways[gatewayKey(gw)] = gw
+	}
+	for _, r := range routes {
+		ref := plan.GatewayRef(r)
+		ix.routesByGateway[ref] = append(ix.routesByGateway[ref], r)
+	}
+	for _, ep := range endpoints {
+		if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
+			k := ep.Namespace + "/" + route
+			ix.endpointsByRoute[k] = append(ix.endpointsByRoute[k], ep)
+		}
+	}
+	for _, eps := range ix.endpointsByRoute {
+		slices.SortFunc(eps, func(a, b *externaldnsv1alpha1.DNSEndpoint) int { return compareKeys(key(a), key(b)) })
+	}
+	return ix
+}
+
+// sourceLabel is the first label of a route's hostname: routes with the same one claim the same
+// hostname (the controller's hostname index finds exactly those).
+func (ix *index) sourceLabel(r *routingv1alpha1.ServiceRoute) string {
+	return naming.SourceLabel(r.Spec.ServiceName, ix.letter, r.Spec.Environment, r.Spec.Application)
+}
+
+// applicationAllowed is plan.ApplicationAllowed for a claimant, with its namespace's annotations.
+func (ix *index) applicationAllowed(c *routingv1alpha1.ServiceRoute) bool {
+	if allowed, ok := ix.allowed[c.UID]; ok {
+		return allowed
+	}
+	allowed, _ := plan.ApplicationAllowed(c.Namespace, c.Spec.Application, ix.namespaces[c.Namespace].Annotations, ix.listedBy[c.Spec.Application])
+	ix.allowed[c.UID] = allowed
+	return allowed
+}
+
+func gatewayKey(gw *routingv1alpha1.Gateway) types.NamespacedName {
+	return types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+}

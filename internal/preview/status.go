@@ -1,0 +1,368 @@
+package preview
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/policy"
+)
+
+// DocsBase is where the troubleshooting guide is published; status links each problem to it.
+const DocsBase = "https://github.com/service-router/service-router-operator/blob/main/docs/OPERATOR-GUIDE.md"
+
+// Problem is the first thing wrong on a hostname's path.
+type Problem struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Doc     string `json:"doc"`
+}
+
+// ZonePath is one zone of a route: its controller, DNSEndpoint, whether ExternalDNS processed it,
+// what verification found, and the gateway target's address records there.
+type ZonePath struct {
+	Controller  string   `json:"controller"`
+	Region      string   `json:"region,omitempty"`
+	DNSEndpoint string   `json:"dnsEndpoint"`
+	Exists      bool     `json:"exists"`
+	Processed   bool     `json:"processed"`
+	State       string   `json:"state,omitempty"`
+	Answer      string   `json:"answer,omitempty"`
+	LastChecked string   `json:"lastChecked,omitempty"`
+	Addresses   []string `json:"addresses,omitempty"`
+}
+
+// RoutePath is one route's whole path: `kubectl router status <hostname | route>`.
+type RoutePath struct {
+	Route     string     `json:"route"`
+	Hostname  string     `json:"hostname,omitempty"`
+	Target    string     `json:"target,omitempty"`
+	Phase     string     `json:"phase,omitempty"`
+	Ready     string     `json:"ready"`
+	Published string     `json:"published"`
+	Policy    string     `json:"policy"`
+	Gateway   string     `json:"gateway"`
+	Zones     []ZonePath `json:"zones"`
+	Problem   *Problem   `json:"problem,omitempty"`
+}
+
+// FindRoute finds a route by namespace/name, by name in namespace, or by hostname (the one in
+// its status, else the one it would generate).
+func FindRoute(w *World, arg, namespace string) (*routingv1alpha1.ServiceRoute, error) {
+	var matches []*routingv1alpha1.ServiceRoute
+	ns, name, qualified := strings.Cut(arg, "/")
+	for _, r := range live(w.Routes) {
+		switch {
+		case qualified && r.Namespace == ns && r.Name == name,
+			!qualified && r.Namespace == namespace && r.Name == arg,
+			r.Status.Hostname == arg,
+			r.Status.Hostname == "" && w.Identity != nil && hostnameOf(w, r) == arg:
+			matches = append(matches, r)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("no ServiceRoute is named %s or publishes hostname %s (in namespace %s for a bare name)", arg, arg, namespace)
+	case 1:
+		return matches[0], nil
+	}
+	// Several routes claim one hostname: the oldest is the one in force, the others conflict.
+	oldest, _ := plan.Oldest(matches)
+	return oldest, nil
+}
+
+func hostnameOf(w *World, r *routingv1alpha1.ServiceRoute) string {
+	id := w.Identity.Spec
+	return naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)
+}
+
+// PathOf describes a route's whole path from the cluster's objects, and the first thing wrong.
+func PathOf(w *World, r *routingv1alpha1.ServiceRoute) RoutePath {
+	p := RoutePath{Route: key(r), Hostname: r.Status.Hostname, Target: r.Status.TargetHostname, Phase: string(r.Status.Phase),
+		Ready: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady), Published: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionPublished)}
+	if r.Status.Published != "" {
+		p.Published = r.Status.Published + " zones; " + p.Published
+	}
+	pol, hasPolicy := plan.Oldest(inNamespace(w.Policies, r.Namespace))
+	switch {
+	case !hasPolicy:
+		p.Policy = "none: namespace " + r.Namespace + " has no DNSPolicy"
+	case w.Identity == nil:
+		p.Policy = fmt.Sprintf("%s (%s): cannot be evaluated without the ClusterIdentity", pol.Name, pol.Spec.Mode)
+	default:
+		d := policy.Decide(pol.Spec, plan.IdentityOf(w.Identity), plan.ControllersOf(w.Configuration))
+		p.Policy = fmt.Sprintf("%s (%s): %s", pol.Name, pol.Spec.Mode, d.Message)
+	}
+	gw := gatewayOf(live(w.Gateways), r)
+	ref := plan.GatewayRef(r)
+	if gw == nil {
+		p.Gateway = ref.String() + ": does not exist"
+	} else {
+		p.Gateway = fmt.Sprintf("%s: %s; target %s → %s", ref, conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
+			orNone(gw.Status.TargetHostname), orNone(gw.Status.LoadBalancerIP))
+	}
+	eps := byKey(w.Endpoints)
+	zones := map[string]routingv1alpha1.ZoneStatus{}
+	for _, z := range r.Status.Zones {
+		zones[z.Controller] = z
+	}
+	for _, m := range r.Status.Endpoints {
+		z := ZonePath{Controller: m.Controller, Region: m.Region, DNSEndpoint: r.Namespace + "/" + m.Name}
+		if ep := eps[z.DNSEndpoint]; ep != nil {
+			z.Exists, z.Processed = true, processed(ep)
+		}
+		if s, ok := zones[m.Controller]; ok {
+			z.State, z.Answer = string(s.State), s.Answer
+			if s.LastChecked != nil {
+				z.LastChecked = s.LastChecked.UTC().Format("2006-01-02T15:04:05Z")
+			}
+		}
+		if gw != nil {
+			z.Addresses = addressRecords(w, ingressOf(gw), m.Controller)
+		}
+		p.Zones = append(p.Zones, z)
+	}
+	p.Problem = firstProblem(r, gw, p)
+	return p
+}
+
+// firstProblem walks the path in order: the route's own decision, its status lagging its spec,
+// the Gateway, then each zone (the DNSEndpoint, ExternalDNS, the answer, the target's address).
+func firstProblem(r *routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway, p RoutePath) *Problem {
+	if c := meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady); c == nil {
+		return &Problem{Reason: "NotReconciled", Message: "the route has no Ready condition: the operator has not reconciled it (is it running?)", Doc: doc("servicerouteroperatornotreconciling")}
+	} else if c.Status != metav1.ConditionTrue {
+		return &Problem{Reason: c.Reason, Message: c.Message, Doc: doc(anchorOf(c.Reason, "serviceroute"))}
+	}
+	if r.Status.ObservedGeneration < r.Generation {
+		return &Problem{Reason: "StatusBehind", Message: fmt.Sprintf("the status describes generation %d, the spec is generation %d: the operator has not caught up", r.Status.ObservedGeneration, r.Generation),
+			Doc: doc("servicerouteroperatornotreconciling")}
+	}
+	if gw != nil {
+		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+			return &Problem{Reason: c.Reason, Message: fmt.Sprintf("Gateway %s/%s: %s", gw.Namespace, gw.Name, c.Message), Doc: doc(anchorOf(c.Reason, "gateway"))}
+		}
+	}
+	for _, z := range p.Zones {
+		switch {
+		case !z.Exists:
+			return &Problem{Reason: "DNSEndpointMissing", Message: fmt.Sprintf("DNSEndpoint %s of zone %s is listed in status but does not exist", z.DNSEndpoint, z.Controller), Doc: doc("servicerouterzonenotpublishing")}
+		case !z.Processed:
+			return &Problem{Reason: "NotProcessed", Message: fmt.Sprintf("ExternalDNS %s has not processed DNSEndpoint %s yet: is it running, with --source=crd and the annotation filter for %s?", z.Controller, z.DNSEndpoint, z.Controller),
+				Doc: doc("servicerouterzonenotpublishing")}
+		case z.State == string(routingv1alpha1.ZoneDrifted):
+			return &Problem{Reason: routingv1alpha1.ReasonZonesDrifted, Message: fmt.Sprintf("zone %s answers %s", z.Controller, z.Answer), Doc: doc("servicerouterzonedrifted")}
+		case z.State == string(routingv1alpha1.ZonePending) || z.State == string(routingv1alpha1.ZoneUnreachable):
+			return &Problem{Reason: "Zone" + z.State, Message: fmt.Sprintf("zone %s: %s %s", z.Controller, strings.ToLower(z.State), z.Answer), Doc: doc("servicerouterzonenotpublishing")}
+		case gw != nil && len(z.Addresses) == 0:
+			return &Problem{Reason: "AddressRecordMissing", Message: fmt.Sprintf("zone %s has no address record for the target %s: the CNAME points at a name that does not resolve", z.Controller, p.Target),
+				Doc: doc("serviceroutergatewaywithoutloadbalancer")}
+		}
+	}
+	return nil
+}
+
+// processed says ExternalDNS's CRD source has read the DNSEndpoint's current generation.
+func processed(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+	return ep.Status.ObservedGeneration >= ep.Generation && ep.Status.ObservedGeneration > 0
+}
+
+// addressRecords are the records of an entry point's address DNSEndpoint for one controller.
+func addressRecords(w *World, pair desired.Ingress, controller string) []string {
+	for _, ep := range w.Endpoints {
+		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == controller {
+			return records(ep)
+		}
+	}
+	return nil
+}
+
+// anchorOf is the guide's section for a condition reason: its runbook when it has one, else the
+// troubleshooting table of the kind.
+func anchorOf(reason, kind string) string {
+	switch reason {
+	case routingv1alpha1.ReasonHostnameConflict:
+		return "servicerouterhostnameconflict"
+	case routingv1alpha1.ReasonOwnershipConflict:
+		return "servicerouterownershipconflict"
+	case routingv1alpha1.ReasonNoActiveControllers:
+		return "servicerouterdnspolicywithoutcontrollers"
+	case routingv1alpha1.ReasonGatewayHostLimit:
+		return "serviceroutergatewayhostlimit"
+	case routingv1alpha1.ReasonLoadBalancerNotFound, routingv1alpha1.ReasonLoadBalancerAddressPending:
+		return "serviceroutergatewaywithoutloadbalancer"
+	case routingv1alpha1.ReasonClusterIdentityNotFound:
+		return "servicerouterclusteridentitymissing"
+	}
+	return kind
+}
+
+func doc(anchor string) string { return DocsBase + "#" + anchor }
+
+func conditionLine(conditions []metav1.Condition, t string) string {
+	c := meta.FindStatusCondition(conditions, t)
+	if c == nil {
+		return "(no " + t + " condition)"
+	}
+	return fmt.Sprintf("%s %s", c.Status, c.Reason)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// WritePath writes a route's path for people.
+func WritePath(w io.Writer, p RoutePath) error {
+	pr := &printer{w: w}
+	pr.line("ServiceRoute %s", p.Route)
+	pr.line("  hostname   %s → %s", orNone(p.Hostname), orNone(p.Target))
+	pr.line("  ready      %s (phase %s)", p.Ready, orNone(p.Phase))
+	pr.line("  published  %s", p.Published)
+	pr.line("  policy     %s", p.Policy)
+	pr.line("  gateway    %s", p.Gateway)
+	pr.line("")
+	if len(p.Zones) == 0 {
+		pr.line("Zones: none (the route publishes no DNS record)")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ZONE\tREGION\tDNSENDPOINT\tPROCESSED\tVERIFIED\tLAST ANSWER\tTARGET ADDRESS")
+		for _, z := range p.Zones {
+			ep := z.DNSEndpoint
+			if !z.Exists {
+				ep += " (missing)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Controller, z.Region, ep, yesNo(z.Processed), orNone(z.State),
+				orNone(strings.TrimSpace(z.Answer+" "+z.LastChecked)), orNone(strings.Join(z.Addresses, "; ")))
+		}
+		pr.err = tw.Flush()
+	}
+	pr.line("")
+	if p.Problem == nil {
+		pr.line("Nothing is wrong: every zone has the record, ExternalDNS processed it, and the target has its address.")
+	} else {
+		pr.line("First problem: %s: %s", p.Problem.Reason, p.Problem.Message)
+		pr.line("  see %s", p.Problem.Doc)
+	}
+	return pr.err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// Summary is `kubectl router status` without an argument.
+type Summary struct {
+	Identity      string           `json:"identity"`
+	Configuration string           `json:"configuration"`
+	Routes        map[string]int   `json:"routes"`
+	Zones         []string         `json:"zones"`
+	Deletions     string           `json:"deletions"`
+	Gateways      []GatewaySummary `json:"gateways"`
+}
+
+// GatewaySummary is one Gateway's host budget.
+type GatewaySummary struct {
+	Gateway string `json:"gateway"`
+	Ready   string `json:"ready"`
+	Hosts   int    `json:"hosts"`
+	LeftOff int    `json:"leftOff"`
+	Bytes   int    `json:"bytes"`
+	Budget  int    `json:"budget"`
+}
+
+// SummaryOf summarises the cluster: routes by Ready state, zones by verification state, held
+// deletions and each Gateway's host budget (budget: the operator's --istio-gateway-max-bytes).
+func SummaryOf(w *World, budget int) Summary {
+	s := Summary{Routes: map[string]int{}, Identity: "missing", Configuration: "missing", Deletions: "no deletion is held"}
+	if w.Identity != nil {
+		s.Identity = conditionLine(w.Identity.Status.Conditions, clusterv1alpha1.ConditionReady)
+	}
+	if cfg := w.Configuration; cfg != nil {
+		s.Configuration = conditionLine(cfg.Status.Conditions, clusterv1alpha1.ConditionReady)
+		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionDeletionsHeld); c != nil && c.Status == metav1.ConditionTrue {
+			s.Deletions = c.Message
+		}
+		verified := map[string]clusterv1alpha1.ZoneVerificationStatus{}
+		for _, z := range cfg.Status.Verification {
+			verified[z.Controller] = z
+		}
+		for _, c := range cfg.Spec.ExternalDNSControllers {
+			z, ok := verified[c.Name]
+			if !ok {
+				s.Zones = append(s.Zones, fmt.Sprintf("%s (%s): unverified", c.Name, c.Region))
+				continue
+			}
+			s.Zones = append(s.Zones, fmt.Sprintf("%s (%s): %d/%d published, %d pending, %d drifted, %d unreachable",
+				c.Name, c.Region, z.Published, z.Routes, z.Pending, z.Drifted, z.Unreachable))
+		}
+	}
+	routes := live(w.Routes)
+	for _, r := range routes {
+		s.Routes[conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady)]++
+	}
+	if budget <= 0 {
+		budget = plan.DefaultIstioGatewayBudget
+	}
+	for _, gw := range live(w.Gateways) {
+		admitted := plan.GatewayHosts(gw, routesOf(gw, routes), budget)
+		g := GatewaySummary{Gateway: key(gw), Ready: conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
+			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1), Budget: budget}
+		if l := gw.Status.HostLimit; l != nil {
+			g.LeftOff = int(l.LeftOff)
+		}
+		s.Gateways = append(s.Gateways, g)
+	}
+	return s
+}
+
+// WriteSummary writes the cluster summary for people.
+func WriteSummary(w io.Writer, s Summary) error {
+	p := &printer{w: w}
+	p.line("ClusterIdentity   %s", s.Identity)
+	p.line("DNSConfiguration  %s", s.Configuration)
+	p.line("Deletions         %s", s.Deletions)
+	p.line("")
+	total := 0
+	states := make([]string, 0, len(s.Routes))
+	for state, n := range s.Routes {
+		total += n
+		states = append(states, state)
+	}
+	slices.Sort(states)
+	p.line("ServiceRoutes: %d", total)
+	for _, state := range states {
+		p.line("  %5d  %s", s.Routes[state], state)
+	}
+	p.line("")
+	p.line("Zones:")
+	for _, z := range s.Zones {
+		p.line("  %s", z)
+	}
+	p.line("")
+	p.line("Gateways (host budget of the Istio Gateway):")
+	for _, g := range s.Gateways {
+		left := ""
+		if g.LeftOff > 0 {
+			left = fmt.Sprintf(", %d route(s) left off", g.LeftOff)
+		}
+		p.line("  %s: %s; %d host(s), about %d of %d bytes (%d%%)%s", g.Gateway, g.Ready, g.Hosts, g.Bytes, g.Budget, g.Bytes*100/max(g.Budget, 1), left)
+	}
+	return p.err
+}

@@ -1,0 +1,133 @@
+package preview
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
+)
+
+// healthy is a converged world as it looks once ExternalDNS processed every DNSEndpoint and
+// verification found every zone published.
+func healthy(t *testing.T) *World {
+	w := converge(t, baseWorld(2))
+	for _, ep := range w.Endpoints {
+		ep.Generation, ep.Status.ObservedGeneration = 1, 1
+	}
+	for _, r := range w.Routes {
+		for i := range r.Status.Zones {
+			r.Status.Zones[i].State = routingv1alpha1.ZonePublished
+			r.Status.Zones[i].Answer = "CNAME aks01-weu-internal.example.com"
+		}
+		r.Status.ObservedGeneration = r.Generation
+	}
+	meta.SetStatusCondition(&w.Gateways[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: routingv1alpha1.ReasonGatewayCreated})
+	w.Gateways[0].Status.TargetHostname, w.Gateways[0].Status.LoadBalancerIP = "aks01-weu-internal.example.com", "10.0.0.1"
+	return w
+}
+
+func TestPathOf_FirstProblemAlongThePath(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		breakIt    func(w *World)
+		wantReason string
+		wantAnchor string
+	}{
+		{"nothing wrong", func(*World) {}, "", ""},
+		{"the route's own decision comes first", func(w *World) {
+			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: routingv1alpha1.ReasonHostnameConflict, Message: "claimed"})
+		}, routingv1alpha1.ReasonHostnameConflict, "#servicerouterhostnameconflict"},
+		{"a reason without a runbook links the route table", func(w *World) {
+			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: routingv1alpha1.ReasonDNSPolicyInactive, Message: "elsewhere"})
+		}, routingv1alpha1.ReasonDNSPolicyInactive, "#serviceroute"},
+		{"a status behind its spec", func(w *World) { w.Routes[0].Generation = 2 }, "StatusBehind", "#servicerouteroperatornotreconciling"},
+		{"the Gateway without a load balancer", func(w *World) {
+			meta.SetStatusCondition(&w.Gateways[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: routingv1alpha1.ReasonLoadBalancerNotFound, Message: "no Service"})
+		}, routingv1alpha1.ReasonLoadBalancerNotFound, "#serviceroutergatewaywithoutloadbalancer"},
+		{"ExternalDNS has not read the record", func(w *World) { w.Endpoints[indexOf(w, "app/r0-external-dns-weu")].Generation = 2 }, "NotProcessed", "#servicerouterzonenotpublishing"},
+		{"the zone answers something else", func(w *World) {
+			w.Routes[0].Status.Zones[0].State, w.Routes[0].Status.Zones[0].Answer = routingv1alpha1.ZoneDrifted, "CNAME old.example.com"
+		}, routingv1alpha1.ReasonZonesDrifted, "#servicerouterzonedrifted"},
+		{"the target has no address in the zone", func(w *World) {
+			w.Endpoints = slices.DeleteFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return ep.Labels[naming.LabelIstioController] != "" })
+		}, "AddressRecordMissing", "#serviceroutergatewaywithoutloadbalancer"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := healthy(t)
+			tt.breakIt(w)
+			p := PathOf(w, w.Routes[0])
+			if tt.wantReason == "" {
+				assert.Nil(t, p.Problem)
+				return
+			}
+			require.NotNil(t, p.Problem)
+			assert.Equal(t, tt.wantReason, p.Problem.Reason)
+			assert.Equal(t, DocsBase+tt.wantAnchor, p.Problem.Doc)
+		})
+	}
+}
+
+func indexOf(w *World, k string) int {
+	return slices.IndexFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return key(ep) == k })
+}
+
+func TestPathOf_EveryZoneWithItsRecordAndTarget(t *testing.T) {
+	w := healthy(t)
+	p := PathOf(w, w.Routes[0])
+	assert.Equal(t, "svc0-ns-d-dev-shop.example.com", p.Hostname)
+	assert.Equal(t, []ZonePath{{Controller: "external-dns-weu", Region: "weu", DNSEndpoint: "app/r0-external-dns-weu", Exists: true, Processed: true,
+		State: "Published", Answer: "CNAME aks01-weu-internal.example.com", Addresses: []string{"aks01-weu-internal.example.com A 10.0.0.1 (TTL 300)"}}}, p.Zones)
+	assert.Contains(t, p.Policy, "dns (Active)")
+	var b strings.Builder
+	require.NoError(t, WritePath(&b, p))
+	for _, want := range []string{"ServiceRoute app/r0", "hostname   svc0-ns-d-dev-shop.example.com → aks01-weu-internal.example.com",
+		"external-dns-weu  weu     app/r0-external-dns-weu  yes", "Nothing is wrong"} {
+		assert.Contains(t, b.String(), want)
+	}
+}
+
+func TestFindRoute_ByNameNamespaceOrHostname(t *testing.T) {
+	w := healthy(t)
+	for _, arg := range []string{"r1", "app/r1", "svc1-ns-d-dev-shop.example.com"} {
+		r, err := FindRoute(w, arg, "app")
+		require.NoError(t, err, arg)
+		assert.Equal(t, "r1", r.Name, arg)
+	}
+	_, err := FindRoute(w, "r1", "elsewhere")
+	assert.ErrorContains(t, err, "no ServiceRoute is named r1")
+	// A route without status yet is found by the hostname it would generate.
+	w.Routes[1].Status = routingv1alpha1.ServiceRouteStatus{}
+	r, err := FindRoute(w, "svc1-ns-d-dev-shop.example.com", "")
+	require.NoError(t, err)
+	assert.Equal(t, "r1", r.Name)
+}
+
+func TestSummaryOf_RoutesZonesDeletionsAndBudget(t *testing.T) {
+	w := healthy(t)
+	meta.SetStatusCondition(&w.Configuration.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionTrue,
+		Reason: clusterv1alpha1.ReasonMassDeletionHeld, Message: "12 DNSEndpoint deletion(s) ... are held"})
+	w.Configuration.Status.Verification = []clusterv1alpha1.ZoneVerificationStatus{{Controller: "external-dns-weu", Routes: 2, Published: 2}}
+	s := SummaryOf(w, 0)
+	assert.Equal(t, map[string]int{"True ReconciliationSucceeded": 2}, s.Routes)
+	assert.Equal(t, []string{"external-dns-weu (weu): 2/2 published, 0 pending, 0 drifted, 0 unreachable", "external-dns-neu (neu): unverified"}, s.Zones)
+	assert.Contains(t, s.Deletions, "are held")
+	require.Len(t, s.Gateways, 1)
+	assert.Equal(t, 2, s.Gateways[0].Hosts)
+	assert.Greater(t, s.Gateways[0].Bytes, 4096)
+	var b strings.Builder
+	require.NoError(t, WriteSummary(&b, s))
+	assert.Contains(t, b.String(), "ServiceRoutes: 2")
+	assert.Contains(t, b.String(), "istio-system/gw: True GatewayCreated; 2 host(s), about")
+}

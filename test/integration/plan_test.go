@@ -1,0 +1,487 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/preview"
+)
+
+// TestPlan_PreviewEqualsReality is the promise of `kubectl router plan`: for each change, the
+// DNSEndpoints, Istio hosts and route Ready reasons the running operator converges to are
+// exactly what plan predicted before the change was applied. plan reads as a user who may only
+// get and list; the operator runs with its deletion guard off (deletions are immediate), so the
+// converged state is reached within seconds.
+func TestPlan_PreviewEqualsReality(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	startOperator(t, env.Config)
+	viewer, _ := planViewer(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	reserving := "reserve-" + rand.String(5)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: reserving}})
+	})
+
+	identity := func(cluster, domain string, adopts ...string) string {
+		return fmt.Sprintf(`apiVersion: cluster.router.io/v1alpha1
+kind: ClusterIdentity
+metadata: {name: cluster-identity}
+spec: {region: weu, cluster: %s, domain: %s, environmentLetter: d, adoptsRegions: [%s]}`, cluster, domain, strings.Join(adopts, ", "))
+	}
+	controllers := func(regions ...string) string {
+		var list []string
+		for _, r := range regions {
+			list = append(list, fmt.Sprintf("{name: external-dns-%s, region: %s}", r, r))
+		}
+		return fmt.Sprintf(`apiVersion: cluster.router.io/v1alpha1
+kind: DNSConfiguration
+metadata: {name: dns-config}
+spec: {externalDNSControllers: [%s]}`, strings.Join(list, ", "))
+	}
+	gateway := func(allowed string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: Gateway
+metadata: {name: gw, namespace: %s}
+spec: {controller: %s, credentialName: cert, targetPostfix: internal, allowedRoutes: {namespaces: {from: %s}}}`, f.gatewayNS, f.controller, allowed)
+	}
+	dnsPolicy := func(spec string) string {
+		return fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: %s", f.ns, spec)
+	}
+	route := func(name string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: %s}
+spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev, application: %s}`, name, name, f.gatewayNS, f.app)
+	}
+	reservation := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, annotations: {router.io/applications: %s}}", reserving, f.app)
+	active, regionBound := dnsPolicy("{mode: Active}"), dnsPolicy("{mode: RegionBound, sourceRegion: weu}")
+
+	steps := []planStep{
+		{"routes created", false, []string{identity("aks01", "example.com"), controllers("weu", "neu", "eus"), gateway("All"), active,
+			route("api"), route("web"), route("jobs")}, true},
+		{"policy mode switch Active to RegionBound", false, []string{regionBound}, true},
+		{"policy mode switch RegionBound to Active", false, []string{active}, true},
+		{"adopted region added", false, []string{identity("aks01", "example.com", "neu")}, true},
+		{"adopted region removed", false, []string{identity("aks01", "example.com")}, true},
+		{"controller removed from dns-config", false, []string{controllers("weu", "neu")}, true},
+		{"domain change", false, []string{identity("aks01", "example.org")}, true},
+		{"Gateway allowedRoutes narrowed", false, []string{gateway("Same")}, true},
+		{"Gateway allowedRoutes widened again", false, []string{gateway("All")}, true},
+		{"namespace reservation added", false, []string{reservation}, true},
+		{"namespace reservation deleted", true, []string{reservation}, true},
+		{"route deleted", true, []string{route("jobs")}, true},
+		{"policy deleted", true, []string{active}, true},
+		{"policy created again", false, []string{active}, true},
+		{"ClusterIdentity replaced", false, []string{identity("aks02", "example.org")}, true},
+		{"no-op edit", false, []string{active, route("api")}, false},
+	}
+	f.runPlanSteps(viewer, preview.DefaultSettings, steps)
+}
+
+// planStep is one change of a preview-equals-reality sequence.
+type planStep struct {
+	name   string
+	delete bool
+	docs   []string
+	// changes says the plan is not empty: a step that changes nothing predicts nothing.
+	changes bool
+}
+
+// runPlanSteps plans each step as the viewer, applies it, waits for the operator (which must run
+// with the decision-changing settings s) to converge, and requires that the fixture's DNSEndpoints,
+// Istio hosts and routes' Ready reasons are what the plan predicted, and stay so.
+func (f *fixture) runPlanSteps(viewer client.Reader, s preview.Settings, steps []planStep) {
+	t := f.t
+	t.Helper()
+	for _, step := range steps {
+		objs := objectsOf(t, step.docs...)
+		result, prediction, err := preview.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, s)
+		require.NoError(t, err, step.name)
+		want := f.predicted(prediction)
+		if step.changes != hasChanges(result) {
+			t.Fatalf("%s: the plan says changes=%v, want %v:\n%s", step.name, hasChanges(result), step.changes, tableOf(t, result))
+		}
+		before := f.observed()
+		f.applyManifests(objs, step.delete)
+		var got string
+		waitFor(t, step.name+": the operator to converge to the plan", func() string {
+			if got = f.observed(); got != want {
+				return fmt.Sprintf("\nplan (taken before the change):\n%s\ncluster:\n%s\nbefore the change:\n%s\nthe plan said:\n%s", want, got, before, tableOf(t, result))
+			}
+			return ""
+		})
+		time.Sleep(time.Second) // and stays there: not a state the operator passes through
+		require.Equal(t, want, f.observed(), "%s: the cluster moved on after matching the plan", step.name)
+	}
+}
+
+// TestPlan_HostLimitPreviewEqualsReality checks the plan where a Gateway's host budget and its
+// routes depend on each other (the cutoff in the Gateway's status decides the routes, the routes'
+// statuses decide the cutoff): routes beyond the budget are left off, deleting an admitted route
+// admits the next one, and a younger route is left off.
+func TestPlan_HostLimitPreviewEqualsReality(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	host := func(service string) plan.HostCandidate {
+		return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(f.ns, f.hostname(service, "example.com"))}
+	}
+	budget := plan.EstimatedIstioGatewayBytes(host("svc-a"), host("svc-b")) // room for two hosts
+	settings := preview.Settings{HostBudget: budget, Guard: preview.DefaultSettings.Guard}
+	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
+	viewer, _ := planViewer(t)
+	route := func(name string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: %s}
+spec: {serviceName: svc-%s, gatewayName: gw, gatewayNamespace: %s, environment: dev, application: %s}`, name, name, f.gatewayNS, f.app)
+	}
+	setup := []string{
+		"apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata: {name: cluster-identity}\nspec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}",
+		"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}]}",
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw, namespace: %s}\nspec: {controller: %s, credentialName: cert, targetPostfix: internal}", f.gatewayNS, f.controller),
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: {mode: Active}", f.ns),
+		route("a"), route("b"), route("c"),
+	}
+	f.runPlanSteps(viewer, settings, []planStep{
+		{"three routes on a Gateway with room for two: the third is left off", false, setup, true},
+		{"an admitted route deleted: the one left off is admitted", true, []string{route("a")}, true},
+		{"a younger route: left off", false, []string{route("d")}, true},
+	})
+}
+
+// planViewer is a client for a user bound to the ClusterRole the operator ships for the plugin
+// (plan-reader: get and list only), and the user's name.
+func planViewer(t *testing.T) (client.Reader, string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "plan-viewer-" + rand.String(5)
+	role := documentedPlanRole(t)
+	role.Name = name
+	require.NotEmpty(t, role.Rules)
+	for _, rule := range role.Rules {
+		require.ElementsMatch(t, []string{"get", "list"}, rule.Verbs, "the documented role only reads")
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}}}
+	require.NoError(t, env.Client.Create(ctx, role))
+	require.NoError(t, env.Client.Create(ctx, binding))
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), binding)
+		_ = env.Client.Delete(context.Background(), role)
+	})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	return c, name
+}
+
+// documentedPlanRole is the ClusterRole the operator ships for the plugin
+// (config/rbac/plan_reader_role.yaml, docs/PLUGIN.md "The rights it needs").
+func documentedPlanRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.RepoRoot, "config", "rbac", "plan_reader_role.yaml"))
+	require.NoError(t, err)
+	role := &rbacv1.ClusterRole{}
+	require.NoError(t, yaml.Unmarshal(data, role))
+	return role
+}
+
+func objectsOf(t testing.TB, docs ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
+	require.NoError(t, err)
+	return objs
+}
+
+// applyManifests applies (server-side, one field manager for every step, so that a field left
+// out of a manifest is removed as kubectl apply removes it) or deletes the objects.
+func (f *fixture) applyManifests(objs []*unstructured.Unstructured, del bool) {
+	f.t.Helper()
+	for _, u := range objs {
+		u = u.DeepCopy()
+		if u.GetNamespace() == "" && u.GetKind() != "Namespace" && u.GetKind() != "ClusterIdentity" && u.GetKind() != "DNSConfiguration" {
+			u.SetNamespace(f.ns)
+		}
+		if del {
+			require.NoError(f.t, client.IgnoreNotFound(env.Client.Delete(f.ctx, u)), "deleting %s %s", u.GetKind(), u.GetName())
+			continue
+		}
+		require.NoError(f.t, env.Client.Apply(f.ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("plan-test"), client.ForceOwnership),
+			"applying %s %s", u.GetKind(), u.GetName())
+	}
+}
+
+// predicted is the part of a prediction this fixture owns, in observed's form.
+func (f *fixture) predicted(p preview.Prediction) string {
+	var eps []*externaldnsv1alpha1.DNSEndpoint
+	for _, ep := range p.Endpoints {
+		if f.owns(ep) {
+			eps = append(eps, ep)
+		}
+	}
+	var routes []string
+	for k, o := range p.Routes {
+		if ns, name, _ := strings.Cut(k, "/"); ns == f.ns {
+			routes = append(routes, name+" "+o.Reason)
+		}
+	}
+	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes)
+}
+
+// observed is what the cluster holds of this fixture: its DNSEndpoints (route records in its
+// namespace, address records of its entry point), its Istio Gateway's hosts, and its routes'
+// Ready reasons (once the route's status is of its current generation).
+func (f *fixture) observed() string {
+	f.t.Helper()
+	list := &externaldnsv1alpha1.DNSEndpointList{}
+	require.NoError(f.t, env.Client.List(f.ctx, list))
+	var eps []*externaldnsv1alpha1.DNSEndpoint
+	for i := range list.Items {
+		if f.owns(&list.Items[i]) {
+			eps = append(eps, &list.Items[i])
+		}
+	}
+	var hosts []string
+	ig := &istionetworkingv1.Gateway{}
+	switch err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: "gw"}, ig); {
+	case err == nil:
+		hosts = istioHosts(ig)
+	case client.IgnoreNotFound(err) != nil:
+		require.NoError(f.t, err)
+	}
+	routeList := &routingv1alpha1.ServiceRouteList{}
+	require.NoError(f.t, env.Client.List(f.ctx, routeList, client.InNamespace(f.ns)))
+	var routes []string
+	for _, r := range routeList.Items {
+		reason := "(status of an older generation)"
+		if c := meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && r.Status.ObservedGeneration == r.Generation {
+			reason = c.Reason
+		}
+		routes = append(routes, r.Name+" "+reason)
+	}
+	return f.describe(eps, hosts, routes)
+}
+
+func (f *fixture) owns(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+	return ep.Namespace == f.ns || ep.Labels["router.io/istio-controller"] == f.controller
+}
+
+func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes []string) string {
+	var lines []string
+	for _, ep := range eps {
+		for _, r := range ep.Spec.Endpoints {
+			lines = append(lines, fmt.Sprintf("  record %s/%s [%s %s]: %s %s %s ttl=%d", ep.Namespace, ep.Name,
+				ep.Labels["router.io/controller"], ep.Annotations["external-dns.alpha.kubernetes.io/controller"], r.DNSName, r.RecordType, strings.Join(r.Targets, ","), r.RecordTTL))
+		}
+	}
+	for _, h := range hosts {
+		lines = append(lines, "  istio host "+h)
+	}
+	for _, r := range routes {
+		lines = append(lines, "  route "+r)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func hasChanges(r preview.Result) bool {
+	for _, z := range r.Zones {
+		if len(z.Created)+len(z.Retargeted)+len(z.Deleted) > 0 {
+			return true
+		}
+	}
+	return len(r.Routes) > 0 || len(r.IstioHosts) > 0
+}
+
+func tableOf(t testing.TB, r preview.Result) string {
+	var b strings.Builder
+	require.NoError(t, preview.WriteTable(&b, r))
+	return b.String()
+}
+
+// TestPlan_KubectlPluginAsAUserRunsIt runs the plugin's command line as a user would: the
+// kubeconfig from KUBECONFIG (a viewer's, get and list only), the namespace from -n, manifests
+// from a directory; --max-deletions fails when a DNS name would leave its zone, -o json is for
+// machines, and status shows the route's path and the cluster summary.
+func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	startOperator(t, env.Config)
+	_, user := planViewer(t)
+	t.Setenv("KUBECONFIG", impersonatingKubeconfig(t, adminKubeconfig(t), user))
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu", "neu")
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	f.gateway("gw", "internal")
+	f.policy(routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive})
+	f.route("", "api", "api", "gw")
+	hostname := f.hostname("api", "example.com")
+	f.waitRouteEndpoints(f.ns, "api", hostname, "aks01-weu-internal.example.com", "external-dns-weu")
+	f.waitIstioHosts("gw", istioHost(f.ns, hostname))
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.yaml"),
+		[]byte("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns}\nspec: {mode: RegionBound, sourceRegion: neu}\n"), 0o644))
+	run := func(args ...string) (string, error) {
+		var out, errOut strings.Builder
+		cmd := preview.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(f.ctx)
+		return out.String() + errOut.String(), err
+	}
+
+	out, err := run("plan", "-f", dir, "-n", f.ns, "--max-deletions", "0")
+	var tooMany *preview.TooManyDeletionsError
+	require.ErrorAs(t, err, &tooMany, out)
+	require.Equal(t, 1, tooMany.Removed)
+	for _, want := range []string{
+		"change    DNSPolicy " + f.ns + "/dns",
+		"Zone external-dns-weu (region weu): 0 created, 0 retargeted, 1 deleted",
+		"- DNSEndpoint " + f.ns + "/api-external-dns-weu (ServiceRoute " + f.ns + "/api)",
+		"True ReconciliationSucceeded → False DNSPolicyInactive",
+		"- " + f.ns + "/" + hostname,
+	} {
+		require.Contains(t, out, want)
+	}
+
+	out, err = run("plan", "-f", filepath.Join(dir, "policy.yaml"), "-n", f.ns, "-o", "json", "--max-deletions", "1")
+	require.NoError(t, err, out)
+	var result preview.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &result))
+	require.Equal(t, 1, result.RecordsRemoved)
+
+	out, err = run("status", "api", "-n", f.ns)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
+	require.Contains(t, out, "hostname   "+hostname+" → aks01-weu-internal.example.com")
+	require.Contains(t, out, "external-dns-weu")
+
+	out, err = run("status", hostname)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
+
+	out, err = run("__complete", "status", "-n", f.ns, "")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "api\n"+hostname+"\n", "status completes the namespace's routes and hostnames")
+
+	out, err = run("status")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ServiceRoutes:")
+	require.Contains(t, out, "external-dns-weu (weu): unverified")
+}
+
+// TestPlan_GuardVerdictIsTheOperators runs the operator with its mass-deletion guard on and checks
+// plan's verdict against what the guard then does: a change deleting one record is not held (the
+// record goes after the short observe delay, DeletionsHeld stays False), a change deleting a
+// record of every route in a namespace is (DeletionsHeld=True, the records stay), and reverting it
+// keeps them.
+func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
+	keepSingletons(t)
+	f := newFixture(t)
+	// A window shorter than the pause between the two changes: each is judged on its own, as plan
+	// judges it (plan cannot know what the guard counted in the last window). A small share, so
+	// that DNSEndpoints other tests leave behind on the shared control plane (counted by plan and
+	// the operator alike) do not decide; the minimum does.
+	settings := guard.Settings{Share: 0.01, Minimum: 4, Window: time.Second, Observe: time.Second, Grace: time.Minute}
+	startOperatorWith(t, env.Config, operatorOptions{deletionGuard: settings})
+	viewer, _ := planViewer(t)
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu", "neu")
+	gw := f.gateway("gw", "internal")
+	f.ingressService(lbIP...)
+	f.policy(weuBound)
+	for i := range 4 {
+		f.route("", fmt.Sprintf("r%d", i), fmt.Sprintf("svc%d", i), gw.Name)
+	}
+	other := newNamespace(t, "solo")
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})
+	})
+	require.NoError(t, env.Client.Create(f.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: other}, Spec: weuBound}))
+	f.route(other, "solo", "solo", gw.Name)
+	target := "aks01-weu-internal.example.com"
+	for i := range 4 {
+		f.waitRouteEndpoints(f.ns, fmt.Sprintf("r%d", i), f.hostname(fmt.Sprintf("svc%d", i), "example.com"), target, "external-dns-neu", "external-dns-weu")
+	}
+	f.waitRouteEndpoints(other, "solo", f.hostname("solo", "example.com"), target, "external-dns-neu", "external-dns-weu")
+	f.waitAddressRecords("internal", target, map[string][]string{"A": {lbIP[0].IP}}, "external-dns-neu", "external-dns-weu")
+
+	planFor := func(ns string, spec string) (preview.Result, []*unstructured.Unstructured) {
+		t.Helper()
+		objs := objectsOf(t, fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: %s", ns, spec))
+		r, _, err := preview.PredictFor(f.ctx, viewer, objs, false, ns, preview.Settings{Guard: settings})
+		require.NoError(t, err)
+		return r, objs
+	}
+	deletionsHeld := func() metav1.ConditionStatus {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg))
+		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionDeletionsHeld); c != nil {
+			return c.Status
+		}
+		return metav1.ConditionUnknown
+	}
+
+	// One record: plan says the guard lets it go, and it goes without DeletionsHeld.
+	small, objs := planFor(other, "{mode: Active}")
+	require.Equal(t, 1, small.Guard.Deletions, small.Guard.Message)
+	require.False(t, small.Guard.Holds, small.Guard.Message)
+	f.applyManifests(objs, false)
+	waitFor(t, "the small change's record to go, unheld", func() string {
+		if deletionsHeld() == metav1.ConditionTrue {
+			t.Fatalf("the guard held a change plan said it would not hold: %s", small.Guard.Message)
+		}
+		if eps := routeEndpoints(t, other, "solo"); len(eps) != 1 {
+			return fmt.Sprintf("%d DNSEndpoints", len(eps))
+		}
+		return ""
+	})
+	time.Sleep(2 * settings.Window) // the next change is judged on its own
+
+	// A record of every route of the namespace: plan says the guard holds it, and it does.
+	mass, objs := planFor(f.ns, "{mode: Active}")
+	require.Equal(t, 4, mass.Guard.Deletions, mass.Guard.Message)
+	require.True(t, mass.Guard.Holds, mass.Guard.Message)
+	f.applyManifests(objs, false)
+	f.waitDeletionsHeld(metav1.ConditionTrue)
+	for i := range 4 {
+		require.Len(t, routeEndpoints(t, f.ns, fmt.Sprintf("r%d", i)), 2, "held: the neu record of r%d is still there", i)
+	}
+	// Reverting within the grace period keeps them; plan of the revert deletes nothing.
+	revert, objs := planFor(f.ns, "{mode: RegionBound, sourceRegion: weu}")
+	require.Zero(t, revert.Guard.Deletions, revert.Guard.Message)
+	f.applyManifests(objs, false)
+	f.waitDeletionsHeld(metav1.ConditionFalse)
+	for i := range 4 {
+		require.Len(t, routeEndpoints(t, f.ns, fmt.Sprintf("r%d", i)), 2, "r%d keeps both records", i)
+	}
+}
