@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
 )
 
 // DefaultIstioGatewayBudget is the default byte budget of one generated Istio Gateway: well under
@@ -98,6 +99,9 @@ type HostAdmission struct {
 	Limit *routingv1alpha1.GatewayHostLimit
 	// Bytes is the estimated stored size of the Istio Gateway listing Hosts.
 	Bytes int
+	// RouteHosts are the admitted candidates' hostnames with their namespaces, in Hosts' order
+	// (the Gateway API backend's listeners).
+	RouteHosts []desired.RouteHost
 }
 
 // hostCost is the estimated size a host adds to the Istio Gateway: the quoted string and its
@@ -137,6 +141,7 @@ func AdmitHosts(candidates []HostCandidate, budget int) HostAdmission {
 		seen[c.Hostname] = true
 		size += hostCost(c)
 		out.Hosts = append(out.Hosts, c.Hostname)
+		out.RouteHosts = append(out.RouteHosts, desired.RouteHost{Namespace: c.Namespace, Hostname: c.Hostname})
 	}
 	out.Bytes = size
 	return out

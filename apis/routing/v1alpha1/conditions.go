@@ -113,4 +113,12 @@ const (
 	// served, so no Istio Gateway is generated; DNS is still published, and generation starts
 	// when the CRD is installed.
 	ReasonIstioNotInstalled = "IstioNotInstalled"
+	// ReasonGatewayAPINotInstalled: the Gateway has backend GatewayAPI and the Gateway API's
+	// Gateway or ListenerSet kind (gateway.networking.k8s.io/v1, standard channel v1.5 or later)
+	// is not served; nothing is generated or removed until it is installed.
+	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
+	// ReasonEntryPointShared: the Gateway has backend GatewayAPI and shares its controller and
+	// targetPostfix (so its target hostname) with an older Gateway, whose address the target
+	// hostname carries; the generated Gateway API Gateway has an address of its own.
+	ReasonEntryPointShared = "EntryPointShared"
 )
