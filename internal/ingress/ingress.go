@@ -15,8 +15,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // SelectService returns the ingress Service among candidates (Services of the ingress namespace
