@@ -405,3 +405,36 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}]
 		return ""
 	})
 }
+
+// TestGatewayAPI_WithoutItsCRDsTheIstioGatewayStays: a Gateway switched to the GatewayAPI backend
+// in a cluster without the Gateway API keeps its classic Istio Gateway (same UID, same hosts) and
+// says why; once the CRDs are installed the same operator process generates the Gateway API
+// objects, and only then removes the Istio Gateway.
+func TestGatewayAPI_WithoutItsCRDsTheIstioGatewayStays(t *testing.T) {
+	own := startControlPlane(t, testenv.Options{})
+	useControlPlane(t, own)
+	f := newFixture(t)
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu")
+	startOperator(t, own.Config)
+	gw := f.gateway("internal", "internal")
+	f.ingressService(lbIP...)
+	f.policy(activeMode)
+	f.route("", "api-route", "api", gw.Name)
+	host := istioHost(f.ns, f.hostname("api", "example.com"))
+	before := f.waitIstioHosts(gw.Name, host)
+	f.waitGateway(gw.Name, routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
+
+	f.useGatewayAPI(gw.Name, nil)
+	f.waitGateway(gw.Name, routingv1alpha1.PhasePending, routingv1alpha1.ReasonGatewayAPINotInstalled)
+	time.Sleep(quietPeriod)
+	kept := f.waitIstioHosts(gw.Name, host)
+	assert.Equal(t, before.UID, kept.UID)
+	assert.Equal(t, before.ResourceVersion, kept.ResourceVersion, "the Istio Gateway is left as it was")
+
+	require.NoError(t, own.InstallGatewayAPICRDs())
+	f.waitListenerSets(map[string]int{desired.ListenerSetName(gw.Name, f.ns, 1): 1})
+	f.waitIstioHosts(gw.Name)
+	f.waitGateway(gw.Name, routingv1alpha1.PhasePending, routingv1alpha1.ReasonLoadBalancerAddressPending)
+	f.waitAddressRecords("internal", "aks01-weu-internal.example.com", map[string][]string{"A": {"10.123.45.67"}}, "external-dns-weu")
+}
