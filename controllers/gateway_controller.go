@@ -75,6 +75,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
 		setHostLimit(gw, in.HostLimit)
+		gw.Status.ListenerConflicts = p.ListenerConflicts
 		if err := r.gatewayPublication(ctx, gw, p.Target); err != nil {
 			return r.end(ctx, gw, original, p.Outcome, rq, err)
 		}

@@ -2,9 +2,12 @@ package plan
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
@@ -80,4 +83,60 @@ func TestAdmitHosts_KeepsTheRoutesNamespaces(t *testing.T) {
 	c := []HostCandidate{two, one}
 	got := AdmitHosts(c, 0)
 	assert.Equal(t, []desired.RouteHost{{Namespace: "a", Hostname: "one.example.com"}, {Namespace: "b", Hostname: "two.example.com"}}, got.RouteHosts)
+}
+
+func conflicted(s *gwv1.ListenerSet, listener string, generation int64) *gwv1.ListenerSet {
+	s = s.DeepCopy()
+	s.Generation = 2
+	s.Status.Listeners = append(s.Status.Listeners, gwv1.ListenerEntryStatus{Name: gwv1.SectionName(listener), Conditions: []metav1.Condition{
+		{Type: "Conflicted", Status: metav1.ConditionTrue, Reason: "HostnameConflict", ObservedGeneration: generation}}})
+	return s
+}
+
+func TestListenerConflicts(t *testing.T) {
+	gw := gateway("cert")
+	gw.Spec.Backend, gw.Spec.PlainHTTP = routingv1alpha1.BackendGatewayAPI, routingv1alpha1.PlainHTTPServe
+	objs := desired.GatewayAPI(gw, "t.example.com", gw.Namespace, []desired.RouteHost{{Namespace: "b", Hostname: "b.example.com"}, {Namespace: "a", Hostname: "a.example.com"}}, nil)
+	a, b := objs.ListenerSets[0], objs.ListenerSets[1]
+	ok := a.DeepCopy()
+	ok.Status.Listeners = []gwv1.ListenerEntryStatus{{Name: "https-a.example.com", Conditions: []metav1.Condition{{Type: "Conflicted", Status: metav1.ConditionFalse, Reason: "NoConflicts"}}}}
+	tests := []struct {
+		name string
+		sets []*gwv1.ListenerSet
+		want []routingv1alpha1.ListenerConflict
+	}{
+		{"no status yet", []*gwv1.ListenerSet{a, b}, nil},
+		{"no conflict", []*gwv1.ListenerSet{ok, b}, nil},
+		{"a conflicted listener names its hostname once, whatever the number of its listeners",
+			[]*gwv1.ListenerSet{conflicted(conflicted(b, "https-b.example.com", 2), "http-b.example.com", 2), conflicted(a, "http-a.example.com", 0)},
+			[]routingv1alpha1.ListenerConflict{
+				{Namespace: "a", Hostname: "a.example.com", ListenerSet: a.Name, Reason: "HostnameConflict"},
+				{Namespace: "b", Hostname: "b.example.com", ListenerSet: b.Name, Reason: "HostnameConflict"}}},
+		{"a condition about an older generation does not count", []*gwv1.ListenerSet{conflicted(a, "https-a.example.com", 1)}, nil},
+		{"a listener the spec no longer has does not count", []*gwv1.ListenerSet{conflicted(a, "https-gone.example.com", 2)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ListenerConflicts(tt.sets))
+		})
+	}
+}
+
+func TestRoute_ListenerConflictIsReportedAndTheRecordsStay(t *testing.T) {
+	gw := gateway("cert")
+	gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI
+	in := RouteInputs{Route: serviceRoute(), Identity: identity(), Configuration: configuration("weu"), Policy: dnsPolicy("p", time.Now(), "Active", ""), Gateway: gw}
+	clean := Route(in)
+	require.Equal(t, routingv1alpha1.ReasonReconciliationSucceeded, clean.Reason)
+
+	gw.Status.ListenerConflicts = []routingv1alpha1.ListenerConflict{{Namespace: in.Route.Namespace, Hostname: clean.Hostname, ListenerSet: "default-gateway.myapp", Reason: "HostnameConflict"}}
+	got := Route(in)
+	assert.Equal(t, routingv1alpha1.ReasonListenerConflict, got.Reason)
+	assert.False(t, got.Ready)
+	assert.Contains(t, got.Message, "ListenerSet istio-system/default-gateway.myapp")
+	assert.True(t, got.Sync)
+	assert.Len(t, got.Endpoints, 1, "the records stay")
+
+	gw.Status.ListenerConflicts[0].Namespace = "other"
+	assert.Equal(t, routingv1alpha1.ReasonReconciliationSucceeded, Route(in).Reason, "the same hostname in another namespace is another route's")
 }

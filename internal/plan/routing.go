@@ -197,6 +197,10 @@ func Route(in RouteInputs) RoutePlan {
 	}
 	p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonReconciliationSucceeded,
 		Message: fmt.Sprintf("%s → %s published through %s", p.Hostname, p.Target, strings.Join(endpointControllers(p.Endpoints), ", "))}
+	if c, ok := ListenerConflictOf(gw, r.Namespace, p.Hostname); ok && UsesGatewayAPI(gw) {
+		// Published all the same: the records are right, the listener is the platform's to fix.
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonListenerConflict, Message: listenerConflictMessage(gw, c)}
+	}
 	return p
 }
 
@@ -295,6 +299,8 @@ type GatewayPlan struct {
 	// when it is nil).
 	SyncGatewayAPI bool
 	GatewayAPI     *desired.GatewayAPIObjects
+	// ListenerConflicts go to status.listenerConflicts (backend GatewayAPI).
+	ListenerConflicts []routingv1alpha1.ListenerConflict
 }
 
 // UsesGatewayAPI reports whether gw's backend is the Gateway API (otherwise the classic Istio
@@ -334,7 +340,7 @@ func Gateway(in GatewayInputs) GatewayPlan {
 	}
 	if UsesGatewayAPI(gw) {
 		objs := desired.GatewayAPI(gw, p.Target, IngressNamespace(gw), in.RouteHosts, in.ListenerSets)
-		p.GatewayAPI = &objs
+		p.GatewayAPI, p.ListenerConflicts = &objs, ListenerConflicts(in.ListenerSets)
 		return gatewayAPIOutcome(in, p)
 	}
 	if d := in.IngressDecider; d != nil && d.UID != gw.UID && UsesGatewayAPI(d) {

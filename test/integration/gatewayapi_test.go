@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,58 @@ func TestGatewayAPI(t *testing.T) {
 	t.Run("GeneratedObjectsAreAcceptedAndStable", testGatewayAPIObjects)
 	t.Run("SwitchingBackendsKeepsDNSRecords", testGatewayAPISwitch)
 	t.Run("TenantCannotAddAListener", testGatewayAPITenant)
+	t.Run("ListenerConflictIsReportedOnTheRoute", testGatewayAPIConflict)
+}
+
+// testGatewayAPIConflict plays the Gateway API implementation reporting the generated listener of
+// a route's hostname as conflicted (a platform-written listener holds it): the route says so and
+// keeps its DNS records; once the conflict is gone, it is Ready again.
+func testGatewayAPIConflict(t *testing.T) {
+	f := newFixture(t)
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu")
+	startOperator(t, env.Config)
+	gw := f.gateway("conflicts", "conflicts")
+	f.useGatewayAPI(gw.Name, nil)
+	f.policy(activeMode)
+	f.route("", "api-route", "api", gw.Name)
+	f.route("", "web-route", "web", gw.Name)
+	apiHost, target := f.hostname("api", "example.com"), "aks01-weu-conflicts.example.com"
+	name := desired.ListenerSetName(gw.Name, f.ns, 1)
+	f.waitListenerSets(map[string]int{name: 2})
+	f.setGatewayAPIAddress(gw.Name, "10.3.3.3")
+	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
+	records := endpointUIDs(t, f.ns)
+
+	setListenerStatus := func(conflicted bool) {
+		require.NoError(t, retryOnConflict(func() error {
+			s := &gwv1.ListenerSet{}
+			if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: name}, s); err != nil {
+				return err
+			}
+			s.Status.Listeners = nil
+			for _, l := range s.Spec.Listeners {
+				c := metav1.Condition{Type: "Conflicted", Status: metav1.ConditionFalse, Reason: "NoConflicts", ObservedGeneration: s.Generation, LastTransitionTime: metav1.Now()}
+				if conflicted && string(*l.Hostname) == apiHost {
+					c.Status, c.Reason = metav1.ConditionTrue, "HostnameConflict"
+				}
+				s.Status.Listeners = append(s.Status.Listeners, gwv1.ListenerEntryStatus{Name: l.Name, Conditions: []metav1.Condition{c}})
+			}
+			return env.Client.Status().Update(f.ctx, s)
+		}))
+	}
+	setListenerStatus(true)
+	route := f.waitRoute(f.ns, "api-route", routingv1alpha1.PhasePending, routingv1alpha1.ReasonListenerConflict)
+	assert.Contains(t, meta.FindStatusCondition(route.Status.Conditions, "Ready").Message, name)
+	f.waitRoute(f.ns, "web-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
+	status := &routingv1alpha1.Gateway{}
+	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(gw), status))
+	assert.Equal(t, []routingv1alpha1.ListenerConflict{{Namespace: f.ns, Hostname: apiHost, ListenerSet: name, Reason: "HostnameConflict"}}, status.Status.ListenerConflicts)
+	f.waitRouteEndpoints(f.ns, "api-route", apiHost, target, "external-dns-weu")
+	assert.Equal(t, records, endpointUIDs(t, f.ns), "the records stay")
+
+	setListenerStatus(false)
+	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 }
 
 // useGatewayAPI sets the GatewayAPI backend on a fixture Gateway (and what mutate changes).

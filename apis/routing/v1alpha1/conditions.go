@@ -84,6 +84,11 @@ const (
 	// and every route created after it are left off it and publish no DNS record until there is
 	// room. Also the reason of the Gateway's HostLimit condition.
 	ReasonGatewayHostLimit = "GatewayHostLimit"
+	// ReasonListenerConflict: the Gateway has backend GatewayAPI and its implementation reports
+	// the listener of the route's hostname as conflicted (another listener on the Gateway API
+	// Gateway holds the hostname): the route's HTTPRoutes do not attach there. The DNS records
+	// are kept; the platform team resolves the conflict.
+	ReasonListenerConflict = "ListenerConflict"
 )
 
 // ConditionHostLimit is the Gateway condition present while routes are left off its Istio

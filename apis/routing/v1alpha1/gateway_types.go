@@ -200,6 +200,16 @@ type GatewayStatus struct {
 	// +optional
 	HostLimit *GatewayHostLimit `json:"hostLimit,omitempty"`
 
+	// listenerConflicts are the route hostnames whose listeners the Gateway API implementation
+	// reports as conflicted (backend GatewayAPI): another listener on the Gateway API Gateway — the
+	// Gateway's own, or an older ListenerSet the platform wrote — holds the same hostname, port and
+	// protocol, so HTTPRoutes do not attach to the generated one. The routes report it
+	// (Ready=False, reason ListenerConflict); their DNS records are kept.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	ListenerConflicts []ListenerConflict `json:"listenerConflicts,omitempty"`
+
 	// zones is the publication state of the target hostname's address record in each zone (one
 	// entry per ExternalDNS controller with an address DNSEndpoint): what the zone's name
 	// servers answer for it. See the Published condition.
@@ -228,6 +238,31 @@ type GatewayStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ListenerConflict is a route hostname whose generated listener the Gateway API implementation
+// reports as conflicted.
+type ListenerConflict struct {
+	// namespace is the namespace of the routes the hostname belongs to.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// hostname is the route hostname.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname"`
+
+	// listenerSet is the generated ListenerSet (in the Gateway's namespace) holding the listener.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	ListenerSet string `json:"listenerSet"`
+
+	// reason is the reason of the listener's Conflicted condition (HostnameConflict,
+	// ProtocolConflict, ListenerConflict).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
 }
 
 // GatewayHostLimit says where the routes of a full Istio Gateway are cut off. Routes are ordered
