@@ -30,10 +30,11 @@ var (
 	dnsEndpointKind  = externaldnsv1alpha1.GroupVersion.WithKind("DNSEndpoint")
 	istioGatewayKind = istionetworkingv1.SchemeGroupVersion.WithKind("Gateway")
 	// The Gateway API kinds of the GatewayAPI backend (standard channel; ListenerSet since v1.5).
-	gatewayAPIGatewayKind = gwv1.SchemeGroupVersion.WithKind("Gateway")
-	listenerSetKind       = gwv1.SchemeGroupVersion.WithKind("ListenerSet")
-	httpRouteKind         = gwv1.SchemeGroupVersion.WithKind("HTTPRoute")
-	referenceGrantKind    = gwv1.SchemeGroupVersion.WithKind("ReferenceGrant")
+	gatewayAPIVersion     = schema.GroupVersion{Group: gwv1.GroupName, Version: "v1"}
+	gatewayAPIGatewayKind = gatewayAPIVersion.WithKind("Gateway")
+	listenerSetKind       = gatewayAPIVersion.WithKind("ListenerSet")
+	httpRouteKind         = gatewayAPIVersion.WithKind("HTTPRoute")
+	referenceGrantKind    = gatewayAPIVersion.WithKind("ReferenceGrant")
 	gatewayAPIKinds       = []schema.GroupVersionKind{gatewayAPIGatewayKind, listenerSetKind, httpRouteKind, referenceGrantKind}
 )
 
@@ -212,13 +213,13 @@ var optionalMappings = map[schema.GroupKind]*meta.RESTMapping{
 	istioGatewayKind.GroupKind(): {GroupVersionKind: istioGatewayKind, Scope: meta.RESTScopeNamespace,
 		Resource: istionetworkingv1.SchemeGroupVersion.WithResource("gateways")},
 	gatewayAPIGatewayKind.GroupKind(): {GroupVersionKind: gatewayAPIGatewayKind, Scope: meta.RESTScopeNamespace,
-		Resource: gwv1.SchemeGroupVersion.WithResource("gateways")},
+		Resource: gatewayAPIVersion.WithResource("gateways")},
 	listenerSetKind.GroupKind(): {GroupVersionKind: listenerSetKind, Scope: meta.RESTScopeNamespace,
-		Resource: gwv1.SchemeGroupVersion.WithResource("listenersets")},
+		Resource: gatewayAPIVersion.WithResource("listenersets")},
 	httpRouteKind.GroupKind(): {GroupVersionKind: httpRouteKind, Scope: meta.RESTScopeNamespace,
-		Resource: gwv1.SchemeGroupVersion.WithResource("httproutes")},
+		Resource: gatewayAPIVersion.WithResource("httproutes")},
 	referenceGrantKind.GroupKind(): {GroupVersionKind: referenceGrantKind, Scope: meta.RESTScopeNamespace,
-		Resource: gwv1.SchemeGroupVersion.WithResource("referencegrants")},
+		Resource: gatewayAPIVersion.WithResource("referencegrants")},
 }
 
 type optionalKindsMapper struct{ meta.RESTMapper }
