@@ -190,11 +190,14 @@ func (r *GatewayReconciler) watchGatewayAPI(mgr ctrl.Manager, c controller.Contr
 			if v == "" {
 				return nil
 			}
-			// The label holds namespace.name (shortened when long): the Gateways of that
-			// namespace whose label value matches.
-			ns, _, _ := strings.Cut(v, ".")
+			// The label holds namespace.name: the Gateways of that namespace whose label value
+			// matches (every namespace when a long value was shortened before its dot).
+			var opts []client.ListOption
+			if ns, _, found := strings.Cut(v, "."); found {
+				opts = append(opts, client.InNamespace(ns))
+			}
 			var out []reconcile.Request
-			for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.InNamespace(ns)) {
+			for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, opts...) {
 				if desired.GatewayLabelValue(req.Namespace, req.Name) == v {
 					out = append(out, req)
 				}
