@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -134,8 +135,23 @@ func TestGatewayAPIBackend_SwitchKeepsTheNameResolving(t *testing.T) {
 	if l := set.Spec.Listeners; len(l) != 1 || string(*l[0].Hostname) != hostname {
 		t.Errorf("ListenerSet listeners = %v, want one for %s", l, hostname)
 	}
-	// Until the implementation reports an address, the zone keeps answering the old one.
-	time.Sleep(3 * time.Second)
+	// Until the implementation reports an address, the zone keeps answering the old one: once the
+	// operator has taken the switch (the Gateway says it waits for the address) and ExternalDNS has
+	// synchronized since.
+	if err := eventually(ctx, convergeTimeout, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if ready := meta.FindStatusCondition(gw.Status.Conditions, "Ready"); ready == nil || ready.Reason != routingv1alpha1.ReasonLoadBalancerAddressPending {
+			return fmt.Errorf("Ready is %v", ready)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eds["weu"].WaitForSyncSince(ctx, time.Now(), syncTimeout); err != nil {
+		t.Fatal(err)
+	}
 	if got := mustDig(ctx, t, weu.Query(target, "A")); !framework.SameRecords(got, []string{"A " + classicIP}) {
 		t.Errorf("%s A before the Gateway API Gateway has an address = %s, want the address kept", target, got)
 	}
