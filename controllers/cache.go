@@ -11,15 +11,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // CacheOptions restricts the informer caches to what the operator manages, so that memory follows
-// the operator's objects rather than the cluster's size: DNSEndpoints and Istio Gateways carrying
-// the managed-by label (objects of others never enter the cache; a name collision with one is
-// detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
+// the operator's objects rather than the cluster's size: DNSEndpoints, Istio Gateways and the
+// Gateway API objects of the GatewayAPI backend carrying the managed-by label (objects of others
+// never enter the cache; a name collision with one is detected at create time), Services carrying an istio label (ingress gateways), and Namespaces
 // as metadata with only their labels and the router.io/applications annotation. Managed fields
 // are stripped from every cached object, and kubectl's last-applied-configuration (a full copy of
 // the object) from the objects the operator reads but never writes whole.
@@ -37,6 +38,10 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&externaldnsv1alpha1.DNSEndpoint{}: {Label: managed, Transform: generated},
 			&istionetworkingv1.Gateway{}:       {Label: managed, Transform: generated},
+			&gwv1.Gateway{}:                    {Label: managed, Transform: generated},
+			&gwv1.ListenerSet{}:                {Label: managed, Transform: generated},
+			&gwv1.HTTPRoute{}:                  {Label: managed, Transform: generated},
+			&gwv1.ReferenceGrant{}:             {Label: managed, Transform: generated},
 			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
 			&corev1.Namespace{}:                {Transform: namespaceTransform},
 		},

@@ -55,6 +55,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if ok, err := fetch(ctx, r, req.NamespacedName, gw); !ok {
 		if err == nil {
 			r.Window.Forget(req.NamespacedName)
+			err = r.forgetGatewayAPI(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
@@ -68,17 +69,13 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	p := plan.Gateway(in)
 	var rq requeue
-	if p.SyncIstio {
-		w, err := r.syncIstioGateway(ctx, gw, p)
-		if err != nil {
-			return r.end(ctx, gw, original, p.Outcome, rq, err)
-		}
-		p.Outcome = plan.AfterWrite(p.Outcome, w.result("Istio Gateway", "Gateway"))
-		rq = requeueOf(w)
+	if p.Outcome, rq, err = r.syncBackends(ctx, gw, p); err != nil {
+		return r.end(ctx, gw, original, p.Outcome, rq, err)
 	}
 	if !p.Keep {
 		gw.Status.TargetHostname, gw.Status.LoadBalancerIP, gw.Status.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
 		setHostLimit(gw, in.HostLimit)
+		gw.Status.ListenerConflicts = p.ListenerConflicts
 		if err := r.gatewayPublication(ctx, gw, p.Target); err != nil {
 			return r.end(ctx, gw, original, p.Outcome, rq, err)
 		}
@@ -87,7 +84,8 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gateway) (plan.GatewayInputs, error) {
-	in := plan.GatewayInputs{Gateway: gw, IstioAPIMissing: !r.APIs.Served(istioGatewayKind)}
+	in := plan.GatewayInputs{Gateway: gw, IstioAPIMissing: !r.APIs.Served(istioGatewayKind), GatewayAPIMissing: !r.APIs.gatewayAPIServed()}
+	useAPI := plan.UsesGatewayAPI(gw)
 	var err error
 	if in.Identity, err = getIdentity(ctx, r); err != nil {
 		return in, err
@@ -98,7 +96,7 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 		return in, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
 	admitted := plan.GatewayHosts(gw, routes, r.HostBudget)
-	in.Hosts, in.HostLimit = admitted.Hosts, admitted.Limit
+	in.Hosts, in.HostLimit, in.RouteHosts = admitted.Hosts, admitted.Limit, admitted.RouteHosts
 	r.Window.Sized(client.ObjectKeyFromObject(gw), admitted.Bytes*max(plan.IstioHostLists(gw), 1))
 	// The oldest Gateway of the (controller, targetPostfix) pair decides the ingress namespace:
 	// only its Services can be the pair's load balancer.
@@ -111,6 +109,9 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 		decider = gw // not in the cache yet: it is the only one the reconcile knows of
 	}
 	in.IngressDecider = decider
+	if useAPI {
+		return r.gatherGatewayAPI(ctx, in)
+	}
 	svc, err := ingressService(ctx, r, plan.IngressNamespace(decider), gw.Spec.Controller)
 	if err != nil || svc == nil {
 		return in, err
@@ -118,6 +119,43 @@ func (r *GatewayReconciler) gather(ctx context.Context, gw *routingv1alpha1.Gate
 	addrs := ingress.ServiceAddresses(svc)
 	in.Service, in.ServiceName = &addrs, client.ObjectKeyFromObject(svc).String()
 	return in, nil
+}
+
+// backendStep is the write step of one backend.
+type backendStep struct {
+	sync bool
+	run  func() (plan.Written, requeue, error)
+}
+
+// syncBackends writes the generated objects of the backend in use, then removes the other's.
+func (r *GatewayReconciler) syncBackends(ctx context.Context, gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (plan.Outcome, requeue, error) {
+	istio := backendStep{sync: p.SyncIstio, run: func() (plan.Written, requeue, error) {
+		w, err := r.syncIstioGateway(ctx, gw, p)
+		return w.result("Istio Gateway", "Gateway"), requeueOf(w), err
+	}}
+	api := backendStep{sync: p.SyncGatewayAPI, run: func() (plan.Written, requeue, error) {
+		return r.syncGatewayAPI(ctx, gw, p.GatewayAPI)
+	}}
+	order := []backendStep{istio, api}
+	if plan.UsesGatewayAPI(gw) {
+		order = []backendStep{api, istio}
+	}
+	outcome, rq := p.Outcome, requeue{}
+	for _, step := range order {
+		if !step.sync {
+			continue
+		}
+		w, q, err := step.run()
+		rq = rq.and(q)
+		if err != nil {
+			return outcome, rq, err
+		}
+		outcome = plan.AfterWrite(outcome, w)
+		if len(w.Conflicts) > 0 {
+			break // the other backend's objects stay until this one's are all in place
+		}
+	}
+	return outcome, rq, nil
 }
 
 // syncIstioGateway makes the generated Istio Gateway match the plan (none when it has no hosts).
@@ -131,7 +169,7 @@ func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1a
 	case !apierrors.IsNotFound(err):
 		return written[*istionetworkingv1.Gateway]{}, fmt.Errorf("reading Istio Gateway: %w", err)
 	}
-	if len(p.Hosts) > 0 {
+	if len(p.Hosts) > 0 && !plan.UsesGatewayAPI(gw) {
 		want = append(want, desired.IstioGateway(gw, p.Hosts))
 	}
 	kind := desired.IstioGatewayKind(gw.Name)
@@ -187,7 +225,10 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, routingGK("Gateway"), r.Versions)
+	if err := watchOwnedWhenServed(mgr, r.APIs, c, istioGatewayKind, &istionetworkingv1.Gateway{}, routingGK("Gateway"), r.Versions); err != nil {
+		return err
+	}
+	return r.watchGatewayAPI(mgr, c)
 }
 
 // pairPeers enqueues the Gateways sharing the (controller, targetPostfix) pair of a Gateway that

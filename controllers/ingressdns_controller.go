@@ -5,14 +5,17 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -95,6 +98,9 @@ func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress)
 	if !found {
 		return in, nil
 	}
+	if plan.UsesGatewayAPI(decider) {
+		return r.gatherGatewayAPI(ctx, in, decider)
+	}
 	svc, err := ingressService(ctx, r, plan.IngressNamespace(decider), pair.Controller)
 	if err != nil || svc == nil {
 		return in, err
@@ -127,6 +133,9 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allPairs, specChanges).
 		Build(metrics.Instrument("ingressdns", r))
 	if err != nil {
+		return err
+	}
+	if err := r.watchGatewayAPI(mgr, c); err != nil {
 		return err
 	}
 	return r.APIs.WhenServed(dnsEndpointKind, func() error {
@@ -186,3 +195,39 @@ func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
 
 // ensure the reconciler satisfies the typed interface.
 var _ reconcile.TypedReconciler[desired.Ingress] = &IngressDNSReconciler{}
+
+// gatherGatewayAPI reads the address of a pair whose deciding Gateway has backend GatewayAPI: its
+// Gateway API Gateway's status.addresses. The records go to the same namespace as the classic
+// backend's (the decider's ingress namespace), under the same names, so a switch between backends
+// updates them in place. No Gateway API Gateway or no address yet: no Service, and the records
+// are kept.
+func (r *IngressDNSReconciler) gatherGatewayAPI(ctx context.Context, in plan.IngressInputs, decider *routingv1alpha1.Gateway) (plan.IngressInputs, error) {
+	if !r.APIs.gatewayAPIServed() {
+		return in, nil
+	}
+	addrs, err := gatewayAPIAddresses(ctx, r, decider)
+	if err != nil || addrs == nil {
+		return in, err
+	}
+	in.Service = &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *addrs}
+	return in, nil
+}
+
+// watchGatewayAPI follows the address of the Gateway API Gateways (their status) once the API is
+// served: a change maps to the pair of the Gateway that generated it.
+func (r *IngressDNSReconciler) watchGatewayAPI(mgr ctrl.Manager, c controller.TypedController[desired.Ingress]) error {
+	return r.APIs.WhenServed(gatewayAPIGatewayKind, func() error {
+		return c.Watch(source.TypedKind(mgr.GetCache(), client.Object(&gwv1.Gateway{}),
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []desired.Ingress {
+				owner := metav1.GetControllerOfNoCopy(o)
+				if owner == nil || owner.Kind != "Gateway" || owner.APIVersion != routingv1alpha1.GroupVersion.String() {
+					return nil
+				}
+				gw := &routingv1alpha1.Gateway{}
+				if err := r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}, gw); err != nil {
+					return nil // deleted: its pair was queued by the Gateway's own deletion
+				}
+				return []desired.Ingress{ingressOf(gw)}
+			})))
+	})
+}

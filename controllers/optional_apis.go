@@ -19,16 +19,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/service-router/service-router-operator/internal/metrics"
 )
 
-// The optional APIs: the operator works without either (publishing DNS without Istio, or
-// waiting for ExternalDNS) and starts using each as soon as its CRD is installed.
+// The optional APIs: the operator works without any of them (publishing DNS without Istio or the
+// Gateway API, or waiting for ExternalDNS) and starts using each as soon as its CRD is installed.
 var (
 	dnsEndpointKind  = externaldnsv1alpha1.GroupVersion.WithKind("DNSEndpoint")
 	istioGatewayKind = istionetworkingv1.SchemeGroupVersion.WithKind("Gateway")
+	// The Gateway API kinds of the GatewayAPI backend (standard channel; ListenerSet since v1.5).
+	gatewayAPIVersion     = schema.GroupVersion{Group: gwv1.GroupName, Version: "v1"}
+	gatewayAPIGatewayKind = gatewayAPIVersion.WithKind("Gateway")
+	listenerSetKind       = gatewayAPIVersion.WithKind("ListenerSet")
+	httpRouteKind         = gatewayAPIVersion.WithKind("HTTPRoute")
+	referenceGrantKind    = gatewayAPIVersion.WithKind("ReferenceGrant")
+	gatewayAPIKinds       = []schema.GroupVersionKind{gatewayAPIGatewayKind, listenerSetKind, httpRouteKind, referenceGrantKind}
 )
+
+// gatewayAPIServed reports whether every Gateway API kind the GatewayAPI backend writes is served.
+func (a *OptionalAPIs) gatewayAPIServed() bool {
+	for _, gvk := range gatewayAPIKinds {
+		if !a.Served(gvk) {
+			return false
+		}
+	}
+	return true
+}
 
 // apiPollInterval is how often a missing optional API is looked for again.
 const apiPollInterval = 10 * time.Second
@@ -55,7 +73,7 @@ func NewOptionalAPIs(mapper meta.RESTMapper) *OptionalAPIs {
 	}
 	a := &OptionalAPIs{mapper: mapper, interval: apiPollInterval, served: map[schema.GroupVersionKind]bool{},
 		starts: map[schema.GroupVersionKind][]func() error{}}
-	for _, gvk := range []schema.GroupVersionKind{dnsEndpointKind, istioGatewayKind} {
+	for _, gvk := range append([]schema.GroupVersionKind{dnsEndpointKind, istioGatewayKind}, gatewayAPIKinds...) {
 		a.served[gvk] = a.lookUp(gvk)
 		metrics.SetAPIServed(gvk.Group, gvk.Kind, a.served[gvk])
 	}
@@ -194,6 +212,14 @@ var optionalMappings = map[schema.GroupKind]*meta.RESTMapping{
 		Resource: externaldnsv1alpha1.GroupVersion.WithResource("dnsendpoints")},
 	istioGatewayKind.GroupKind(): {GroupVersionKind: istioGatewayKind, Scope: meta.RESTScopeNamespace,
 		Resource: istionetworkingv1.SchemeGroupVersion.WithResource("gateways")},
+	gatewayAPIGatewayKind.GroupKind(): {GroupVersionKind: gatewayAPIGatewayKind, Scope: meta.RESTScopeNamespace,
+		Resource: gatewayAPIVersion.WithResource("gateways")},
+	listenerSetKind.GroupKind(): {GroupVersionKind: listenerSetKind, Scope: meta.RESTScopeNamespace,
+		Resource: gatewayAPIVersion.WithResource("listenersets")},
+	httpRouteKind.GroupKind(): {GroupVersionKind: httpRouteKind, Scope: meta.RESTScopeNamespace,
+		Resource: gatewayAPIVersion.WithResource("httproutes")},
+	referenceGrantKind.GroupKind(): {GroupVersionKind: referenceGrantKind, Scope: meta.RESTScopeNamespace,
+		Resource: gatewayAPIVersion.WithResource("referencegrants")},
 }
 
 type optionalKindsMapper struct{ meta.RESTMapper }

@@ -100,6 +100,16 @@ func requeueOf[T client.Object](w written[T]) requeue {
 	return requeue{conflict: len(w.Conflicts) > 0, at: w.HeldUntil}
 }
 
+// and is the requeue asking for both: a conflict retry if either has one, the earliest time.
+func (q requeue) and(o requeue) requeue {
+	out := q
+	out.conflict = q.conflict || o.conflict
+	if out.at.IsZero() || (!o.at.IsZero() && o.at.Before(out.at)) {
+		out.at = o.at
+	}
+	return out
+}
+
 // end is the one ending of every reconcile of an object with status, in three steps: it sets the
 // outcome into obj's status (setOutcome), writes the status once, only when it changed, with an
 // optimistic lock (writeStatus), and records the Events of the change once the write succeeded

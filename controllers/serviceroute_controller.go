@@ -150,6 +150,7 @@ func (r *ServiceRouteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return requestsOf(ctx, routes, err)
 		}), specChanges).
 		Watches(&routingv1alpha1.Gateway{}, r.hostLimitChanges()).
+		Watches(&routingv1alpha1.Gateway{}, r.listenerConflictChanges()).
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allRoutes, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allRoutes, specChanges).
 		// Namespaces as metadata only: their labels (Gateways' allowedRoutes) and the applications

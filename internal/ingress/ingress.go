@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // SelectService returns the ingress Service among candidates (Services of the ingress namespace
@@ -50,21 +51,48 @@ type Addresses struct {
 
 // ServiceAddresses reads the addresses a Service's load balancer reports in its status.
 func ServiceAddresses(svc *corev1.Service) Addresses {
-	var a Addresses
+	var ips, hostnames []string
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		if ing.IP != "" {
-			ip, err := netip.ParseAddr(ing.IP)
-			switch {
-			case err != nil:
-				continue // a malformed address is not published
-			case ip.Is4() || ip.Is4In6():
-				a.IPv4 = append(a.IPv4, ip.Unmap().String())
-			default:
-				a.IPv6 = append(a.IPv6, ip.String())
-			}
+		ips, hostnames = append(ips, ing.IP), append(hostnames, ing.Hostname)
+	}
+	return addressesOf(ips, hostnames)
+}
+
+// GatewayAddresses reads the addresses a Gateway API Gateway reports in status.addresses (the
+// Gateway API backend's load balancer). Types other than IPAddress and Hostname
+// (implementation-specific ones) are not published.
+func GatewayAddresses(status []gwv1.GatewayStatusAddress) Addresses {
+	var ips, hostnames []string
+	for _, a := range status {
+		switch {
+		case a.Type == nil || *a.Type == gwv1.IPAddressType:
+			ips = append(ips, a.Value)
+		case *a.Type == gwv1.HostnameAddressType:
+			hostnames = append(hostnames, a.Value)
 		}
-		if ing.Hostname != "" {
-			a.Hostnames = append(a.Hostnames, ing.Hostname)
+	}
+	return addressesOf(ips, hostnames)
+}
+
+func addressesOf(ips, hostnames []string) Addresses {
+	var a Addresses
+	for _, s := range ips {
+		if s == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(s)
+		switch {
+		case err != nil:
+			continue // a malformed address is not published
+		case ip.Is4() || ip.Is4In6():
+			a.IPv4 = append(a.IPv4, ip.Unmap().String())
+		default:
+			a.IPv6 = append(a.IPv6, ip.String())
+		}
+	}
+	for _, h := range hostnames {
+		if h != "" {
+			a.Hostnames = append(a.Hostnames, h)
 		}
 	}
 	for _, list := range []*[]string{&a.IPv4, &a.IPv6, &a.Hostnames} {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func service(ns, name string, typ corev1.ServiceType, created time.Time, ingress ...corev1.LoadBalancerIngress) corev1.Service {
@@ -81,6 +82,29 @@ func TestRecords(t *testing.T) {
 			assert.Equal(t, tt.want, addrs.Records(name))
 			assert.Equal(t, tt.wantPrimary, addrs.Primary())
 			assert.Equal(t, tt.want == nil, addrs.Empty())
+		})
+	}
+}
+
+func TestGatewayAddresses(t *testing.T) {
+	ip, host, custom := gwv1.IPAddressType, gwv1.HostnameAddressType, gwv1.AddressType("example.com/vip")
+	cases := []struct {
+		name   string
+		status []gwv1.GatewayStatusAddress
+		want   Addresses
+	}{
+		{"none yet", nil, Addresses{}},
+		{"IPv4 and IPv6, sorted, without duplicates", []gwv1.GatewayStatusAddress{{Type: &ip, Value: "10.0.0.2"}, {Type: &ip, Value: "2001:db8::1"}, {Type: &ip, Value: "10.0.0.1"}, {Type: &ip, Value: "10.0.0.2"}},
+			Addresses{IPv4: []string{"10.0.0.1", "10.0.0.2"}, IPv6: []string{"2001:db8::1"}}},
+		{"type defaults to IPAddress", []gwv1.GatewayStatusAddress{{Value: "10.0.0.1"}}, Addresses{IPv4: []string{"10.0.0.1"}}},
+		{"hostname", []gwv1.GatewayStatusAddress{{Type: &host, Value: "lb.example.net"}}, Addresses{Hostnames: []string{"lb.example.net"}}},
+		{"malformed and implementation-specific addresses are not published", []gwv1.GatewayStatusAddress{{Type: &ip, Value: "not-an-ip"}, {Type: &custom, Value: "10.9.9.9"}}, Addresses{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := GatewayAddresses(c.status)
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, len(c.want.IPv4)+len(c.want.IPv6)+len(c.want.Hostnames) == 0, got.Empty())
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
 )
 
 // DefaultIstioGatewayBudget is the default byte budget of one generated Istio Gateway: well under
@@ -47,15 +48,20 @@ func waitsForRoom(r *routingv1alpha1.ServiceRoute) bool {
 	return ready != nil && ready.Reason == routingv1alpha1.ReasonGatewayHostLimit
 }
 
-// GatewayHosts decides which hosts gw's Istio Gateway lists, from the ServiceRoutes referencing
-// it: the candidates (HostCandidateOf), written as IstioHost, admitted oldest first within gw's
-// share of budget (IstioHostBudget, AdmitHosts). routes may be the cache's own objects: only
-// strings and times are copied out of them.
+// GatewayHosts decides which hosts gw's Istio Gateway (or Gateway API listeners) list, from the
+// ServiceRoutes referencing it: the candidates (HostCandidateOf), written as IstioHost for the
+// classic backend (the Gateway API backend keeps the bare hostname and its namespace apart),
+// admitted oldest first within gw's share of budget (IstioHostBudget, AdmitHosts): the same
+// admission for both backends, so that switching keeps the same routes published. routes may be
+// the cache's own objects: only strings and times are copied out of them.
 func GatewayHosts(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute, budget int) HostAdmission {
+	useAPI := UsesGatewayAPI(gw)
 	candidates := make([]HostCandidate, 0, len(routes))
 	for _, route := range routes {
 		if c, ok := HostCandidateOf(route); ok {
-			c.Hostname = IstioHost(gw, c.Namespace, c.Hostname)
+			if !useAPI {
+				c.Hostname = IstioHost(gw, c.Namespace, c.Hostname)
+			}
 			candidates = append(candidates, c)
 		}
 	}
@@ -113,6 +119,9 @@ type HostAdmission struct {
 	Limit *routingv1alpha1.GatewayHostLimit
 	// Bytes is the estimated stored size of the Istio Gateway listing Hosts.
 	Bytes int
+	// RouteHosts are the admitted candidates' hostnames with their namespaces, in Hosts' order
+	// (the Gateway API backend's listeners).
+	RouteHosts []desired.RouteHost
 }
 
 // hostCost is the estimated size a host adds to the Istio Gateway: the quoted string and its
@@ -152,6 +161,7 @@ func AdmitHosts(candidates []HostCandidate, budget int) HostAdmission {
 		seen[c.Hostname] = true
 		size += hostCost(c)
 		out.Hosts = append(out.Hosts, c.Hostname)
+		out.RouteHosts = append(out.RouteHosts, desired.RouteHost{Namespace: c.Namespace, Hostname: c.Hostname})
 	}
 	out.Bytes = size
 	return out

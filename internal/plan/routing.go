@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -196,6 +197,10 @@ func Route(in RouteInputs) RoutePlan {
 	}
 	p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonReconciliationSucceeded,
 		Message: fmt.Sprintf("%s → %s published through %s", p.Hostname, p.Target, strings.Join(endpointControllers(p.Endpoints), ", "))}
+	if c, ok := ListenerConflictOf(gw, r.Namespace, p.Hostname); ok && UsesGatewayAPI(gw) {
+		// Published all the same: the records are right, the listener is the platform's to fix.
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonListenerConflict, Message: listenerConflictMessage(gw, c)}
+	}
 	return p
 }
 
@@ -280,6 +285,14 @@ type GatewayInputs struct {
 	// HostLimit is where AdmitHosts cut the candidates off for lack of room (nil: all fit);
 	// Hosts are the admitted ones. It goes to status.hostLimit as it is.
 	HostLimit *routingv1alpha1.GatewayHostLimit
+	// RouteHosts are the admitted routes' hostnames with their namespaces, oldest first (backend
+	// GatewayAPI; Hosts then holds the same hostnames).
+	RouteHosts []desired.RouteHost
+	// GatewayAPIMissing says the Gateway API's Gateway or ListenerSet kind is not served.
+	GatewayAPIMissing bool
+	// ListenerSets are the ListenerSets the Gateway owns now (backend GatewayAPI): a hostname
+	// stays in its ListenerSet while there is room.
+	ListenerSets []*gwv1.ListenerSet
 }
 
 // GatewayPlan is what a Gateway should produce.
@@ -295,6 +308,18 @@ type GatewayPlan struct {
 	// Keep leaves the Istio Gateway and the status' target, address and host count as they are:
 	// the ClusterIdentity they are computed from is missing.
 	Keep bool
+	// SyncGatewayAPI says the Gateway API objects must be made to match GatewayAPI (all removed
+	// when it is nil).
+	SyncGatewayAPI bool
+	GatewayAPI     *desired.GatewayAPIObjects
+	// ListenerConflicts go to status.listenerConflicts (backend GatewayAPI).
+	ListenerConflicts []routingv1alpha1.ListenerConflict
+}
+
+// UsesGatewayAPI reports whether gw's backend is the Gateway API (otherwise the classic Istio
+// Gateway).
+func UsesGatewayAPI(gw *routingv1alpha1.Gateway) bool {
+	return gw.Spec.Backend == routingv1alpha1.BackendGatewayAPI
 }
 
 // Gateway decides the Istio Gateway and status of a Gateway.
@@ -305,7 +330,15 @@ func Gateway(in GatewayInputs) GatewayPlan {
 			Message: fmt.Sprintf("ClusterIdentity %s does not exist; the Istio Gateway and the address records are kept", clusterv1alpha1.ClusterIdentityName)}}
 	}
 	id := in.Identity.Spec
-	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain), SyncIstio: !in.IstioAPIMissing}
+	p := GatewayPlan{Target: naming.TargetHostname(id.Cluster, id.Region, gw.Spec.TargetPostfix, id.Domain),
+		SyncIstio: !in.IstioAPIMissing, SyncGatewayAPI: !in.GatewayAPIMissing}
+	// Switching backends writes the new one first and removes the old one only once the new one
+	// is written (the controller's order); when the new one's API is missing the old one stays.
+	if api := UsesGatewayAPI(gw); api && in.GatewayAPIMissing {
+		p.SyncIstio = false
+	} else if !api && in.IstioAPIMissing {
+		p.SyncGatewayAPI = false
+	}
 	if IstioHostLists(gw) == 0 {
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonCredentialNameMissing,
 			Message: "spec.credentialName is empty and spec.plainHTTP is not Serve, so the gateway would serve nothing: name the TLS Secret for HTTPS, or set plainHTTP: Serve for plain HTTP; no Istio Gateway is generated"}
@@ -316,6 +349,16 @@ func Gateway(in GatewayInputs) GatewayPlan {
 	if err := naming.ValidateHostname(p.Target); err != nil {
 		p.Target = "" // never published, not even in status
 		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonInvalidHostname, Message: "the target hostname is not a valid DNS name: " + err.Error()}
+		return p
+	}
+	if UsesGatewayAPI(gw) {
+		objs := desired.GatewayAPI(gw, p.Target, IngressNamespace(gw), in.RouteHosts, in.ListenerSets)
+		p.GatewayAPI, p.ListenerConflicts = &objs, ListenerConflicts(in.ListenerSets)
+		return gatewayAPIOutcome(in, p)
+	}
+	if d := in.IngressDecider; d != nil && d.UID != gw.UID && UsesGatewayAPI(d) {
+		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonEntryPointShared,
+			Message: fmt.Sprintf("the older Gateway %s/%s has the same controller and targetPostfix and backend GatewayAPI, so the target hostname %s carries the address of its Gateway API Gateway, which does not serve this gateway's hosts: give this Gateway another targetPostfix", d.Namespace, d.Name, p.Target)}
 		return p
 	}
 	if d := in.IngressDecider; d != nil && d.UID != gw.UID && IngressNamespace(d) != IngressNamespace(gw) {
@@ -342,6 +385,35 @@ func Gateway(in GatewayInputs) GatewayPlan {
 		p.LoadBalancerIP = in.Service.Primary()
 		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonGatewayCreated,
 			Message: fmt.Sprintf("Istio Gateway %s serves %d host(s); %s → %s", gw.Name, len(p.Hosts), p.Target, p.LoadBalancerIP)}
+	}
+	return p
+}
+
+// gatewayAPIOutcome is the status of a Gateway with the Gateway API backend. Its address is the
+// generated Gateway API Gateway's status.addresses (in.Service), published only by the Gateway
+// that decides the entry point: the Gateways of a (controller, targetPostfix) pair share one
+// target hostname, and each Gateway API Gateway has an address of its own.
+func gatewayAPIOutcome(in GatewayInputs, p GatewayPlan) GatewayPlan {
+	gw := in.Gateway
+	objs := p.GatewayAPI
+	listeners := 0
+	for _, s := range objs.ListenerSets {
+		listeners += len(s.Spec.Listeners)
+	}
+	switch d := in.IngressDecider; {
+	case d != nil && d.UID != gw.UID:
+		p.Outcome = Outcome{Phase: failed, Reason: routingv1alpha1.ReasonEntryPointShared,
+			Message: fmt.Sprintf("the older Gateway %s/%s has the same controller and targetPostfix, so the target hostname %s carries its address; a Gateway with backend GatewayAPI has an address of its own: give it a targetPostfix no other Gateway uses", d.Namespace, d.Name, p.Target)}
+	case in.GatewayAPIMissing:
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonGatewayAPINotInstalled,
+			Message: fmt.Sprintf("the Gateway API (gateway.networking.k8s.io/v1 Gateway and ListenerSet, standard channel v1.5 or later) is not installed: nothing is generated for %d host(s) and what exists is kept", len(p.Hosts))}
+	case in.Service == nil || in.Service.Empty():
+		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonLoadBalancerAddressPending,
+			Message: fmt.Sprintf("the Gateway API Gateway %s/%s (class %s) has no address in status.addresses yet: no address record is published for %s (existing ones are kept); %d host(s) in %d ListenerSet(s)", gw.Namespace, gw.Name, objs.Gateway.Spec.GatewayClassName, p.Target, len(p.Hosts), len(objs.ListenerSets))}
+	default:
+		p.LoadBalancerIP = in.Service.Primary()
+		p.Outcome = Outcome{Phase: active, Ready: true, Reason: routingv1alpha1.ReasonGatewayCreated,
+			Message: fmt.Sprintf("Gateway API Gateway %s (class %s) serves %d host(s) with %d listener(s) in %d ListenerSet(s); %s → %s", gw.Name, objs.Gateway.Spec.GatewayClassName, len(p.Hosts), listeners, len(objs.ListenerSets), p.Target, p.LoadBalancerIP)}
 	}
 	return p
 }

@@ -1,6 +1,6 @@
 // Package scheme builds the operator's runtime.Scheme: the Kubernetes groups it reads or writes
-// (core/v1, events.k8s.io/v1), both router.io API groups, Istio networking/v1 and ExternalDNS
-// externaldns.k8s.io/v1alpha1. Tests that handle other Kubernetes kinds add client-go's scheme.
+// (core/v1, events.k8s.io/v1), both router.io API groups, Istio networking/v1, ExternalDNS
+// externaldns.k8s.io/v1alpha1 and the Gateway API gateway.networking.k8s.io/v1. Tests that handle other Kubernetes kinds add client-go's scheme.
 package scheme
 
 import (
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -27,6 +28,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(routingv1alpha1.AddToScheme(s))
 	utilruntime.Must(istionetworkingv1.AddToScheme(s))
 	utilruntime.Must(externaldnsv1alpha1.AddToScheme(s))
+	utilruntime.Must(gwv1.Install(s))
 	// ExternalDNS registers only its types, not the options kinds (CreateOptions, ListOptions, …)
 	// every API group needs for typed clients to send requests.
 	metav1.AddToGroupVersion(s, externaldnsv1alpha1.GroupVersion)

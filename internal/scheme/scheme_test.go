@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -28,6 +29,8 @@ func TestNew_KnowsEveryKindTheOperatorHandles(t *testing.T) {
 		&routingv1alpha1.ServiceRoute{}, &routingv1alpha1.ServiceRouteList{},
 		&externaldnsv1alpha1.DNSEndpoint{}, &externaldnsv1alpha1.DNSEndpointList{},
 		&istionetworkingv1.Gateway{}, &istionetworkingv1.GatewayList{},
+		&gwv1.Gateway{}, &gwv1.GatewayList{}, &gwv1.ListenerSet{}, &gwv1.ListenerSetList{},
+		&gwv1.HTTPRoute{}, &gwv1.HTTPRouteList{}, &gwv1.ReferenceGrant{}, &gwv1.ReferenceGrantList{},
 		&corev1.Service{}, &corev1.ServiceList{}, &corev1.Namespace{}, &corev1.NamespaceList{},
 		&eventsv1.Event{},
 	} {

@@ -1,6 +1,6 @@
 // Package testenv starts a real control plane for integration tests: etcd and kube-apiserver
-// through envtest, with the operator's CRDs plus the ExternalDNS DNSEndpoint and Istio CRDs from
-// the pinned modules, and optionally kube-controller-manager so that owner-reference garbage
+// through envtest, with the operator's CRDs plus the ExternalDNS DNSEndpoint and Istio CRDs (and,
+// on request, the Gateway API's standard channel) from the pinned modules, and optionally kube-controller-manager so that owner-reference garbage
 // collection and namespace deletion happen as they do in a real cluster.
 //
 // The binaries come from bin/ (built by `make test` from the Go module proxy) or from
@@ -35,6 +35,10 @@ const (
 	externalDNSCRDPath = "config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml"
 	istioAPIModule     = "istio.io/api"
 	istioCRDPath       = "kubernetes/customresourcedefinitions.gen.yaml"
+	// The Gateway API's standard channel (Gateway, ListenerSet, HTTPRoute, ReferenceGrant, …, with
+	// their CEL rules); the directory also holds a ValidatingAdmissionPolicy, which envtest skips.
+	gatewayAPIModule = "sigs.k8s.io/gateway-api"
+	gatewayAPICRDDir = "config/crd/standard"
 )
 
 // Options choose what runs besides etcd and kube-apiserver.
@@ -51,6 +55,10 @@ type Options struct {
 	// SkipOperatorCRDs starts the control plane without the operator's own CRDs, as a cluster
 	// the operator has never been installed on (a chart installs them).
 	SkipOperatorCRDs bool
+	// GatewayAPICRDs also installs the Gateway API's standard-channel CRDs (the version go.mod
+	// selects); without it the cluster has no Gateway API, as most clusters with classic Istio.
+	// InstallGatewayAPICRDs adds them later.
+	GatewayAPICRDs bool
 }
 
 // Env is a running control plane.
@@ -100,6 +108,9 @@ func Start(opts Options) (*Env, error) {
 	}
 	if !opts.SkipIstioCRDs {
 		crdPaths = append(crdPaths, crds.istio)
+	}
+	if opts.GatewayAPICRDs {
+		crdPaths = append(crdPaths, crds.gatewayAPI)
 	}
 
 	scheme := operatorscheme.New()
@@ -249,6 +260,12 @@ func (e *Env) InstallExternalDNSCRDs() error {
 	return e.installCRDs(e.crds.externalDNS)
 }
 
+// InstallGatewayAPICRDs installs the Gateway API's standard-channel CRDs (from the same pinned
+// module directory Start uses) and waits until they are served.
+func (e *Env) InstallGatewayAPICRDs() error {
+	return e.installCRDs(e.crds.gatewayAPI)
+}
+
 func (e *Env) installCRDs(path string) error {
 	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{path}, ErrorIfPathMissing: true})
 	if err != nil {
@@ -259,7 +276,7 @@ func (e *Env) installCRDs(path string) error {
 
 // crdFiles are the operator's CRD directory and the third-party CRD files from the module cache.
 type crdFiles struct {
-	operator, externalDNS, istio string
+	operator, externalDNS, istio, gatewayAPI string
 }
 
 func locateCRDs(root string) (crdFiles, error) {
@@ -271,10 +288,15 @@ func locateCRDs(root string) (crdFiles, error) {
 	if err != nil {
 		return crdFiles{}, err
 	}
+	gatewayAPI, err := moduleDir(root, gatewayAPIModule)
+	if err != nil {
+		return crdFiles{}, err
+	}
 	return crdFiles{
 		operator:    filepath.Join(root, "config", "crd", "bases"),
 		externalDNS: filepath.Join(externalDNS, externalDNSCRDPath),
 		istio:       filepath.Join(istioAPI, istioCRDPath),
+		gatewayAPI:  filepath.Join(gatewayAPI, gatewayAPICRDDir),
 	}, nil
 }
 

@@ -168,6 +168,12 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.plainHTTP", "Unsupported value"}},
 		{"Gateway credentialName is a Secret name", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: Cert/Ingress"),
 			[]string{"spec.credentialName", "credentialName must be a valid Secret name"}},
+		{"Gateway backend is one of two", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  backend: Ingress"),
+			[]string{"spec.backend", "Unsupported value"}},
+		{"Gateway gatewayClassName is a GatewayClass name", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  backend: GatewayAPI\n  gatewayClassName: Istio_Class"),
+			[]string{"spec.gatewayClassName", "gatewayClassName must be a GatewayClass name"}},
+		{"Gateway bare Istio hosts only with the classic backend", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  backend: GatewayAPI\n  istioHostFormat: Bare"),
+			[]string{"istioHostFormat Bare applies to the IstioGateway backend only"}},
 
 		// DNSPolicy
 		{"DNSPolicy mode required", namespaced("DNSPolicy", "p", "\n  sourceRegion: weu"),
@@ -245,6 +251,7 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert.ingress-tls"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  plainHTTP: Serve"),
 		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  plainHTTP: RedirectToHTTPS"),
+		namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  backend: GatewayAPI\n  gatewayClassName: istio.example.com"),
 		namespaced("ServiceRoute", strings.Repeat("r", 63),
 			"\n  serviceName: "+strings.Repeat("s", 20)+"\n  gatewayName: gw\n  environment: "+strings.Repeat("e", 20)+"\n  application: "+strings.Repeat("a", 16)),
 	}
@@ -263,6 +270,20 @@ func TestAdmission_DefaultsGatewayNamespace(t *testing.T) {
 	route.Spec = routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: "default-gateway", Environment: "dev", Application: "myapp"}
 	require.NoError(t, env.Client.Create(context.Background(), route))
 	require.Equal(t, routingv1alpha1.DefaultGatewayNamespace, route.Spec.GatewayNamespace)
+}
+
+// TestAdmission_GatewayBackendDefaultsToTheClassicIstioGateway: a Gateway written before the
+// backend field existed is stored with backend IstioGateway (the same generation as before) and
+// gatewayClassName istio.
+func TestAdmission_GatewayBackendDefaultsToTheClassicIstioGateway(t *testing.T) {
+	ns := newNamespace(t, "defaults")
+	gw := &routingv1alpha1.Gateway{}
+	gw.Name, gw.Namespace = "gw", ns
+	gw.Spec = routingv1alpha1.GatewaySpec{Controller: "ingress", TargetPostfix: "internal", CredentialName: "cert"}
+	require.NoError(t, env.Client.Create(context.Background(), gw))
+	require.Equal(t, routingv1alpha1.BackendIstioGateway, gw.Spec.Backend)
+	require.Equal(t, routingv1alpha1.DefaultGatewayClassName, gw.Spec.GatewayClassName)
+	require.Equal(t, routingv1alpha1.IstioHostNamespaceScoped, gw.Spec.IstioHostFormat)
 }
 
 func regionList(n int) string {

@@ -84,6 +84,11 @@ const (
 	// and every route created after it are left off it and publish no DNS record until there is
 	// room. Also the reason of the Gateway's HostLimit condition.
 	ReasonGatewayHostLimit = "GatewayHostLimit"
+	// ReasonListenerConflict: the Gateway has backend GatewayAPI and its implementation reports
+	// the listener of the route's hostname as conflicted (another listener on the Gateway API
+	// Gateway holds the hostname): the route's HTTPRoutes do not attach there. The DNS records
+	// are kept; the platform team resolves the conflict.
+	ReasonListenerConflict = "ListenerConflict"
 )
 
 // ConditionHostLimit is the Gateway condition present while routes are left off its Istio
@@ -113,4 +118,12 @@ const (
 	// served, so no Istio Gateway is generated; DNS is still published, and generation starts
 	// when the CRD is installed.
 	ReasonIstioNotInstalled = "IstioNotInstalled"
+	// ReasonGatewayAPINotInstalled: the Gateway has backend GatewayAPI and the Gateway API's
+	// Gateway or ListenerSet kind (gateway.networking.k8s.io/v1, standard channel v1.5 or later)
+	// is not served; nothing is generated or removed until it is installed.
+	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
+	// ReasonEntryPointShared: the Gateway has backend GatewayAPI and shares its controller and
+	// targetPostfix (so its target hostname) with an older Gateway, whose address the target
+	// hostname carries; the generated Gateway API Gateway has an address of its own.
+	ReasonEntryPointShared = "EntryPointShared"
 )

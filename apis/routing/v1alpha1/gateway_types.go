@@ -6,7 +6,30 @@ import (
 
 // GatewaySpec describes one Istio ingress gateway that ServiceRoutes can publish hostnames on.
 // +kubebuilder:validation:XValidation:rule="!has(self.plainHTTP) || self.plainHTTP != 'RedirectToHTTPS' || has(self.credentialName)",message="plainHTTP RedirectToHTTPS sends clients to HTTPS, which needs credentialName (the TLS Secret); use Serve for a gateway without TLS"
+// +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'GatewayAPI' || !has(self.istioHostFormat) || self.istioHostFormat != 'Bare'",message="istioHostFormat Bare applies to the IstioGateway backend only: with backend GatewayAPI only HTTPRoutes and GRPCRoutes in a ServiceRoute's own namespace attach to its hostname"
 type GatewaySpec struct {
+	// backend is which ingress API the operator generates for this gateway. IstioGateway (the
+	// default, and what every Gateway without the field gets) is a classic networking.istio.io
+	// Gateway of the same name whose hosts are the routes' hostnames; VirtualServices bind them.
+	// GatewayAPI is a gateway.networking.k8s.io/v1 Gateway of the same name (class
+	// gatewayClassName) with one ListenerSet per route namespace, beside it in this namespace,
+	// whose listeners carry that namespace's hostnames and admit only HTTPRoutes and GRPCRoutes
+	// of that namespace; the target hostname's address then comes from the Gateway API Gateway's
+	// status.addresses. Switching keeps every DNS record: the new objects are written before the
+	// old ones are removed.
+	// +optional
+	// +kubebuilder:default=IstioGateway
+	Backend GatewayBackend `json:"backend,omitempty"`
+
+	// gatewayClassName is the GatewayClass of the generated Gateway API Gateway (backend
+	// GatewayAPI only): istio (the default) for Istio's Gateway API implementation.
+	// +optional
+	// +kubebuilder:default=istio
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="gatewayClassName must be a GatewayClass name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	GatewayClassName string `json:"gatewayClassName,omitempty"`
+
 	// controller is the value of the istio label that selects the ingress gateway pods (for
 	// example aks-istio-ingressgateway-internal). It becomes the generated Istio Gateway's
 	// selector istio=<controller>, and the ingress LoadBalancer Service is found by the same label.
@@ -125,6 +148,21 @@ const (
 	PlainHTTPRedirectToHTTPS PlainHTTP = "RedirectToHTTPS"
 )
 
+// GatewayBackend is the ingress API a Gateway generates.
+// +kubebuilder:validation:Enum=IstioGateway;GatewayAPI
+type GatewayBackend string
+
+const (
+	// BackendIstioGateway generates a classic networking.istio.io Gateway.
+	BackendIstioGateway GatewayBackend = "IstioGateway"
+	// BackendGatewayAPI generates a gateway.networking.k8s.io/v1 Gateway and ListenerSets.
+	BackendGatewayAPI GatewayBackend = "GatewayAPI"
+)
+
+// DefaultGatewayClassName is the GatewayClass of a generated Gateway API Gateway when
+// gatewayClassName is not set.
+const DefaultGatewayClassName = "istio"
+
 // IstioHostFormat is how a hostname is written into an Istio Gateway's hosts.
 // +kubebuilder:validation:Enum=NamespaceScoped;Bare
 type IstioHostFormat string
@@ -162,6 +200,16 @@ type GatewayStatus struct {
 	// +optional
 	HostLimit *GatewayHostLimit `json:"hostLimit,omitempty"`
 
+	// listenerConflicts are the route hostnames whose listeners the Gateway API implementation
+	// reports as conflicted (backend GatewayAPI): another listener on the Gateway API Gateway — the
+	// Gateway's own, or an older ListenerSet the platform wrote — holds the same hostname, port and
+	// protocol, so HTTPRoutes do not attach to the generated one. The routes report it
+	// (Ready=False, reason ListenerConflict); their DNS records are kept.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	ListenerConflicts []ListenerConflict `json:"listenerConflicts,omitempty"`
+
 	// zones is the publication state of the target hostname's address record in each zone (one
 	// entry per ExternalDNS controller with an address DNSEndpoint): what the zone's name
 	// servers answer for it. See the Published condition.
@@ -190,6 +238,31 @@ type GatewayStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ListenerConflict is a route hostname whose generated listener the Gateway API implementation
+// reports as conflicted.
+type ListenerConflict struct {
+	// namespace is the namespace of the routes the hostname belongs to.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// hostname is the route hostname.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname"`
+
+	// listenerSet is the generated ListenerSet (in the Gateway's namespace) holding the listener.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	ListenerSet string `json:"listenerSet"`
+
+	// reason is the reason of the listener's Conflicted condition (HostnameConflict,
+	// ProtocolConflict, ListenerConflict).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
 }
 
 // GatewayHostLimit says where the routes of a full Istio Gateway are cut off. Routes are ordered

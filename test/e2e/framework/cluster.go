@@ -24,6 +24,8 @@ type ClusterOptions struct {
 	// ControllerManager also runs kube-controller-manager (garbage collector and namespace
 	// controller), for tests that rely on owner-reference cascades or namespace deletion.
 	ControllerManager bool
+	// GatewayAPICRDs also installs the Gateway API's standard-channel CRDs.
+	GatewayAPICRDs bool
 }
 
 // Cluster is a running control plane (etcd + kube-apiserver from envtest, with the operator's
@@ -53,7 +55,7 @@ func StartCluster(ctx context.Context, c Cleanup, opts ClusterOptions) (*Cluster
 	if err != nil {
 		return nil, err
 	}
-	env, err := testenv.Start(testenv.Options{ControllerManager: opts.ControllerManager})
+	env, err := testenv.Start(testenv.Options{ControllerManager: opts.ControllerManager, GatewayAPICRDs: opts.GatewayAPICRDs})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("cluster %q: %w", opts.Name, err)

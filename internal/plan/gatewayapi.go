@@ -1,0 +1,69 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
+)
+
+// maxListenerConflicts is how many conflicts a Gateway's status lists (the CRD's maxItems).
+const maxListenerConflicts = 1024
+
+// ListenerConflicts reads, from the status the Gateway API implementation wrote on the generated
+// ListenerSets, the route hostnames whose listeners it reports as conflicted (another listener on
+// the Gateway API Gateway holds the same hostname, port and protocol). Only conditions about the
+// ListenerSet's current generation count: an older one may describe listeners that have moved.
+func ListenerConflicts(sets []*gwv1.ListenerSet) []routingv1alpha1.ListenerConflict {
+	seen := map[[2]string]bool{}
+	var out []routingv1alpha1.ListenerConflict
+	for _, s := range sets {
+		hostnames := map[gwv1.SectionName]string{}
+		for _, l := range s.Spec.Listeners {
+			if l.Hostname != nil {
+				hostnames[l.Name] = string(*l.Hostname)
+			}
+		}
+		ns := s.Labels[naming.LabelSourceNamespace]
+		for _, ls := range s.Status.Listeners {
+			c := meta.FindStatusCondition(ls.Conditions, string(gwv1.ListenerEntryConditionConflicted))
+			host, ok := hostnames[ls.Name]
+			if c == nil || c.Status != "True" || !ok || ns == "" || (c.ObservedGeneration != 0 && c.ObservedGeneration != s.Generation) {
+				continue
+			}
+			if key := [2]string{ns, host}; !seen[key] { // the HTTPS and HTTP listeners of one hostname
+				seen[key] = true
+				out = append(out, routingv1alpha1.ListenerConflict{Namespace: ns, Hostname: host, ListenerSet: s.Name, Reason: c.Reason})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b routingv1alpha1.ListenerConflict) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Hostname, b.Hostname))
+	})
+	if len(out) > maxListenerConflicts {
+		out = out[:maxListenerConflicts]
+	}
+	return out
+}
+
+// ListenerConflictOf returns the conflict a Gateway's status lists for a route's hostname, if any.
+func ListenerConflictOf(gw *routingv1alpha1.Gateway, namespace, hostname string) (routingv1alpha1.ListenerConflict, bool) {
+	for _, c := range gw.Status.ListenerConflicts {
+		if c.Namespace == namespace && c.Hostname == hostname {
+			return c, true
+		}
+	}
+	return routingv1alpha1.ListenerConflict{}, false
+}
+
+// listenerConflictMessage is the Ready message of a route whose listener is conflicted. It names
+// only the Gateway and the generated ListenerSet, both in the namespace the route references.
+func listenerConflictMessage(gw *routingv1alpha1.Gateway, c routingv1alpha1.ListenerConflict) string {
+	return fmt.Sprintf("the Gateway API implementation reports the listener of %s on ListenerSet %s/%s as conflicted (%s): another listener on Gateway %s/%s holds this hostname, so HTTPRoutes do not attach to it; the DNS records are kept; ask the platform team to remove the other listener",
+		c.Hostname, gw.Namespace, c.ListenerSet, c.Reason, gw.Namespace, gw.Name)
+}
