@@ -30,6 +30,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/testenv"
 )
 
 // TestPlan_PreviewEqualsReality is the promise of `kubectl router plan`: for each change, the
@@ -516,4 +517,30 @@ func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
 	for i := range 4 {
 		require.Len(t, routeEndpoints(t, f.ns, fmt.Sprintf("r%d", i)), 2, "r%d keeps both records", i)
 	}
+}
+
+// TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator: without the DNSEndpoint and Istio Gateway
+// CRDs, plan reads the cluster as the operator does (the APIs are missing, nothing is published,
+// nothing is removed) instead of failing; without the operator's own CRDs it says so.
+func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
+	bare := startControlPlane(t, testenv.Options{SkipIstioCRDs: true, SkipExternalDNSCRDs: true})
+	ctx := context.Background()
+	for _, obj := range []client.Object{
+		&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName}, Spec: weuIdentity()},
+		&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName},
+			Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{{Name: "external-dns-weu", Region: "weu"}}}},
+		&routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "default"}, Spec: weuBound},
+	} {
+		require.NoError(t, bare.Client.Create(ctx, obj))
+	}
+	objs := objectsOf(t, "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: api}\nspec: {serviceName: api, gatewayName: gw, environment: dev, application: shop}")
+	result, prediction, err := preview.PredictFor(ctx, bare.Client, objs, false, "default", preview.DefaultSettings)
+	require.NoError(t, err)
+	require.Empty(t, prediction.Endpoints)
+	require.Equal(t, routingv1alpha1.ReasonExternalDNSNotInstalled, prediction.Routes["default/api"].Reason)
+	require.Zero(t, result.RecordsRemoved)
+
+	none := startControlPlane(t, testenv.Options{SkipOperatorCRDs: true})
+	_, _, err = preview.PredictFor(ctx, none.Client, objs, false, "default", preview.DefaultSettings)
+	require.ErrorIs(t, err, preview.ErrNotInstalled)
 }
