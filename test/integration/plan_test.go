@@ -421,6 +421,11 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "ServiceRoute "+f.ns+"/api")
 
+	out, err = run("status", "aks01-weu-internal.example.com")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "Gateway target aks01-weu-internal.example.com")
+	require.Contains(t, out, "  gateway  "+f.gatewayNS+"/gw: ")
+
 	out, err = run("__complete", "status", "-n", f.ns, "")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "api\n"+hostname+"\n", "status completes the namespace's routes and hostnames")
