@@ -34,8 +34,8 @@ import (
 )
 
 // TestPlan_PreviewEqualsReality is the promise of `kubectl router plan`: for each change, the
-// DNSEndpoints, Istio hosts and route Ready reasons the running operator converges to are
-// exactly what plan predicted before the change was applied. plan reads as a user who may only
+// DNSEndpoints, Istio hosts and route Ready and Published reasons the running operator converges
+// to are exactly what plan predicted before the change was applied. plan reads as a user who may only
 // get and list; the operator runs with its deletion guard off (deletions are immediate), so the
 // converged state is reached within seconds.
 func TestPlan_PreviewEqualsReality(t *testing.T) {
@@ -117,7 +117,7 @@ type planStep struct {
 
 // runPlanSteps plans each step as the viewer, applies it, waits for the operator (which must run
 // with the decision-changing settings s) to converge, and requires that the fixture's DNSEndpoints,
-// Istio hosts and routes' Ready reasons are what the plan predicted, and stay so.
+// Istio hosts and routes' Ready and Published reasons are what the plan predicted, and stay so.
 func (f *fixture) runPlanSteps(viewer client.Reader, s preview.Settings, steps []planStep) {
 	t := f.t
 	t.Helper()
@@ -277,7 +277,7 @@ func (f *fixture) predicted(p preview.Prediction) string {
 	var routes []string
 	for k, o := range p.Routes {
 		if ns, name, _ := strings.Cut(k, "/"); ns == f.ns {
-			routes = append(routes, name+" "+o.Reason)
+			routes = append(routes, name+" "+o.Reason+" "+publishedReason(o.Status.Conditions))
 		}
 	}
 	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes)
@@ -285,7 +285,7 @@ func (f *fixture) predicted(p preview.Prediction) string {
 
 // observed is what the cluster holds of this fixture: its DNSEndpoints (route records in its
 // namespace, address records of its entry point), its Istio Gateway's hosts, and its routes'
-// Ready reasons (once the route's status is of its current generation).
+// Ready and Published reasons (once the route's status is of its current generation).
 func (f *fixture) observed() string {
 	f.t.Helper()
 	list := &externaldnsv1alpha1.DNSEndpointList{}
@@ -310,11 +310,19 @@ func (f *fixture) observed() string {
 	for _, r := range routeList.Items {
 		reason := "(status of an older generation)"
 		if c := meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && r.Status.ObservedGeneration == r.Generation {
-			reason = c.Reason
+			reason = c.Reason + " " + publishedReason(r.Status.Conditions)
 		}
 		routes = append(routes, r.Name+" "+reason)
 	}
 	return f.describe(eps, hosts, routes)
+}
+
+// publishedReason is the reason of the Published condition ("-" without one).
+func publishedReason(conditions []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conditions, routingv1alpha1.ConditionPublished); c != nil {
+		return "published:" + c.Reason
+	}
+	return "published:-"
 }
 
 func (f *fixture) owns(ep *externaldnsv1alpha1.DNSEndpoint) bool {
