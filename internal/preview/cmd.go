@@ -183,17 +183,21 @@ func newStatusCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 	var output string
 	budget := plan.DefaultIstioGatewayBudget
 	cmd := &cobra.Command{
-		Use:   "status [HOSTNAME | ROUTE | NAMESPACE/ROUTE]",
+		Use:   "status [HOSTNAME | TARGET HOSTNAME | ROUTE | NAMESPACE/ROUTE]",
 		Short: "Show one hostname's whole path, or a summary of the cluster",
 		Long: `status with a hostname or a ServiceRoute shows its whole path in one screen: the route, the
 DNSPolicy in force, every zone with its ExternalDNS controller, DNSEndpoint, whether ExternalDNS
 processed it, what verification found and answered, the gateway target and its address records,
-and the first thing that is wrong, with the condition reason and a link to the guide.
+and the first thing that is wrong, with the condition reason and a link to the guide. A gateway
+target hostname ({cluster}-{region}-{postfix}.{domain}) shows its address record in every zone.
 
 Without an argument it summarises the cluster: routes by state, zones by verification state,
 deletions held by the mass-deletion guard, and each Gateway's host budget.`,
 		Example: `  # Why does this hostname not resolve?
   kubectl router status api-ns-p-prod-shop.example.com
+
+  # A gateway target hostname: its address records in every zone
+  kubectl router status aks01-weu-internal.example.com
 
   # A route by name (in the current namespace, or -n)
   kubectl router status api-route -n shop
@@ -219,6 +223,13 @@ deletions held by the mass-deletion guard, and each Gateway's host budget.`,
 					return writeJSON(streams.Out, s)
 				}
 				return WriteSummary(streams.Out, s)
+			}
+			if gateways := FindTarget(w, args[0]); len(gateways) > 0 {
+				p := TargetPathOf(w, gateways)
+				if output == "json" {
+					return writeJSON(streams.Out, p)
+				}
+				return WriteTargetPath(streams.Out, p)
 			}
 			r, err := FindRoute(w, args[0], namespace)
 			if err != nil {

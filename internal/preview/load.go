@@ -2,6 +2,7 @@ package preview
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -33,17 +34,17 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 		return nil, err
 	}
 	policies := &routingv1alpha1.DNSPolicyList{}
-	if err := list(ctx, c, policies, "DNSPolicies"); err != nil {
+	if err := listRequired(ctx, c, policies, "DNSPolicies"); err != nil {
 		return nil, err
 	}
 	w.Policies = pointers(policies.Items)
 	routes := &routingv1alpha1.ServiceRouteList{}
-	if err := list(ctx, c, routes, "ServiceRoutes"); err != nil {
+	if err := listRequired(ctx, c, routes, "ServiceRoutes"); err != nil {
 		return nil, err
 	}
 	w.Routes = pointers(routes.Items)
 	gateways := &routingv1alpha1.GatewayList{}
-	if err := list(ctx, c, gateways, "Gateways"); err != nil {
+	if err := listRequired(ctx, c, gateways, "Gateways"); err != nil {
 		return nil, err
 	}
 	w.Gateways = pointers(gateways.Items)
@@ -83,10 +84,16 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 	return w, nil
 }
 
+// ErrNotInstalled says the operator's own APIs are not served: there is nothing to preview.
+var ErrNotInstalled = errors.New("the Service Router Operator's APIs (cluster.router.io, routing.router.io) are not installed in this cluster: install the operator's CRDs first (docs/INSTALLATION.md)")
+
 func getOptional[T client.Object](ctx context.Context, c client.Reader, name string, obj T) (T, error) {
 	var none T
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
+		switch {
+		case meta.IsNoMatchError(err):
+			return none, ErrNotInstalled
+		case apierrors.IsNotFound(err):
 			return none, nil
 		}
 		return none, fmt.Errorf("reading %s: %w", name, err)
@@ -94,12 +101,24 @@ func getOptional[T client.Object](ctx context.Context, c client.Reader, name str
 	return obj, nil
 }
 
+// list lists in every namespace. A kind whose API is not served comes back as the NoMatch error
+// itself (the caller decides: the operator's own kinds are required, the optional APIs are not).
 func list(ctx context.Context, c client.Reader, l client.ObjectList, what string, opts ...client.ListOption) error {
 	if err := c.List(ctx, l, opts...); err != nil {
 		if meta.IsNoMatchError(err) {
 			return err
 		}
 		return fmt.Errorf("listing %s in every namespace: %w", what, err)
+	}
+	return nil
+}
+
+// listRequired lists one of the operator's own kinds: not served means not installed.
+func listRequired(ctx context.Context, c client.Reader, l client.ObjectList, what string) error {
+	if err := list(ctx, c, l, what); meta.IsNoMatchError(err) {
+		return ErrNotInstalled
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

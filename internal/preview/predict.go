@@ -80,9 +80,10 @@ func Predict(w *World, s Settings) Prediction {
 	for _, ep := range w.Endpoints {
 		endpoints[key(ep)] = ep
 	}
-	// Generated objects whose owner is gone are the garbage collector's to remove.
+	// Generated objects whose owner or namespace is gone are the garbage collector's (or the
+	// namespace controller's) to remove.
 	for k, ep := range endpoints {
-		if ownerGone(ep, "ServiceRoute", routes) {
+		if ownerGone(ep, "ServiceRoute", routes) || namespaceGone(w, ep) {
 			delete(endpoints, k)
 			out.GarbageCollected = append(out.GarbageCollected, "DNSEndpoint "+k)
 		}
@@ -122,7 +123,7 @@ func Predict(w *World, s Settings) Prediction {
 		out.OperatorDeletes = append(out.OperatorDeletes, deletes...)
 	}
 	for _, ig := range w.IstioGateways {
-		if ownerGone(ig, "Gateway", gateways) {
+		if ownerGone(ig, "Gateway", gateways) || namespaceGone(w, ig) {
 			out.GarbageCollected = append(out.GarbageCollected, "Istio Gateway "+key(ig))
 		} else if _, decided := out.Gateways[key(ig)]; !decided {
 			out.IstioHosts[key(ig)] = istioHosts(ig) // nobody reconciles it: it stays
@@ -384,6 +385,13 @@ func ownerGone[T metav1.Object](obj metav1.Object, kind string, owners []T) bool
 		}
 	}
 	return true
+}
+
+// namespaceGone reports whether obj's namespace is not in the world (deleted by the manifests):
+// the namespace controller deletes everything in it. A world without namespaces knows none.
+func namespaceGone(w *World, obj metav1.Object) bool {
+	_, exists := w.Namespaces[obj.GetNamespace()]
+	return len(w.Namespaces) > 0 && !exists
 }
 
 func istioHosts(ig *istionetworkingv1.Gateway) []string {

@@ -366,3 +366,103 @@ func WriteSummary(w io.Writer, s Summary) error {
 	}
 	return p.err
 }
+
+// TargetPath is a gateway target hostname's path: `kubectl router status <target hostname>`.
+type TargetPath struct {
+	Target string `json:"target"`
+	// Gateways are the Gateways sharing the target (one entry point), with their Ready state.
+	Gateways []string   `json:"gateways"`
+	Zones    []ZonePath `json:"zones"`
+	Problem  *Problem   `json:"problem,omitempty"`
+}
+
+// FindTarget returns the Gateways whose target hostname is target, the one deciding the entry
+// point first; none when it is no Gateway's.
+func FindTarget(w *World, target string) []*routingv1alpha1.Gateway {
+	var out []*routingv1alpha1.Gateway
+	for _, gw := range live(w.Gateways) {
+		if gw.Status.TargetHostname == target {
+			out = append(out, gw)
+		}
+	}
+	// The oldest decides the entry point's ingress namespace (plan.IngressDecider): it comes first.
+	if decider, ok := plan.IngressDecider(out); ok {
+		i := slices.Index(out, decider)
+		out[0], out[i] = out[i], out[0]
+	}
+	return out
+}
+
+// TargetPathOf describes a target hostname's address records in every zone of the
+// DNSConfiguration, and the first thing wrong. gateways share the target (FindTarget).
+func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
+	decider := gateways[0]
+	p := TargetPath{Target: decider.Status.TargetHostname}
+	for _, gw := range gateways {
+		p.Gateways = append(p.Gateways, fmt.Sprintf("%s/%s: %s", gw.Namespace, gw.Name, conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady)))
+	}
+	zones := map[string]routingv1alpha1.ZoneStatus{}
+	for _, z := range decider.Status.Zones {
+		zones[z.Controller] = z
+	}
+	pair := ingressOf(decider)
+	for _, c := range plan.ControllersOf(w.Configuration) {
+		z := ZonePath{Controller: c.Name, Region: c.Region}
+		for _, ep := range w.Endpoints {
+			if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == c.Name {
+				z.DNSEndpoint, z.Exists, z.Processed, z.Addresses = key(ep), true, processed(ep), records(ep)
+			}
+		}
+		if s, ok := zones[c.Name]; ok {
+			z.State, z.Answer = string(s.State), s.Answer
+		}
+		p.Zones = append(p.Zones, z)
+	}
+	for _, gw := range gateways {
+		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+			p.Problem = &Problem{Reason: c.Reason, Message: fmt.Sprintf("Gateway %s/%s: %s", gw.Namespace, gw.Name, c.Message), Doc: doc(anchorOf(c.Reason, "gateway"))}
+			return p
+		}
+	}
+	for _, z := range p.Zones {
+		switch {
+		case !z.Exists:
+			p.Problem = &Problem{Reason: "AddressRecordMissing", Message: fmt.Sprintf("zone %s has no address record for %s", z.Controller, p.Target), Doc: doc("serviceroutergatewaywithoutloadbalancer")}
+		case !z.Processed:
+			p.Problem = &Problem{Reason: "NotProcessed", Message: fmt.Sprintf("ExternalDNS %s has not processed DNSEndpoint %s yet", z.Controller, z.DNSEndpoint), Doc: doc("servicerouterzonenotpublishing")}
+		case z.State == string(routingv1alpha1.ZoneDrifted):
+			p.Problem = &Problem{Reason: routingv1alpha1.ReasonZonesDrifted, Message: fmt.Sprintf("zone %s answers %s", z.Controller, z.Answer), Doc: doc("servicerouterzonedrifted")}
+		case z.State == string(routingv1alpha1.ZonePending) || z.State == string(routingv1alpha1.ZoneUnreachable):
+			p.Problem = &Problem{Reason: "Zone" + z.State, Message: fmt.Sprintf("zone %s: %s %s", z.Controller, strings.ToLower(z.State), z.Answer), Doc: doc("servicerouterzonenotpublishing")}
+		default:
+			continue
+		}
+		return p
+	}
+	return p
+}
+
+// WriteTargetPath writes a target hostname's path for people.
+func WriteTargetPath(w io.Writer, p TargetPath) error {
+	pr := &printer{w: w}
+	pr.line("Gateway target %s", p.Target)
+	for _, g := range p.Gateways {
+		pr.line("  gateway  %s", g)
+	}
+	pr.line("")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ZONE\tREGION\tDNSENDPOINT\tPROCESSED\tVERIFIED\tLAST ANSWER\tRECORDS")
+	for _, z := range p.Zones {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Controller, z.Region, orNone(z.DNSEndpoint), yesNo(z.Processed), orNone(z.State),
+			orNone(z.Answer), orNone(strings.Join(z.Addresses, "; ")))
+	}
+	pr.err = tw.Flush()
+	pr.line("")
+	if p.Problem == nil {
+		pr.line("Nothing is wrong: every zone has the address record and ExternalDNS processed it.")
+	} else {
+		pr.line("First problem: %s: %s", p.Problem.Reason, p.Problem.Message)
+		pr.line("  see %s", p.Problem.Doc)
+	}
+	return pr.err
+}

@@ -131,3 +131,27 @@ func TestSummaryOf_RoutesZonesDeletionsAndBudget(t *testing.T) {
 	assert.Contains(t, b.String(), "ServiceRoutes: 2")
 	assert.Contains(t, b.String(), "istio-system/gw: True GatewayCreated; 2 host(s), about")
 }
+
+func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
+	w := healthy(t)
+	gateways := FindTarget(w, "aks01-weu-internal.example.com")
+	require.Len(t, gateways, 1)
+	p := TargetPathOf(w, gateways)
+	assert.Equal(t, []string{"istio-system/gw: True GatewayCreated"}, p.Gateways)
+	require.Len(t, p.Zones, 2)
+	assert.Equal(t, ZonePath{Controller: "external-dns-weu", Region: "weu", DNSEndpoint: "istio-system/gateway-controller-ingress-internal-external-dns-weu",
+		Exists: true, Processed: true, Addresses: []string{"aks01-weu-internal.example.com A 10.0.0.1 (TTL 300)"}}, p.Zones[0])
+	assert.Nil(t, p.Problem)
+
+	w.Endpoints = slices.DeleteFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+		return key(ep) == "istio-system/gateway-controller-ingress-internal-external-dns-neu"
+	})
+	p = TargetPathOf(w, gateways)
+	require.NotNil(t, p.Problem)
+	assert.Equal(t, "AddressRecordMissing", p.Problem.Reason)
+	assert.Contains(t, p.Problem.Message, "external-dns-neu")
+	var b strings.Builder
+	require.NoError(t, WriteTargetPath(&b, p))
+	assert.Contains(t, b.String(), "Gateway target aks01-weu-internal.example.com")
+	assert.Empty(t, FindTarget(w, "nothing.example.com"))
+}
