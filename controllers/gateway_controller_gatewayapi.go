@@ -16,7 +16,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
@@ -133,11 +132,10 @@ func cachedGatewayAPIGateway(ctx context.Context, c client.Reader, key client.Ob
 // GatewayAPI backend's load balancer): nil when it does not exist yet or is not the operator's.
 func gatewayAPIAddresses(ctx context.Context, c client.Reader, gw *routingv1alpha1.Gateway) (*ingress.Addresses, error) {
 	current, err := cachedGatewayAPIGateway(ctx, c, client.ObjectKeyFromObject(gw))
-	if err != nil || len(current) == 0 || desired.GatewayAPIGatewayKind(gw.Name).Ownership(current[0]) != apply.Owned {
+	if err != nil {
 		return nil, err
 	}
-	a := ingress.GatewayAddresses(current[0].Status.Addresses)
-	return &a, nil
+	return plan.GatewayAPIAddresses(gw, current), nil
 }
 
 // describeListeners summarises a Gateway or ListenerSet for events: "3 listener(s)".
@@ -156,19 +154,11 @@ func (r *GatewayReconciler) gatherGatewayAPI(ctx context.Context, in plan.Gatewa
 	if err := r.List(ctx, sets, client.InNamespace(gw.Namespace)); err != nil {
 		return in, fmt.Errorf("listing ListenerSets: %w", err)
 	}
-	kind := desired.ListenerSetKind(gw.Name)
-	for i := range sets.Items {
-		if kind.Ownership(&sets.Items[i]) == apply.Owned {
-			in.ListenerSets = append(in.ListenerSets, &sets.Items[i])
-		}
-	}
-	addrs, err := gatewayAPIAddresses(ctx, r, gw)
-	if err != nil || addrs == nil {
+	current, err := cachedGatewayAPIGateway(ctx, r, client.ObjectKeyFromObject(gw))
+	if err != nil {
 		return in, err
 	}
-	in.Service = addrs
-	in.ServiceName = "Gateway API Gateway " + client.ObjectKeyFromObject(gw).String()
-	return in, nil
+	return plan.WithGatewayAPI(in, listItems(sets.Items), current), nil
 }
 
 // watchGatewayAPI starts the watches on the generated Gateway API objects once the API is served:

@@ -9,8 +9,45 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 )
+
+// WithGatewayAPI completes the inputs of a Gateway with backend GatewayAPI from what its reconciler
+// (and `kubectl router plan`) read besides the routes: sets are the managed ListenerSets of the
+// Gateway's namespace, of which those the Gateway owns are kept (a hostname stays where it is);
+// current is the managed Gateway API Gateway of its name, if any, whose status.addresses is the
+// load balancer (GatewayAPIAddresses). With the API missing nothing is read.
+func WithGatewayAPI(in GatewayInputs, sets []*gwv1.ListenerSet, current []*gwv1.Gateway) GatewayInputs {
+	if in.GatewayAPIMissing {
+		return in
+	}
+	gw := in.Gateway
+	kind := desired.ListenerSetKind(gw.Name)
+	for _, s := range sets {
+		if kind.Ownership(s) == apply.Owned {
+			in.ListenerSets = append(in.ListenerSets, s)
+		}
+	}
+	if addrs := GatewayAPIAddresses(gw, current); addrs != nil {
+		in.Service = addrs
+		in.ServiceName = "Gateway API Gateway " + gw.Namespace + "/" + gw.Name
+	}
+	return in
+}
+
+// GatewayAPIAddresses reads the addresses of the Gateway API Gateway generated for gw (the
+// GatewayAPI backend's load balancer) from current, the managed Gateway API Gateway of gw's name
+// if any: nil when it does not exist yet or is not the operator's.
+func GatewayAPIAddresses(gw *routingv1alpha1.Gateway, current []*gwv1.Gateway) *ingress.Addresses {
+	if len(current) == 0 || desired.GatewayAPIGatewayKind(gw.Name).Ownership(current[0]) != apply.Owned {
+		return nil
+	}
+	a := ingress.GatewayAddresses(current[0].Status.Addresses)
+	return &a
+}
 
 // maxListenerConflicts is how many conflicts a Gateway's status lists (the CRD's maxItems).
 const maxListenerConflicts = 1024
