@@ -8,7 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
@@ -28,6 +30,12 @@ type Result struct {
 	Routes []RouteChange `json:"routes"`
 	// IstioHosts are the generated Istio Gateways whose hosts would change.
 	IstioHosts []HostChange `json:"istioHosts"`
+	// GatewayAPIHosts are the generated Gateway API Gateways and ListenerSets (backend GatewayAPI)
+	// whose listener hostnames would change.
+	GatewayAPIHosts []ListenerChange `json:"gatewayAPIHosts"`
+	// Objects are the generated Istio Gateways and Gateway API objects that would be created,
+	// changed or deleted (a backend switch creates the new backend's and deletes the old one's).
+	Objects []ObjectChange `json:"objects"`
 	// Guard says whether the mass-deletion guard would hold the operator's deletions.
 	Guard GuardVerdict `json:"guard"`
 	// RecordsRemoved is how many DNS names (per record type and zone) would leave their zone:
@@ -88,6 +96,27 @@ type HostChange struct {
 	Removed []string `json:"removed,omitempty"`
 }
 
+// ListenerChange is a generated Gateway API Gateway or ListenerSet whose listener hostnames would
+// change.
+type ListenerChange struct {
+	// Object is "ListenerSet namespace/name" or "Gateway API Gateway namespace/name".
+	Object  string   `json:"object"`
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// ObjectChange is a generated object (other than a DNSEndpoint) created, changed or deleted.
+type ObjectChange struct {
+	// Kind is "Istio Gateway", "Gateway API Gateway", "ListenerSet", "HTTPRoute" or
+	// "ReferenceGrant".
+	Kind   string `json:"kind"`
+	Object string `json:"object"`
+	// Action is create, change or delete.
+	Action string `json:"action"`
+	// By is "garbage collector" for objects removed with their deleted owner or namespace.
+	By string `json:"by,omitempty"`
+}
+
 // GuardVerdict is what the mass-deletion guard would do with the operator's deletions.
 type GuardVerdict struct {
 	// Deletions are the deletions the operator asks for at once (they pass the guard).
@@ -103,7 +132,7 @@ type GuardVerdict struct {
 
 // Compare reports how the prediction differs from the current world.
 func Compare(current *World, p Prediction, s Settings, manifests []Change) Result {
-	out := Result{Manifests: manifests, Routes: []RouteChange{}, IstioHosts: []HostChange{}}
+	out := Result{Manifests: manifests, Routes: []RouteChange{}, IstioHosts: []HostChange{}, GatewayAPIHosts: []ListenerChange{}, Objects: []ObjectChange{}}
 	if out.Manifests == nil {
 		out.Manifests = []Change{}
 	}
@@ -113,6 +142,8 @@ func Compare(current *World, p Prediction, s Settings, manifests []Change) Resul
 	}
 	out.Routes = append(out.Routes, compareRoutes(current, p)...)
 	out.IstioHosts = append(out.IstioHosts, compareHosts(current, p)...)
+	out.GatewayAPIHosts = append(out.GatewayAPIHosts, compareListeners(current, p)...)
+	out.Objects = append(out.Objects, compareObjects(current, p)...)
 	out.Guard = verdict(current, p, s)
 	return out
 }
@@ -319,4 +350,99 @@ func verdict(current *World, p Prediction, s Settings) GuardVerdict {
 		v.Message += fmt.Sprintf("; %d generated object(s) go with their deleted owner (garbage collection, never held)", v.GarbageCollected)
 	}
 	return v
+}
+
+// listenerHosts are the listener hostnames of the Gateway API Gateways and ListenerSets, by
+// "<kind> namespace/name".
+func listenerHosts(gateways []*gwv1.Gateway, sets []*gwv1.ListenerSet) map[string][]string {
+	out := map[string][]string{}
+	for _, g := range gateways {
+		out["Gateway API Gateway "+key(g)] = hostnamesOf(g.Spec.Listeners, func(l gwv1.Listener) *gwv1.Hostname { return l.Hostname })
+	}
+	for _, s := range sets {
+		out["ListenerSet "+key(s)] = hostnamesOf(s.Spec.Listeners, func(l gwv1.ListenerEntry) *gwv1.Hostname { return l.Hostname })
+	}
+	return out
+}
+
+// hostnamesOf are the listeners' hostnames, sorted, each once (the HTTPS and HTTP listeners of a
+// hostname are one hostname); a catch-all listener has none.
+func hostnamesOf[L any](listeners []L, hostname func(L) *gwv1.Hostname) []string {
+	var out []string
+	for _, l := range listeners {
+		if h := hostname(l); h != nil {
+			out = append(out, string(*h))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func compareListeners(current *World, p Prediction) []ListenerChange {
+	before := listenerHosts(current.GatewayAPIGateways, current.ListenerSets)
+	after := listenerHosts(p.GatewayAPIGateways, p.ListenerSets)
+	var out []ListenerChange
+	for _, k := range sortedKeys(before, after) {
+		c := ListenerChange{Object: k, Added: minus(after[k], before[k]), Removed: minus(before[k], after[k])}
+		if len(c.Added) > 0 || len(c.Removed) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// compareObjects lists the generated objects other than DNSEndpoints that the operator (or the
+// garbage collector) creates, changes or deletes.
+func compareObjects(current *World, p Prediction) []ObjectChange {
+	gc := map[string]bool{}
+	for _, k := range p.GarbageCollected {
+		gc[k] = true
+	}
+	var out []ObjectChange
+	add := func(kind string, before, after map[string]any) {
+		for _, k := range sortedKeys(before, after) {
+			b, a := before[k], after[k]
+			c := ObjectChange{Kind: kind, Object: k}
+			switch {
+			case b == nil:
+				c.Action = "create"
+			case a == nil:
+				c.Action = "delete"
+				if gc[kind+" "+k] {
+					c.By = "garbage collector"
+				}
+			case !equality.Semantic.DeepEqual(b, a):
+				c.Action = "change"
+			default:
+				continue
+			}
+			out = append(out, c)
+		}
+	}
+	istioBefore := map[string]any{}
+	for _, ig := range current.IstioGateways {
+		istioBefore[key(ig)] = istioHosts(ig)
+	}
+	istioAfter := map[string]any{}
+	for k, hosts := range p.IstioHosts {
+		istioAfter[k] = hosts
+	}
+	add("Istio Gateway", istioBefore, istioAfter)
+	add("Gateway API Gateway", specs(current.GatewayAPIGateways, func(g *gwv1.Gateway) any { return g.Spec }),
+		specs(p.GatewayAPIGateways, func(g *gwv1.Gateway) any { return g.Spec }))
+	add("ListenerSet", specs(current.ListenerSets, func(s *gwv1.ListenerSet) any { return s.Spec }),
+		specs(p.ListenerSets, func(s *gwv1.ListenerSet) any { return s.Spec }))
+	add("HTTPRoute", specs(current.HTTPRoutes, func(r *gwv1.HTTPRoute) any { return r.Spec }),
+		specs(p.HTTPRoutes, func(r *gwv1.HTTPRoute) any { return r.Spec }))
+	add("ReferenceGrant", specs(current.ReferenceGrants, func(g *gwv1.ReferenceGrant) any { return g.Spec }),
+		specs(p.ReferenceGrants, func(g *gwv1.ReferenceGrant) any { return g.Spec }))
+	return out
+}
+
+func specs[T metav1.Object](objs []T, spec func(T) any) map[string]any {
+	out := make(map[string]any, len(objs))
+	for _, o := range objs {
+		out[key(o)] = spec(o)
+	}
+	return out
 }

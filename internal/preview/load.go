@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -22,8 +23,8 @@ import (
 
 // Load reads from the cluster what the operator's cache holds (controllers.CacheOptions): reads
 // only (list and get), cluster-wide, so a user with the view role everywhere can run it. An
-// optional API that is not served (DNSEndpoint, Istio Gateway) is recorded as missing, as the
-// operator does; any other failed read is an error, never an empty input.
+// optional API that is not served (DNSEndpoint, Istio Gateway, the Gateway API kinds) is recorded
+// as missing, as the operator does; any other failed read is an error, never an empty input.
 func Load(ctx context.Context, c client.Reader) (*World, error) {
 	w := &World{Namespaces: map[string]Namespace{}}
 	var err error
@@ -81,7 +82,49 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 		return nil, err
 	}
 	w.IstioGateways = istio.Items
+	if err := loadGatewayAPI(ctx, c, w, managed); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// loadGatewayAPI reads the managed Gateway API objects of the GatewayAPI backend. The operator
+// uses that backend only when all four kinds are served (controllers.OptionalAPIs); one missing
+// kind makes the API missing, and the kinds that are served are still read (what exists is kept).
+func loadGatewayAPI(ctx context.Context, c client.Reader, w *World, managed client.MatchingLabels) error {
+	missing := func(err error) (bool, error) {
+		switch {
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+			w.GatewayAPIMissing = true
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+		return false, nil
+	}
+	gateways := &gwv1.GatewayList{}
+	if _, err := missing(list(ctx, c, gateways, "Gateway API Gateways", managed)); err != nil {
+		return err
+	}
+	w.GatewayAPIGateways = pointers(gateways.Items)
+	sets := &gwv1.ListenerSetList{}
+	if _, err := missing(list(ctx, c, sets, "ListenerSets", managed)); err != nil {
+		return err
+	}
+	w.ListenerSets = pointers(sets.Items)
+	routes := &gwv1.HTTPRouteList{}
+	if _, err := missing(list(ctx, c, routes, "HTTPRoutes", managed)); err != nil {
+		return err
+	}
+	w.HTTPRoutes = pointers(routes.Items)
+	grants := &gwv1.ReferenceGrantList{}
+	notServed, err := missing(list(ctx, c, grants, "ReferenceGrants", managed))
+	if err != nil {
+		return err
+	}
+	w.ReferenceGrantAPIMissing = notServed
+	w.ReferenceGrants = pointers(grants.Items)
+	return nil
 }
 
 // ErrNotInstalled says the operator's own APIs are not served: there is nothing to preview.

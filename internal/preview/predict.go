@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
@@ -39,6 +41,12 @@ type Prediction struct {
 	// IstioHosts are the hosts of each generated Istio Gateway by namespace/name; a Gateway with
 	// no Istio Gateway is absent.
 	IstioHosts map[string][]string
+	// The Gateway API objects the operator manages afterwards (backend GatewayAPI), each sorted
+	// by namespace/name.
+	GatewayAPIGateways []*gwv1.Gateway
+	ListenerSets       []*gwv1.ListenerSet
+	HTTPRoutes         []*gwv1.HTTPRoute
+	ReferenceGrants    []*gwv1.ReferenceGrant
 	// Routes are the routes' outcomes and statuses, by namespace/name.
 	Routes map[string]RouteOutcome
 	// Gateways are the Gateways' outcomes, by namespace/name.
@@ -115,13 +123,17 @@ func Predict(w *World, s Settings) Prediction {
 		}
 	}
 	out.OperatorDeletes = append(out.OperatorDeletes, routeDeletes...)
+	api := newGatewayAPIObjects(w)
+	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
+	out.OperatorDeletes = append(out.OperatorDeletes, api.forget(w, gateways)...)
 	for _, gw := range gateways {
-		hosts, deletes := predictGateway(w, gw, gateways, ix.routesByGateway[gatewayKey(gw)], s.HostBudget, &out)
+		hosts, deletes := predictGateway(w, gw, gateways, ix.routesByGateway[gatewayKey(gw)], s.HostBudget, api, &out)
 		if hosts != nil {
 			out.IstioHosts[key(gw)] = hosts
 		}
 		out.OperatorDeletes = append(out.OperatorDeletes, deletes...)
 	}
+	api.into(&out)
 	for _, ig := range w.IstioGateways {
 		if ownerGone(ig, "Gateway", gateways) || namespaceGone(w, ig) {
 			out.GarbageCollected = append(out.GarbageCollected, "Istio Gateway "+key(ig))
@@ -130,7 +142,7 @@ func Predict(w *World, s Settings) Prediction {
 		}
 	}
 	for _, pair := range pairs(gateways, endpoints) {
-		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(w, pair, gateways, endpoints)...)
+		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(w, pair, gateways, endpoints, api)...)
 	}
 	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), func(a, b *externaldnsv1alpha1.DNSEndpoint) int {
 		return compareKeys(key(a), key(b))
@@ -159,7 +171,7 @@ func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, current,
 	if p.Sync {
 		mine := ix.endpointsByRoute[key(route)]
 		ch := apply.Diff(desired.RouteEndpointKind(route.Name), p.Endpoints, mine)
-		applied := writeChanges(ch, next, &deletes)
+		applied := writeChanges("DNSEndpoint", ch, next, &deletes)
 		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(applied)
 		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
 		o.Outcome = plan.AfterWrite(p.Outcome, plan.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: conflictKeys(ch.Conflicts)})
@@ -181,14 +193,14 @@ func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, current,
 }
 
 // writeChanges applies a diff to next as the write step would when every write succeeds, records
-// the deletions, and returns the objects that exist as desired afterwards (the write step's
-// Applied). A deletion the mass-deletion guard holds happens later: the prediction is the state
-// the operator converges to.
-func writeChanges(ch apply.Changes[*externaldnsv1alpha1.DNSEndpoint], next map[string]*externaldnsv1alpha1.DNSEndpoint, deletes *[]string) []*externaldnsv1alpha1.DNSEndpoint {
+// the deletions (as "<kind> namespace/name"), and returns the objects that exist as desired
+// afterwards (the write step's Applied). A deletion the mass-deletion guard holds happens later:
+// the prediction is the state the operator converges to.
+func writeChanges[T client.Object](kind string, ch apply.Changes[T], next map[string]T, deletes *[]string) []T {
 	applied := slices.Clone(ch.Unchanged)
 	for _, obj := range ch.Delete {
 		delete(next, key(obj))
-		*deletes = append(*deletes, "DNSEndpoint "+key(obj))
+		*deletes = append(*deletes, kind+" "+key(obj))
 	}
 	for _, obj := range append(slices.Clone(ch.Update), ch.Create...) {
 		next[key(obj)] = obj
@@ -212,59 +224,22 @@ func conditionStatus(ready bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// predictGateway is the Gateway reconcile: its hosts (plan.GatewayHosts over its routes'
-// statuses), its ingress Service, plan.Gateway, and the Istio Gateway through apply.Diff. hosts is
-// nil when the Gateway has no Istio Gateway afterwards.
-func predictGateway(w *World, gw *routingv1alpha1.Gateway, gateways []*routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute,
-	budget int, out *Prediction) (hosts []string, deletes []string) {
-	admitted := plan.GatewayHosts(gw, routes, budget)
-	in := plan.GatewayInputs{Gateway: gw, Identity: w.Identity, Hosts: admitted.Hosts, HostLimit: admitted.Limit, IstioAPIMissing: w.IstioAPIMissing}
-	decider, found := plan.IngressDecider(pairOf(gateways, ingressOf(gw)))
-	if !found {
-		decider = gw
-	}
-	in.IngressDecider = decider
-	if svc := ingressService(w, plan.IngressNamespace(decider), gw.Spec.Controller); svc != nil {
-		addrs := ingress.ServiceAddresses(svc)
-		in.Service, in.ServiceName = &addrs, key(svc)
-	}
-	p := plan.Gateway(in)
-	out.Gateways[key(gw)] = p
-	var current []*istionetworkingv1.Gateway
-	for _, ig := range w.IstioGateways {
-		if ig.Namespace == gw.Namespace && ig.Name == gw.Name {
-			current = append(current, ig)
-		}
-	}
-	if !p.SyncIstio {
-		if len(current) > 0 {
-			return istioHosts(current[0]), nil // left as it is
-		}
-		return nil, nil
-	}
-	var want []*istionetworkingv1.Gateway
-	if len(p.Hosts) > 0 {
-		want = append(want, desired.IstioGateway(gw, p.Hosts))
-	}
-	ch := apply.Diff(desired.IstioGatewayKind(gw.Name), want, current)
-	for _, obj := range ch.Delete {
-		deletes = append(deletes, "Istio Gateway "+key(obj))
-	}
-	if len(want) == 0 {
-		return nil, deletes
-	}
-	return slices.Clone(p.Hosts), deletes
-}
-
 // predictAddresses is the IngressDNS reconcile of one (controller, targetPostfix) pair: its
 // Gateways, its ingress Service (from the oldest Gateway's ingress namespace only), plan.Ingress,
 // and the address DNSEndpoints through apply.Diff, written to endpoints.
-func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []string {
+func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint, api *gatewayAPIObjects) []string {
 	if w.EndpointsAPIMissing {
 		return nil
 	}
 	in := plan.IngressInputs{Ingress: pair, Gateways: pairOf(gateways, pair), Identity: w.Identity, Configuration: w.Configuration}
-	if decider, found := plan.IngressDecider(in.Gateways); found {
+	if decider, found := plan.IngressDecider(in.Gateways); found && plan.UsesGatewayAPI(decider) {
+		// IngressDNSReconciler.gatherGatewayAPI: the address of the decider's Gateway API Gateway
+		// as the cluster has it now (a Gateway API Gateway the operator is about to create has
+		// none yet: the records are kept).
+		if addrs := plan.GatewayAPIAddresses(decider, api.current(decider)); addrs != nil && !w.GatewayAPIMissing {
+			in.Service = &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *addrs}
+		}
+	} else if found {
 		if svc := ingressService(w, plan.IngressNamespace(decider), pair.Controller); svc != nil {
 			in.Service = &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}
 		}
@@ -280,7 +255,7 @@ func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha
 		}
 	}
 	var deletes []string
-	writeChanges(apply.Diff(desired.AddressEndpointKind(pair), p.Endpoints, current), endpoints, &deletes)
+	writeChanges("DNSEndpoint", apply.Diff(desired.AddressEndpointKind(pair), p.Endpoints, current), endpoints, &deletes)
 	return deletes
 }
 

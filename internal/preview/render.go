@@ -19,7 +19,8 @@ func writeJSON(w io.Writer, v any) error {
 
 // WriteTable writes the result for people: the manifests, then per zone the records created (+),
 // retargeted (~) and deleted (-), the routes whose state changes and why, the Istio hosts, the
-// guard's verdict and a summary line.
+// Gateway API listener hostnames and generated objects that change (when any), the guard's
+// verdict and a summary line.
 func WriteTable(w io.Writer, r Result) error {
 	p := &printer{w: w}
 	p.line("Manifests:")
@@ -79,6 +80,31 @@ func WriteTable(w io.Writer, r Result) error {
 			for _, d := range h.Removed {
 				p.line("    - %s", d)
 			}
+		}
+	}
+	if len(r.GatewayAPIHosts) > 0 {
+		p.line("")
+		p.line("Gateway API hosts:")
+		for _, h := range r.GatewayAPIHosts {
+			p.line("  %s: %d added, %d removed", h.Object, len(h.Added), len(h.Removed))
+			for _, a := range h.Added {
+				p.line("    + %s", a)
+			}
+			for _, d := range h.Removed {
+				p.line("    - %s", d)
+			}
+		}
+	}
+	if len(r.Objects) > 0 {
+		p.line("")
+		p.line("Generated objects:")
+		signs := map[string]string{"create": "+", "change": "~", "delete": "-"}
+		for _, o := range r.Objects {
+			by := ""
+			if o.By != "" {
+				by = " (by the " + o.By + ")"
+			}
+			p.line("  %s %s %s%s", signs[o.Action], o.Kind, o.Object, by)
 		}
 	}
 	p.line("")

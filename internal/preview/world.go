@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -36,6 +37,17 @@ type World struct {
 	// EndpointsAPIMissing and IstioAPIMissing say the DNSEndpoint or Istio Gateway API is not
 	// served.
 	EndpointsAPIMissing, IstioAPIMissing bool
+	// The Gateway API objects the operator manages (managed-by label; backend GatewayAPI): Gateway
+	// API Gateways, ListenerSets and the redirect HTTPRoutes beside their Gateway, and the
+	// ReferenceGrants in the TLS Secrets' namespaces.
+	GatewayAPIGateways []*gwv1.Gateway
+	ListenerSets       []*gwv1.ListenerSet
+	HTTPRoutes         []*gwv1.HTTPRoute
+	ReferenceGrants    []*gwv1.ReferenceGrant
+	// GatewayAPIMissing says one of those four Gateway API kinds is not served (the operator then
+	// generates none and keeps what exists); ReferenceGrantAPIMissing says the ReferenceGrant kind
+	// is not (the operator then cannot remove a deleted Gateway's grants).
+	GatewayAPIMissing, ReferenceGrantAPIMissing bool
 }
 
 // Namespace is what the operator reads of a namespace: its labels (Gateways' allowedRoutes) and
@@ -46,7 +58,8 @@ type Namespace struct {
 
 // DeepCopy returns a copy that can be changed without changing w.
 func (w *World) DeepCopy() *World {
-	out := &World{EndpointsAPIMissing: w.EndpointsAPIMissing, IstioAPIMissing: w.IstioAPIMissing, Namespaces: make(map[string]Namespace, len(w.Namespaces))}
+	out := &World{EndpointsAPIMissing: w.EndpointsAPIMissing, IstioAPIMissing: w.IstioAPIMissing, Namespaces: make(map[string]Namespace, len(w.Namespaces)),
+		GatewayAPIMissing: w.GatewayAPIMissing, ReferenceGrantAPIMissing: w.ReferenceGrantAPIMissing}
 	if w.Identity != nil {
 		out.Identity = w.Identity.DeepCopy()
 	}
@@ -59,6 +72,10 @@ func (w *World) DeepCopy() *World {
 	out.Services = copyAll(w.Services, (*corev1.Service).DeepCopy)
 	out.Endpoints = copyAll(w.Endpoints, (*externaldnsv1alpha1.DNSEndpoint).DeepCopy)
 	out.IstioGateways = copyAll(w.IstioGateways, (*istionetworkingv1.Gateway).DeepCopy)
+	out.GatewayAPIGateways = copyAll(w.GatewayAPIGateways, (*gwv1.Gateway).DeepCopy)
+	out.ListenerSets = copyAll(w.ListenerSets, (*gwv1.ListenerSet).DeepCopy)
+	out.HTTPRoutes = copyAll(w.HTTPRoutes, (*gwv1.HTTPRoute).DeepCopy)
+	out.ReferenceGrants = copyAll(w.ReferenceGrants, (*gwv1.ReferenceGrant).DeepCopy)
 	for name, ns := range w.Namespaces {
 		out.Namespaces[name] = Namespace{Labels: cloneMap(ns.Labels), Annotations: cloneMap(ns.Annotations)}
 	}
