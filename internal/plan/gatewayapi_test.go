@@ -140,3 +140,45 @@ func TestRoute_ListenerConflictIsReportedAndTheRecordsStay(t *testing.T) {
 	gw.Status.ListenerConflicts[0].Namespace = "other"
 	assert.Equal(t, routingv1alpha1.ReasonReconciliationSucceeded, Route(in).Reason, "the same hostname in another namespace is another route's")
 }
+
+func TestWithGatewayAPI_ReadsOnlyWhatTheGatewayOwns(t *testing.T) {
+	gw := gateway("cert")
+	gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI
+	objs := desired.GatewayAPI(gw, "aks01-weu-internal.example.com", gw.Namespace, []desired.RouteHost{{Namespace: "myapp", Hostname: "web.example.com"}}, nil)
+	ip := gwv1.IPAddressType
+	owned := objs.Gateway.DeepCopy()
+	owned.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: "10.1.1.1"}, {Type: &ip, Value: "not-an-ip"}}
+	foreign := owned.DeepCopy()
+	foreign.OwnerReferences = nil
+	otherSet := objs.ListenerSets[0].DeepCopy()
+	otherSet.Name, otherSet.OwnerReferences[0].Name = "other.myapp", "other"
+	sets := []*gwv1.ListenerSet{objs.ListenerSets[0], otherSet}
+	base := GatewayInputs{Gateway: gw}
+	tests := []struct {
+		name     string
+		in       GatewayInputs
+		current  []*gwv1.Gateway
+		wantSets int
+		wantIP   string
+		wantName string
+	}{
+		{"the owned Gateway API Gateway's address and ListenerSets", base, []*gwv1.Gateway{owned}, 1, "10.1.1.1", "Gateway API Gateway " + gw.Namespace + "/" + gw.Name},
+		{"no Gateway API Gateway yet: no address", base, nil, 1, "", ""},
+		{"one that is not the operator's: no address", base, []*gwv1.Gateway{foreign}, 1, "", ""},
+		{"the API missing: nothing read", GatewayInputs{Gateway: gw, GatewayAPIMissing: true}, []*gwv1.Gateway{owned}, 0, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := WithGatewayAPI(tt.in, sets, tt.current)
+			assert.Len(t, in.ListenerSets, tt.wantSets)
+			if tt.wantIP == "" {
+				assert.Nil(t, in.Service)
+			} else {
+				require.NotNil(t, in.Service)
+				assert.Equal(t, tt.wantIP, in.Service.Primary())
+				assert.Equal(t, []string{"10.1.1.1"}, in.Service.IPv4, "a malformed address is not published")
+			}
+			assert.Equal(t, tt.wantName, in.ServiceName)
+		})
+	}
+}

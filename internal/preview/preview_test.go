@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -86,15 +87,34 @@ func converge(t *testing.T, w *World) *World {
 	for _, r := range out.Routes {
 		r.Status = p.Routes[key(r)].Status
 	}
+	out.GatewayAPIGateways = withUIDs(p.GatewayAPIGateways)
+	out.ListenerSets = withUIDs(p.ListenerSets)
+	out.HTTPRoutes = withUIDs(p.HTTPRoutes)
+	out.ReferenceGrants = withUIDs(p.ReferenceGrants)
 	// A converged world predicts itself: nothing to do.
 	again := Compare(out, Predict(out, DefaultSettings), DefaultSettings, nil)
 	require.Empty(t, again.Routes, "a converged world's routes change")
 	require.Empty(t, again.IstioHosts, "a converged world's hosts change")
+	require.Empty(t, again.GatewayAPIHosts, "a converged world's listeners change")
+	require.Empty(t, again.Objects, "a converged world's generated objects change")
 	require.Zero(t, again.RecordsRemoved)
 	for _, z := range again.Zones {
 		require.Empty(t, z.Created, z.Controller)
 		require.Empty(t, z.Retargeted, z.Controller)
 		require.Empty(t, z.Deleted, z.Controller)
+	}
+	return out
+}
+
+// withUIDs are copies of the objects, those just created given a UID as the API server would.
+func withUIDs[T client.Object](objs []T) []T {
+	out := make([]T, len(objs))
+	for i, o := range objs {
+		o = o.DeepCopyObject().(T)
+		if o.GetUID() == "" {
+			o.SetUID(types.UID("uid-" + key(o)))
+		}
+		out[i] = o
 	}
 	return out
 }
