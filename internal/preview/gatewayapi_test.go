@@ -68,8 +68,8 @@ func TestPlan_GatewayAPIBackend(t *testing.T) {
 		wantDeletes int
 	}{
 		{name: "Istio to Gateway API: the Istio Gateway goes once the Gateway API objects are written, the records stay",
-			world: func(*testing.T) *World { return istio },
-			docs:  []string{gatewayYAML(", backend: GatewayAPI")},
+			world:     func(*testing.T) *World { return istio },
+			docs:      []string{gatewayYAML(", backend: GatewayAPI")},
 			wantIstio: []HostChange{{Gateway: "istio-system/gw", Removed: []string{"app/" + host0, "app/" + host1}}},
 			wantListen: []ListenerChange{{Object: "Gateway API Gateway istio-system/gw", Added: []string{target}},
 				{Object: "ListenerSet istio-system/gw.app", Added: []string{host0, host1}}},
@@ -77,8 +77,8 @@ func TestPlan_GatewayAPIBackend(t *testing.T) {
 			// No address yet: the address records are kept as they are.
 			wantGateway: "Pending " + routingv1alpha1.ReasonLoadBalancerAddressPending, wantDeletes: 1},
 		{name: "Gateway API to Istio with the same address: the Gateway API objects go, the records stay",
-			world: func(t *testing.T) *World { return gatewayAPIWorld(t, 2, "10.0.0.1") },
-			docs:  []string{gatewayYAML("")},
+			world:     func(t *testing.T) *World { return gatewayAPIWorld(t, 2, "10.0.0.1") },
+			docs:      []string{gatewayYAML("")},
 			wantIstio: []HostChange{{Gateway: "istio-system/gw", Added: []string{"app/" + host0, "app/" + host1}}},
 			wantListen: []ListenerChange{{Object: "Gateway API Gateway istio-system/gw", Removed: []string{target}},
 				{Object: "ListenerSet istio-system/gw.app", Removed: []string{host0, host1}}},
