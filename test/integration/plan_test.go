@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -179,6 +180,54 @@ spec: {serviceName: svc-%s, gatewayName: gw, gatewayNamespace: %s, environment: 
 	})
 }
 
+// TestPlan_GatewayAPIPreviewEqualsReality is preview-equals-reality for the GatewayAPI backend, on
+// a control plane of its own with the Gateway API's standard-channel CRDs: a backend switch both
+// ways (the old backend's objects removed, the new one's created, the DNS records unchanged), a
+// route added to a GatewayAPI Gateway and its allowedRoutes narrowed and widened. Besides the
+// DNSEndpoints and routes, the Gateway API Gateway and every ListenerSet with its listener
+// hostnames must be what plan predicted.
+func TestPlan_GatewayAPIPreviewEqualsReality(t *testing.T) {
+	useControlPlane(t, startControlPlane(t, testenv.Options{ControllerManager: true, GatewayAPICRDs: true}))
+	f := newFixture(t)
+	startOperator(t, env.Config)
+	viewer, _ := planViewer(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	gateway := func(backend, allowed string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: Gateway
+metadata: {name: gw, namespace: %s}
+spec: {controller: %s, credentialName: cert, targetPostfix: internal, backend: %s, allowedRoutes: {namespaces: {from: %s}}}`, f.gatewayNS, f.controller, backend, allowed)
+	}
+	route := func(name string) string {
+		return fmt.Sprintf(`apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: %s}
+spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev, application: %s}`, name, name, f.gatewayNS, f.app)
+	}
+	setup := []string{
+		"apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata: {name: cluster-identity}\nspec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}",
+		"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}, {name: external-dns-neu, region: neu}]}",
+		gateway("IstioGateway", "All"),
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: {mode: RegionBound, sourceRegion: weu}", f.ns),
+		route("api"), route("web"),
+	}
+	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{
+		{"routes on an Istio Gateway", false, setup, true},
+		{"backend switch Istio to Gateway API", false, []string{gateway("GatewayAPI", "All")}, true},
+	})
+	// The Gateway API implementation reports the new Gateway's address: the ingress Service's, as
+	// when Istio serves both backends with one load balancer. The records stay as they are.
+	f.setGatewayAPIAddress("gw", "10.1.2.3")
+	f.waitGateway("gw", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
+	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{
+		{"a route added to a GatewayAPI Gateway", false, []string{route("jobs")}, true},
+		{"GatewayAPI Gateway allowedRoutes narrowed", false, []string{gateway("GatewayAPI", "Same")}, true},
+		{"GatewayAPI Gateway allowedRoutes widened again", false, []string{gateway("GatewayAPI", "All")}, true},
+		{"backend switch Gateway API to Istio", false, []string{gateway("IstioGateway", "All")}, true},
+		{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false},
+	})
+}
+
 // waitNamespacesGone waits until no namespace is being deleted: the plan is of the whole cluster,
 // and the objects of other tests' namespaces still being deleted would add to it (and to the
 // guard's counts).
@@ -280,7 +329,59 @@ func (f *fixture) predicted(p preview.Prediction) string {
 			routes = append(routes, name+" "+o.Reason+" "+publishedReason(o.Status.Conditions))
 		}
 	}
-	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes)
+	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes, f.listenerLines(p.GatewayAPIGateways, p.ListenerSets))
+}
+
+// listenerLines are the listener hostnames of the Gateway API Gateways and ListenerSets in the
+// fixture's gateway namespace, one line each.
+func (f *fixture) listenerLines(gateways []*gwv1.Gateway, sets []*gwv1.ListenerSet) []string {
+	var out []string
+	for _, g := range gateways {
+		if g.Namespace != f.gatewayNS {
+			continue
+		}
+		out = append(out, "gateway-api Gateway "+g.Name)
+		for _, l := range g.Spec.Listeners {
+			if l.Hostname != nil {
+				out = append(out, fmt.Sprintf("gateway-api Gateway %s listener %s %s", g.Name, l.Name, *l.Hostname))
+			}
+		}
+	}
+	for _, s := range sets {
+		if s.Namespace != f.gatewayNS {
+			continue
+		}
+		out = append(out, "gateway-api ListenerSet "+s.Name)
+		for _, l := range s.Spec.Listeners {
+			if l.Hostname != nil {
+				out = append(out, fmt.Sprintf("gateway-api ListenerSet %s listener %s %s", s.Name, l.Name, *l.Hostname))
+			}
+		}
+	}
+	return out
+}
+
+// observedListeners reads the Gateway API Gateways and ListenerSets of the fixture's gateway
+// namespace (none on a control plane without the Gateway API CRDs).
+func (f *fixture) observedListeners() []string {
+	f.t.Helper()
+	gateways := &gwv1.GatewayList{}
+	if err := env.Client.List(f.ctx, gateways, client.InNamespace(f.gatewayNS)); meta.IsNoMatchError(err) {
+		return nil
+	} else {
+		require.NoError(f.t, err)
+	}
+	sets := &gwv1.ListenerSetList{}
+	require.NoError(f.t, env.Client.List(f.ctx, sets, client.InNamespace(f.gatewayNS)))
+	var gs []*gwv1.Gateway
+	for i := range gateways.Items {
+		gs = append(gs, &gateways.Items[i])
+	}
+	var ls []*gwv1.ListenerSet
+	for i := range sets.Items {
+		ls = append(ls, &sets.Items[i])
+	}
+	return f.listenerLines(gs, ls)
 }
 
 // observed is what the cluster holds of this fixture: its DNSEndpoints (route records in its
@@ -314,7 +415,7 @@ func (f *fixture) observed() string {
 		}
 		routes = append(routes, r.Name+" "+reason)
 	}
-	return f.describe(eps, hosts, routes)
+	return f.describe(eps, hosts, routes, f.observedListeners())
 }
 
 // publishedReason is the reason of the Published condition ("-" without one).
@@ -329,7 +430,7 @@ func (f *fixture) owns(ep *externaldnsv1alpha1.DNSEndpoint) bool {
 	return ep.Namespace == f.ns || ep.Labels["router.io/istio-controller"] == f.controller
 }
 
-func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes []string) string {
+func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes, listeners []string) string {
 	var lines []string
 	for _, ep := range eps {
 		for _, r := range ep.Spec.Endpoints {
@@ -343,6 +444,9 @@ func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes
 	for _, r := range routes {
 		lines = append(lines, "  route "+r)
 	}
+	for _, l := range listeners {
+		lines = append(lines, "  "+l)
+	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
 }
@@ -353,7 +457,7 @@ func hasChanges(r preview.Result) bool {
 			return true
 		}
 	}
-	return len(r.Routes) > 0 || len(r.IstioHosts) > 0
+	return len(r.Routes) > 0 || len(r.IstioHosts) > 0 || len(r.GatewayAPIHosts) > 0 || len(r.Objects) > 0
 }
 
 func tableOf(t testing.TB, r preview.Result) string {
