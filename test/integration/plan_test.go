@@ -211,10 +211,18 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: {mode: RegionBound, sourceRegion: weu}", f.ns),
 		route("api"), route("web"),
 	}
-	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{
-		{"routes on an Istio Gateway", false, setup, true},
-		{"backend switch Istio to Gateway API", false, []string{gateway("GatewayAPI", "All")}, true},
-	})
+	// A backend switch keeps the DNS records themselves (same UIDs, none deleted on the way), as
+	// the plan says (no zone changes).
+	switchKeepsRecords := func(step planStep) {
+		t.Helper()
+		uids := endpointUIDs(t, f.ns, f.gatewayNS)
+		routeDeletions, addressDeletions := watchEndpointDeletions(t, f.ns), watchEndpointDeletions(t, f.gatewayNS)
+		f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{step})
+		require.Equal(t, uids, endpointUIDs(t, f.ns, f.gatewayNS), "%s: the same DNSEndpoints", step.name)
+		require.Empty(t, append(routeDeletions.names(), addressDeletions.names()...), "%s: no DNSEndpoint deleted on the way", step.name)
+	}
+	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"routes on an Istio Gateway", false, setup, true}})
+	switchKeepsRecords(planStep{"backend switch Istio to Gateway API", false, []string{gateway("GatewayAPI", "All")}, true})
 	// The Gateway API implementation reports the new Gateway's address: the ingress Service's, as
 	// when Istio serves both backends with one load balancer. The records stay as they are.
 	f.setGatewayAPIAddress("gw", "10.1.2.3")
@@ -223,9 +231,9 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		{"a route added to a GatewayAPI Gateway", false, []string{route("jobs")}, true},
 		{"GatewayAPI Gateway allowedRoutes narrowed", false, []string{gateway("GatewayAPI", "Same")}, true},
 		{"GatewayAPI Gateway allowedRoutes widened again", false, []string{gateway("GatewayAPI", "All")}, true},
-		{"backend switch Gateway API to Istio", false, []string{gateway("IstioGateway", "All")}, true},
-		{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false},
 	})
+	switchKeepsRecords(planStep{"backend switch Gateway API to Istio", false, []string{gateway("IstioGateway", "All")}, true})
+	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false}})
 }
 
 // waitNamespacesGone waits until no namespace is being deleted: the plan is of the whole cluster,
