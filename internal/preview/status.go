@@ -14,6 +14,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/policy"
@@ -53,8 +54,11 @@ type RoutePath struct {
 	Published string     `json:"published"`
 	Policy    string     `json:"policy"`
 	Gateway   string     `json:"gateway"`
-	Zones     []ZonePath `json:"zones"`
-	Problem   *Problem   `json:"problem,omitempty"`
+	// Listener is, for a Gateway with backend GatewayAPI, the generated ListenerSet listener of
+	// the route's hostname and what the Gateway API implementation reports on it.
+	Listener string     `json:"listener,omitempty"`
+	Zones    []ZonePath `json:"zones"`
+	Problem  *Problem   `json:"problem,omitempty"`
 }
 
 // FindRoute finds a route by namespace/name, by name in namespace, or by hostname (the one in
@@ -111,6 +115,10 @@ func PathOf(w *World, r *routingv1alpha1.ServiceRoute) RoutePath {
 	} else {
 		p.Gateway = fmt.Sprintf("%s: %s; target %s → %s", ref, conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
 			orNone(gw.Status.TargetHostname), orNone(gw.Status.LoadBalancerIP))
+		if plan.UsesGatewayAPI(gw) {
+			p.Gateway += "; backend GatewayAPI"
+			p.Listener = listenerOf(w, gw, r)
+		}
 	}
 	eps := byKey(w.Endpoints)
 	zones := map[string]routingv1alpha1.ZoneStatus{}
@@ -153,6 +161,10 @@ func firstProblem(r *routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway, 
 		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 			return &Problem{Reason: c.Reason, Message: fmt.Sprintf("Gateway %s/%s: %s", gw.Namespace, gw.Name, c.Message), Doc: doc(anchorOf(c.Reason, "gateway"))}
 		}
+		if plan.UsesGatewayAPI(gw) && strings.HasPrefix(p.Listener, noListener) {
+			return &Problem{Reason: "ListenerMissing", Message: p.Listener + ": HTTPRoutes cannot attach to the hostname; the operator writes it with the Gateway's next reconcile (is it running?)",
+				Doc: doc("gateway")}
+		}
 	}
 	for _, z := range p.Zones {
 		switch {
@@ -171,6 +183,42 @@ func firstProblem(r *routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway, 
 		}
 	}
 	return nil
+}
+
+// noListener starts the Listener line of a route whose hostname has no generated listener.
+const noListener = "none"
+
+// listenerOf describes the generated listener of r's hostname on gw (backend GatewayAPI): the
+// ListenerSet gw owns for r's namespace that holds it, and the Conflicted, Accepted and
+// Programmed conditions the Gateway API implementation reports on it.
+func listenerOf(w *World, gw *routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) string {
+	in := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, inNamespace(w.ListenerSets, gw.Namespace), nil)
+	for _, s := range in.ListenerSets {
+		if s.Labels[naming.LabelSourceNamespace] != r.Namespace {
+			continue
+		}
+		for _, l := range s.Spec.Listeners {
+			if l.Hostname == nil || string(*l.Hostname) != r.Status.Hostname {
+				continue
+			}
+			var state []string
+			for _, ls := range s.Status.Listeners {
+				if ls.Name != l.Name {
+					continue
+				}
+				for _, t := range []string{"Accepted", "Programmed", "Conflicted"} {
+					if c := meta.FindStatusCondition(ls.Conditions, t); c != nil {
+						state = append(state, fmt.Sprintf("%s=%s", t, c.Status))
+					}
+				}
+			}
+			if len(state) == 0 {
+				state = []string{"no status from the Gateway API implementation yet"}
+			}
+			return fmt.Sprintf("ListenerSet %s listener %s: %s", key(s), l.Name, strings.Join(state, ", "))
+		}
+	}
+	return fmt.Sprintf("%s: no ListenerSet of Gateway %s/%s lists %s", noListener, gw.Namespace, gw.Name, orNone(r.Status.Hostname))
 }
 
 // processed says ExternalDNS's CRD source has read the DNSEndpoint's current generation.
@@ -234,6 +282,9 @@ func WritePath(w io.Writer, p RoutePath) error {
 	pr.line("  published  %s", p.Published)
 	pr.line("  policy     %s", p.Policy)
 	pr.line("  gateway    %s", p.Gateway)
+	if p.Listener != "" {
+		pr.line("  listener   %s", p.Listener)
+	}
 	pr.line("")
 	if len(p.Zones) == 0 {
 		pr.line("Zones: none (the route publishes no DNS record)")
@@ -285,6 +336,11 @@ type GatewaySummary struct {
 	LeftOff int    `json:"leftOff"`
 	Bytes   int    `json:"bytes"`
 	Budget  int    `json:"budget"`
+	// Backend is IstioGateway or GatewayAPI; with GatewayAPI, ListenerSets are the generated
+	// ListenerSets and MostListeners the listeners of the fullest one (of desired.MaxListeners).
+	Backend       string `json:"backend"`
+	ListenerSets  int    `json:"listenerSets,omitempty"`
+	MostListeners int    `json:"mostListeners,omitempty"`
 }
 
 // SummaryOf summarises the cluster: routes by Ready state, zones by verification state, held
@@ -323,7 +379,15 @@ func SummaryOf(w *World, budget int) Summary {
 	for _, gw := range live(w.Gateways) {
 		admitted := plan.GatewayHosts(gw, routesOf(gw, routes), budget)
 		g := GatewaySummary{Gateway: key(gw), Ready: conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
-			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1), Budget: budget}
+			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1), Budget: budget, Backend: string(routingv1alpha1.BackendIstioGateway)}
+		if plan.UsesGatewayAPI(gw) {
+			g.Backend = string(routingv1alpha1.BackendGatewayAPI)
+			sets := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, inNamespace(w.ListenerSets, gw.Namespace), nil).ListenerSets
+			g.ListenerSets = len(sets)
+			for _, s := range sets {
+				g.MostListeners = max(g.MostListeners, len(s.Spec.Listeners))
+			}
+		}
 		if l := gw.Status.HostLimit; l != nil {
 			g.LeftOff = int(l.LeftOff)
 		}
@@ -356,11 +420,16 @@ func WriteSummary(w io.Writer, s Summary) error {
 		p.line("  %s", z)
 	}
 	p.line("")
-	p.line("Gateways (host budget of the Istio Gateway):")
+	p.line("Gateways (host budget of the Istio Gateway; listeners of the ListenerSets with backend GatewayAPI):")
 	for _, g := range s.Gateways {
 		left := ""
 		if g.LeftOff > 0 {
 			left = fmt.Sprintf(", %d route(s) left off", g.LeftOff)
+		}
+		if g.Backend == string(routingv1alpha1.BackendGatewayAPI) {
+			p.line("  %s: %s; backend GatewayAPI; %d host(s) in %d ListenerSet(s), the fullest with %d of %d listeners%s", g.Gateway, g.Ready, g.Hosts, g.ListenerSets,
+				g.MostListeners, desired.MaxListeners, left)
+			continue
 		}
 		p.line("  %s: %s; %d host(s), about %d of %d bytes (%d%%)%s", g.Gateway, g.Ready, g.Hosts, g.Bytes, g.Budget, g.Bytes*100/max(g.Budget, 1), left)
 	}
@@ -371,8 +440,11 @@ func WriteSummary(w io.Writer, s Summary) error {
 type TargetPath struct {
 	Target string `json:"target"`
 	// Gateways are the Gateways sharing the target (one entry point), with their Ready state.
-	Gateways []string   `json:"gateways"`
-	Zones    []ZonePath `json:"zones"`
+	Gateways []string `json:"gateways"`
+	// Address says where the address records take the address from: the ingress Service, or
+	// with backend GatewayAPI the generated Gateway API Gateway's status.addresses.
+	Address string     `json:"address"`
+	Zones   []ZonePath `json:"zones"`
 	Problem  *Problem   `json:"problem,omitempty"`
 }
 
@@ -405,6 +477,7 @@ func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
 	for _, z := range decider.Status.Zones {
 		zones[z.Controller] = z
 	}
+	p.Address = addressSource(w, decider)
 	pair := ingressOf(decider)
 	for _, c := range plan.ControllersOf(w.Configuration) {
 		z := ZonePath{Controller: c.Name, Region: c.Region}
@@ -442,6 +515,31 @@ func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
 	return p
 }
 
+// addressSource says where the entry point decided by decider takes its address from, and what
+// it holds now (the same reads as the IngressDNS reconciler).
+func addressSource(w *World, decider *routingv1alpha1.Gateway) string {
+	if plan.UsesGatewayAPI(decider) {
+		name := "Gateway API Gateway " + decider.Namespace + "/" + decider.Name
+		if w.GatewayAPIMissing {
+			return name + ": the Gateway API is not installed; the records are kept"
+		}
+		a := plan.GatewayAPIAddresses(decider, newGatewayAPIObjects(w).current(decider))
+		if a == nil || a.Empty() {
+			return name + " status.addresses: none yet; the records are kept"
+		}
+		return fmt.Sprintf("%s status.addresses: %s", name, a.Primary())
+	}
+	svc := ingressService(w, plan.IngressNamespace(decider), decider.Spec.Controller)
+	if svc == nil {
+		return fmt.Sprintf("no LoadBalancer Service labelled %s=%s in namespace %s; the records are kept", naming.IngressServiceSelector, decider.Spec.Controller, plan.IngressNamespace(decider))
+	}
+	a := ingress.ServiceAddresses(svc)
+	if a.Empty() {
+		return fmt.Sprintf("Service %s: no load balancer address yet; the records are kept", key(svc))
+	}
+	return fmt.Sprintf("Service %s: %s", key(svc), a.Primary())
+}
+
 // WriteTargetPath writes a target hostname's path for people.
 func WriteTargetPath(w io.Writer, p TargetPath) error {
 	pr := &printer{w: w}
@@ -449,6 +547,7 @@ func WriteTargetPath(w io.Writer, p TargetPath) error {
 	for _, g := range p.Gateways {
 		pr.line("  gateway  %s", g)
 	}
+	pr.line("  address  %s", p.Address)
 	pr.line("")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ZONE\tREGION\tDNSENDPOINT\tPROCESSED\tVERIFIED\tLAST ANSWER\tRECORDS")

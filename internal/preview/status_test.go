@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -154,4 +155,58 @@ func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
 	require.NoError(t, WriteTargetPath(&b, p))
 	assert.Contains(t, b.String(), "Gateway target aks01-weu-internal.example.com")
 	assert.Empty(t, FindTarget(w, "nothing.example.com"))
+}
+
+// healthyGatewayAPI is healthy with gw on the GatewayAPI backend, its Gateway API Gateway at
+// 10.0.0.1.
+func healthyGatewayAPI(t *testing.T) *World {
+	w := gatewayAPIWorld(t, 2, "10.0.0.1")
+	h := healthy(t)
+	h.Gateways[0].Spec.Backend = routingv1alpha1.BackendGatewayAPI
+	h.GatewayAPIGateways, h.ListenerSets, h.IstioGateways = w.GatewayAPIGateways, w.ListenerSets, nil
+	return h
+}
+
+func TestStatus_GatewayAPIBackend(t *testing.T) {
+	t.Run("the route's listener and what the implementation says of it", func(t *testing.T) {
+		w := healthyGatewayAPI(t)
+		set := w.ListenerSets[0]
+		for _, l := range set.Spec.Listeners {
+			set.Status.Listeners = append(set.Status.Listeners, gwv1.ListenerEntryStatus{Name: l.Name, Conditions: []metav1.Condition{
+				{Type: "Accepted", Status: metav1.ConditionTrue}, {Type: "Programmed", Status: metav1.ConditionTrue}}})
+		}
+		p := PathOf(w, w.Routes[0])
+		assert.Nil(t, p.Problem)
+		assert.Contains(t, p.Gateway, "backend GatewayAPI")
+		assert.Equal(t, "ListenerSet istio-system/gw.app listener https-"+host0+": Accepted=True, Programmed=True", p.Listener)
+		var b strings.Builder
+		require.NoError(t, WritePath(&b, p))
+		assert.Contains(t, b.String(), "  listener   ListenerSet istio-system/gw.app")
+	})
+	t.Run("no listener for the hostname is the first problem", func(t *testing.T) {
+		w := healthyGatewayAPI(t)
+		w.ListenerSets = nil
+		p := PathOf(w, w.Routes[0])
+		require.NotNil(t, p.Problem)
+		assert.Equal(t, "ListenerMissing", p.Problem.Reason)
+		assert.Contains(t, p.Problem.Message, "no ListenerSet of Gateway istio-system/gw lists "+host0)
+	})
+	t.Run("the summary counts ListenerSets and listeners", func(t *testing.T) {
+		s := SummaryOf(healthyGatewayAPI(t), 0)
+		require.Len(t, s.Gateways, 1)
+		assert.Equal(t, GatewaySummary{Gateway: "istio-system/gw", Ready: "True GatewayCreated", Hosts: 2, Bytes: s.Gateways[0].Bytes, Budget: s.Gateways[0].Budget,
+			Backend: "GatewayAPI", ListenerSets: 1, MostListeners: 2}, s.Gateways[0])
+		var b strings.Builder
+		require.NoError(t, WriteSummary(&b, s))
+		assert.Contains(t, b.String(), "istio-system/gw: True GatewayCreated; backend GatewayAPI; 2 host(s) in 1 ListenerSet(s), the fullest with 2 of 64 listeners")
+	})
+	t.Run("the target's address comes from the Gateway API Gateway", func(t *testing.T) {
+		w := healthyGatewayAPI(t)
+		p := TargetPathOf(w, FindTarget(w, target))
+		assert.Equal(t, "Gateway API Gateway istio-system/gw status.addresses: 10.0.0.1", p.Address)
+		w.GatewayAPIGateways[0].Status.Addresses = nil
+		assert.Equal(t, "Gateway API Gateway istio-system/gw status.addresses: none yet; the records are kept", TargetPathOf(w, FindTarget(w, target)).Address)
+		w = healthy(t)
+		assert.Equal(t, "Service istio-system/ingress: 10.0.0.1", TargetPathOf(w, FindTarget(w, target)).Address)
+	})
 }
