@@ -46,14 +46,14 @@ type ZonePath struct {
 
 // RoutePath is one route's whole path: `kubectl router status <hostname | route>`.
 type RoutePath struct {
-	Route     string     `json:"route"`
-	Hostname  string     `json:"hostname,omitempty"`
-	Target    string     `json:"target,omitempty"`
-	Phase     string     `json:"phase,omitempty"`
-	Ready     string     `json:"ready"`
-	Published string     `json:"published"`
-	Policy    string     `json:"policy"`
-	Gateway   string     `json:"gateway"`
+	Route     string `json:"route"`
+	Hostname  string `json:"hostname,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Phase     string `json:"phase,omitempty"`
+	Ready     string `json:"ready"`
+	Published string `json:"published"`
+	Policy    string `json:"policy"`
+	Gateway   string `json:"gateway"`
 	// Listener is, for a Gateway with backend GatewayAPI, the generated ListenerSet listener of
 	// the route's hostname and what the Gateway API implementation reports on it.
 	Listener string     `json:"listener,omitempty"`
@@ -445,7 +445,7 @@ type TargetPath struct {
 	// with backend GatewayAPI the generated Gateway API Gateway's status.addresses.
 	Address string     `json:"address"`
 	Zones   []ZonePath `json:"zones"`
-	Problem  *Problem   `json:"problem,omitempty"`
+	Problem *Problem   `json:"problem,omitempty"`
 }
 
 // FindTarget returns the Gateways whose target hostname is target, the one deciding the entry
