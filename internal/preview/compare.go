@@ -28,6 +28,9 @@ type Result struct {
 	// Routes are the ServiceRoutes whose Ready or Published state, zones, hostname or target
 	// would change.
 	Routes []RouteChange `json:"routes"`
+	// Gateways are the Gateways whose Ready state would change (a backend switch waiting for its
+	// address, a missing API, a host limit reached).
+	Gateways []GatewayChange `json:"gateways"`
 	// IstioHosts are the generated Istio Gateways whose hosts would change.
 	IstioHosts []HostChange `json:"istioHosts"`
 	// GatewayAPIHosts are the generated Gateway API Gateways and ListenerSets (backend GatewayAPI)
@@ -96,6 +99,23 @@ type HostChange struct {
 	Removed []string `json:"removed,omitempty"`
 }
 
+// GatewayChange is a Gateway whose Ready state would change.
+type GatewayChange struct {
+	Gateway string       `json:"gateway"`
+	Before  GatewayState `json:"before"`
+	After   GatewayState `json:"after"`
+}
+
+// GatewayState is a Gateway's Ready condition.
+type GatewayState struct {
+	// Exists is false for a Gateway that does not exist (before: created by the manifests;
+	// after: deleted).
+	Exists  bool   `json:"exists"`
+	Ready   string `json:"ready,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
 // ListenerChange is a generated Gateway API Gateway or ListenerSet whose listener hostnames would
 // change.
 type ListenerChange struct {
@@ -132,7 +152,7 @@ type GuardVerdict struct {
 
 // Compare reports how the prediction differs from the current world.
 func Compare(current *World, p Prediction, s Settings, manifests []Change) Result {
-	out := Result{Manifests: manifests, Routes: []RouteChange{}, IstioHosts: []HostChange{}, GatewayAPIHosts: []ListenerChange{}, Objects: []ObjectChange{}}
+	out := Result{Manifests: manifests, Routes: []RouteChange{}, Gateways: []GatewayChange{}, IstioHosts: []HostChange{}, GatewayAPIHosts: []ListenerChange{}, Objects: []ObjectChange{}}
 	if out.Manifests == nil {
 		out.Manifests = []Change{}
 	}
@@ -141,6 +161,7 @@ func Compare(current *World, p Prediction, s Settings, manifests []Change) Resul
 		out.RecordsRemoved += z.RecordsRemoved
 	}
 	out.Routes = append(out.Routes, compareRoutes(current, p)...)
+	out.Gateways = append(out.Gateways, compareGateways(current, p)...)
 	out.IstioHosts = append(out.IstioHosts, compareHosts(current, p)...)
 	out.GatewayAPIHosts = append(out.GatewayAPIHosts, compareListeners(current, p)...)
 	out.Objects = append(out.Objects, compareObjects(current, p)...)
@@ -443,6 +464,30 @@ func specs[T metav1.Object](objs []T, spec func(T) any) map[string]any {
 	out := make(map[string]any, len(objs))
 	for _, o := range objs {
 		out[key(o)] = spec(o)
+	}
+	return out
+}
+
+func compareGateways(current *World, p Prediction) []GatewayChange {
+	before := map[string]GatewayState{}
+	for _, gw := range live(current.Gateways) {
+		s := GatewayState{Exists: true}
+		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil {
+			s.Ready, s.Reason, s.Message = string(c.Status), c.Reason, c.Message
+		}
+		before[key(gw)] = s
+	}
+	after := map[string]GatewayState{}
+	for k, o := range p.Gateways {
+		after[k] = GatewayState{Exists: true, Ready: string(conditionStatus(o.Ready)), Reason: o.Reason, Message: o.Message}
+	}
+	var out []GatewayChange
+	for _, k := range sortedKeys(before, after) {
+		b, a := before[k], after[k]
+		if b.Exists == a.Exists && b.Ready == a.Ready && b.Reason == a.Reason {
+			continue
+		}
+		out = append(out, GatewayChange{Gateway: k, Before: b, After: a})
 	}
 	return out
 }

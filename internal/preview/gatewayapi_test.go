@@ -2,6 +2,7 @@ package preview
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,6 +147,9 @@ func TestPlan_GatewayAPIBackend(t *testing.T) {
 			assert.ElementsMatch(t, tt.wantObjects, objectChanges(r))
 			if gw, ok := p.Gateways["istio-system/gw"]; ok {
 				assert.Equal(t, tt.wantGateway, gw.Phase+" "+gw.Reason, gw.Message)
+				// The plan reports a Gateway whose Ready state changes, with the operator's message.
+				changed := slices.ContainsFunc(r.Gateways, func(c GatewayChange) bool { return c.After.Reason == gw.Reason && c.After.Message == gw.Message })
+				assert.Equal(t, gw.Reason != routingv1alpha1.ReasonGatewayCreated, changed, "%+v", r.Gateways)
 			}
 			assert.Equal(t, tt.wantDeletes, r.Guard.Deletions, r.Guard.Message)
 		})
@@ -158,6 +162,8 @@ func TestPredict_WithoutTheGatewayAPIWhatExistsIsKept(t *testing.T) {
 		w.GatewayAPIMissing = true
 		r, p := planOf(t, w, false, DefaultSettings, fmt.Sprintf(routeYAML, "r9", "svc9"))
 		assert.Equal(t, routingv1alpha1.ReasonGatewayAPINotInstalled, p.Gateways["istio-system/gw"].Reason)
+		require.Len(t, r.Gateways, 1, "the plan says so")
+		assert.Contains(t, r.Gateways[0].After.Message, "what exists is kept")
 		assert.Empty(t, r.GatewayAPIHosts)
 		assert.Empty(t, r.Objects)
 		assert.Equal(t, keys(w.ListenerSets), keys(p.ListenerSets))
@@ -201,6 +207,7 @@ func TestWriteTable_GatewayAPIHostsAndObjects(t *testing.T) {
 	for _, want := range []string{
 		"Istio hosts:\n  Gateway istio-system/gw: 0 added, 1 removed\n    - app/" + host0,
 		"Gateway API hosts:\n  Gateway API Gateway istio-system/gw: 1 added, 0 removed\n    + " + target + "\n  ListenerSet istio-system/gw.app: 1 added, 0 removed\n    + " + host0,
+		"Gateways:\n  GATEWAY          READY                                                   WHY\n  istio-system/gw  True GatewayCreated → False LoadBalancerAddressPending  the Gateway API Gateway istio-system/gw (class istio) has no address",
 		"Generated objects:\n  - Istio Gateway istio-system/gw\n  + Gateway API Gateway istio-system/gw\n  + ListenerSet istio-system/" + desired.ListenerSetName("gw", "app", 1),
 	} {
 		assert.Contains(t, out, want)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,6 +84,9 @@ func converge(t *testing.T, w *World) *World {
 			out.IstioGateways = append(out.IstioGateways, ig)
 		}
 		gw.Status.HostLimit = nil
+		if o, ok := p.Gateways[key(gw)]; ok {
+			meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: conditionStatus(o.Ready), Reason: o.Reason, Message: o.Message})
+		}
 	}
 	for _, r := range out.Routes {
 		r.Status = p.Routes[key(r)].Status
@@ -95,6 +99,7 @@ func converge(t *testing.T, w *World) *World {
 	again := Compare(out, Predict(out, DefaultSettings), DefaultSettings, nil)
 	require.Empty(t, again.Routes, "a converged world's routes change")
 	require.Empty(t, again.IstioHosts, "a converged world's hosts change")
+	require.Empty(t, again.Gateways, "a converged world's Gateways change")
 	require.Empty(t, again.GatewayAPIHosts, "a converged world's listeners change")
 	require.Empty(t, again.Objects, "a converged world's generated objects change")
 	require.Zero(t, again.RecordsRemoved)

@@ -67,6 +67,20 @@ func WriteTable(w io.Writer, r Result) error {
 		}
 		p.err = tw.Flush()
 	}
+	if len(r.Gateways) > 0 {
+		p.line("")
+		p.line("Gateways:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  GATEWAY\tREADY\tWHY")
+		for _, g := range r.Gateways {
+			why := g.After.Message
+			if !g.After.Exists {
+				why = "the Gateway is deleted; what it generated goes with it"
+			}
+			fmt.Fprintf(tw, "  %s\t%s → %s\t%s\n", g.Gateway, gatewayReady(g.Before), gatewayReady(g.After), why)
+		}
+		p.err = tw.Flush()
+	}
 	p.line("")
 	if len(r.IstioHosts) == 0 {
 		p.line("Istio hosts: no change")
@@ -141,6 +155,13 @@ func (p *printer) record(sign string, rec Record, lines, was []string) {
 	for i := len(lines); i < len(was); i++ {
 		p.line("      (was %s)", was[i])
 	}
+}
+
+func gatewayReady(s GatewayState) string {
+	if !s.Exists {
+		return "(none)"
+	}
+	return orNone(strings.TrimSpace(s.Ready + " " + s.Reason))
 }
 
 func readyOf(s RouteState) string {

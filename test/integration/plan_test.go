@@ -337,7 +337,11 @@ func (f *fixture) predicted(p preview.Prediction) string {
 			routes = append(routes, name+" "+o.Reason+" "+publishedReason(o.Status.Conditions))
 		}
 	}
-	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes, f.listenerLines(p.GatewayAPIGateways, p.ListenerSets))
+	listeners := f.listenerLines(p.GatewayAPIGateways, p.ListenerSets)
+	if gw, ok := p.Gateways[f.gatewayNS+"/gw"]; ok {
+		listeners = append(listeners, "gateway gw "+gw.Reason)
+	}
+	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes, listeners)
 }
 
 // listenerLines are the listener hostnames of the Gateway API Gateways and ListenerSets in the
@@ -393,8 +397,9 @@ func (f *fixture) observedListeners() []string {
 }
 
 // observed is what the cluster holds of this fixture: its DNSEndpoints (route records in its
-// namespace, address records of its entry point), its Istio Gateway's hosts, and its routes'
-// Ready and Published reasons (once the route's status is of its current generation).
+// namespace, address records of its entry point), its Istio Gateway's hosts, its Gateway API
+// Gateway's and ListenerSets' listener hostnames, its routes' Ready and Published reasons and its
+// Gateway gw's Ready reason (once a status is of its object's current generation).
 func (f *fixture) observed() string {
 	f.t.Helper()
 	list := &externaldnsv1alpha1.DNSEndpointList{}
@@ -423,7 +428,19 @@ func (f *fixture) observed() string {
 		}
 		routes = append(routes, r.Name+" "+reason)
 	}
-	return f.describe(eps, hosts, routes, f.observedListeners())
+	listeners := f.observedListeners()
+	gw := &routingv1alpha1.Gateway{}
+	switch err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: "gw"}, gw); {
+	case err == nil:
+		reason := "(status of an older generation)"
+		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && gw.Status.ObservedGeneration == gw.Generation {
+			reason = c.Reason
+		}
+		listeners = append(listeners, "gateway gw "+reason)
+	case client.IgnoreNotFound(err) != nil:
+		require.NoError(f.t, err)
+	}
+	return f.describe(eps, hosts, routes, listeners)
 }
 
 // publishedReason is the reason of the Published condition ("-" without one).
@@ -465,7 +482,7 @@ func hasChanges(r preview.Result) bool {
 			return true
 		}
 	}
-	return len(r.Routes) > 0 || len(r.IstioHosts) > 0 || len(r.GatewayAPIHosts) > 0 || len(r.Objects) > 0
+	return len(r.Routes) > 0 || len(r.Gateways) > 0 || len(r.IstioHosts) > 0 || len(r.GatewayAPIHosts) > 0 || len(r.Objects) > 0
 }
 
 func tableOf(t testing.TB, r preview.Result) string {
