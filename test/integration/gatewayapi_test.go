@@ -303,6 +303,15 @@ func testGatewayAPIObjects(t *testing.T) {
 		}
 		return ""
 	}, 60*time.Second)
+	// Every route has taken the deletion (no DNSEndpoint left) before the test ends and the
+	// operator stops: controller-runtime v0.24.1's priority queue can deadlock when a manager
+	// stops while items are being handed to its workers (kubernetes-sigs/controller-runtime#3538).
+	waitFor(t, "the routes to withdraw their records", func() string {
+		if uids := endpointUIDs(t, f.ns, other); len(uids) > 0 {
+			return fmt.Sprintf("%d DNSEndpoints left", len(uids))
+		}
+		return ""
+	}, 60*time.Second)
 }
 
 func errString(err error) string {
