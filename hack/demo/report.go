@@ -192,13 +192,17 @@ func printExplore(d *demo) {
 			host = r.Status.Hostname
 		}
 	}
+	generated := "gateways.networking.istio.io" // what the operator generated for the Gateway
+	if d.gatewayAPI {
+		generated = "gateways.gateway.networking.k8s.io,listenersets"
+	}
 	fmt.Printf(`
 ==> the demo is running. Explore it from another terminal:
 
   export KUBECONFIG=%[1]s      # or: source %[2]s
   %[3]s get router -A                  # every ClusterIdentity, DNSConfiguration, Gateway, DNSPolicy, ServiceRoute
   %[3]s get dnsendpoints -A -o yaml    # what ExternalDNS publishes
-  %[3]s -n %[4]s get gateways.networking.istio.io,gateways.gateway.networking.k8s.io,listenersets -o yaml
+  %[3]s -n %[4]s get %[11]s -o yaml
   dig @127.0.0.1 -p %[5]d +norecurse %[6]s
   dig @127.0.0.1 -p %[5]d %[7]s AXFR             # the whole zone, ownership TXT records included
   %[3]s -n %[8]s delete serviceroute %[9]s     # then dig again: the record is gone within a second or two
@@ -206,5 +210,5 @@ func printExplore(d *demo) {
   Logs of every process: %[10]s/
 
 Stop with Ctrl-C here, or 'make demo-down' from another terminal.
-`, rel(d.st.kubeconfig()), rel(d.st.envFile()), kubectl, d.samples.gatewayNamespace, d.zone.Port, host, d.zone.Zone, ns, route, rel(d.st.logDir()))
+`, rel(d.st.kubeconfig()), rel(d.st.envFile()), kubectl, d.samples.gatewayNamespace, d.zone.Port, host, d.zone.Zone, ns, route, rel(d.st.logDir()), generated)
 }
