@@ -36,10 +36,12 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 	if want == nil {
 		want = &desired.GatewayAPIObjects{}
 	}
-	var total plan.Written
+	total := plan.Written{Kind: "Gateway API object", Owner: "Gateway"}
 	var rq requeue
 	add := func(w plan.Written, q requeue) {
-		total.Kind, total.Owner = w.Kind, "Gateway"
+		if len(w.Conflicts) > 0 && len(total.Conflicts) == 0 {
+			total.Kind = w.Kind // the message names the kind of the first conflict
+		}
 		total.Conflicts = append(total.Conflicts, w.Conflicts...)
 		if total.HeldUntil.IsZero() || (!w.HeldUntil.IsZero() && w.HeldUntil.Before(total.HeldUntil)) {
 			total.HeldUntil = w.HeldUntil

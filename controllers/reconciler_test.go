@@ -223,3 +223,24 @@ func TestRequeueOf_ConflictsAndHeldDeletions(t *testing.T) {
 	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(written[*routingv1alpha1.ServiceRoute]{
 		Conflicts: []apply.Conflict{{Key: "app/api"}}, HeldUntil: until}))
 }
+
+// Two write steps in one reconcile (a Gateway's two backends) ask for both of their retries.
+func TestRequeueAnd_KeepsTheConflictAndTheEarliestTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		a, b requeue
+		want requeue
+	}{
+		{"nothing", requeue{}, requeue{}, requeue{}},
+		{"a conflict on either side", requeue{}, requeue{conflict: true}, requeue{conflict: true}},
+		{"the earliest held deletion", requeue{at: t0.Add(time.Minute)}, requeue{at: t0}, requeue{at: t0}},
+		{"a time on one side only", requeue{at: t0}, requeue{}, requeue{at: t0}},
+		{"the first's wait and refresh stay", requeue{wait: time.Second, refresh: time.Minute}, requeue{conflict: true}, requeue{wait: time.Second, refresh: time.Minute, conflict: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, c.a.and(c.b))
+		})
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -97,6 +99,8 @@ type demo struct {
 	samples *samples
 	lbIP    string
 	took    time.Duration
+	// gatewayAPI: the sample Gateway is switched to backend GatewayAPI.
+	gatewayAPI bool
 
 	cluster  *framework.Cluster
 	zone     *framework.BindServer
@@ -123,12 +127,16 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{st: st, samples: s, lbIP: o.lbIP}
+	d := &demo{st: st, samples: s, lbIP: o.lbIP, gatewayAPI: o.backend == string(routingv1alpha1.BackendGatewayAPI)}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	err = step("starting a control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager) with the CRDs (router.io, DNSEndpoint, Istio)", func() error {
-		d.cluster, err = framework.StartCluster(ctx, td, framework.ClusterOptions{Name: s.cluster + "-" + s.region, ControllerManager: true})
+	crds := "router.io, DNSEndpoint, Istio"
+	if d.gatewayAPI {
+		crds += ", Gateway API standard channel"
+	}
+	err = step(fmt.Sprintf("starting a control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager) with the CRDs (%s)", crds), func() error {
+		d.cluster, err = framework.StartCluster(ctx, td, framework.ClusterOptions{Name: s.cluster + "-" + s.region, ControllerManager: true, GatewayAPICRDs: d.gatewayAPI})
 		return err
 	})
 	if err != nil {
@@ -182,6 +190,14 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 	if err != nil {
 		return nil, err
 	}
+	if d.gatewayAPI {
+		err = step(fmt.Sprintf("switching Gateway %s/%s to backend GatewayAPI, and reporting address %s on the generated Gateway API Gateway as Istio would (no Istio runs here)", s.gatewayNamespace, s.gatewayName, d.lbIP), func() error {
+			return d.useGatewayAPI(ctx)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	err = step(fmt.Sprintf("verifying zone %s: DNSConfiguration %s gets verification.nameservers 127.0.0.1:%d", s.region, s.controller, d.zone.Port), func() error {
 		return d.verifyZone(ctx)
 	})
@@ -211,23 +227,11 @@ func (d *demo) waitConverged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var hosts []string
-	for _, r := range routes {
-		hosts = append(hosts, r.Namespace+"/"+r.Status.Hostname) // the default namespace-scoped Istio hosts
+	if d.gatewayAPI {
+		err = d.waitListeners(ctx, routes)
+	} else {
+		err = d.waitIstioHosts(ctx, routes)
 	}
-	slices.Sort(hosts)
-	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}
-	err = framework.Poll(ctx, time.Minute, 100*time.Millisecond, fmt.Sprintf("the Istio Gateway %s to serve %v", key, hosts), func(ctx context.Context) (bool, string, error) {
-		gw := &istionetworkingv1.Gateway{}
-		if err := d.cluster.Client.Get(ctx, key, gw); err != nil {
-			return false, err.Error(), client.IgnoreNotFound(err)
-		}
-		var got []string
-		for _, srv := range gw.Spec.Servers {
-			got = append(got, srv.Hosts...)
-		}
-		return slices.Equal(got, hosts), fmt.Sprintf("hosts %v", got), nil
-	})
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
 	}
@@ -239,6 +243,88 @@ func (d *demo) waitConverged(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitIstioHosts waits until the generated Istio Gateway lists every route's namespace-scoped host.
+func (d *demo) waitIstioHosts(ctx context.Context, routes []*routingv1alpha1.ServiceRoute) error {
+	var hosts []string
+	for _, r := range routes {
+		hosts = append(hosts, r.Namespace+"/"+r.Status.Hostname) // the default namespace-scoped Istio hosts
+	}
+	slices.Sort(hosts)
+	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}
+	return framework.Poll(ctx, time.Minute, 100*time.Millisecond, fmt.Sprintf("the Istio Gateway %s to serve %v", key, hosts), func(ctx context.Context) (bool, string, error) {
+		gw := &istionetworkingv1.Gateway{}
+		if err := d.cluster.Client.Get(ctx, key, gw); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		var got []string
+		for _, srv := range gw.Spec.Servers {
+			got = append(got, srv.Hosts...)
+		}
+		return slices.Equal(got, hosts), fmt.Sprintf("hosts %v", got), nil
+	})
+}
+
+// waitListeners waits until the ListenerSets generated beside the Gateway hold a listener for
+// every route's hostname, and the classic Istio Gateway is gone.
+func (d *demo) waitListeners(ctx context.Context, routes []*routingv1alpha1.ServiceRoute) error {
+	var hosts []string
+	for _, r := range routes {
+		hosts = append(hosts, r.Status.Hostname)
+	}
+	slices.Sort(hosts)
+	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}
+	return framework.Poll(ctx, time.Minute, 100*time.Millisecond, fmt.Sprintf("ListenerSets for %v and no Istio Gateway %s", hosts, key), func(ctx context.Context) (bool, string, error) {
+		sets := &gwv1.ListenerSetList{}
+		if err := d.cluster.Client.List(ctx, sets, client.InNamespace(key.Namespace)); err != nil {
+			return false, "", err
+		}
+		var got []string
+		for _, s := range sets.Items {
+			for _, l := range s.Spec.Listeners {
+				if l.Hostname != nil && !slices.Contains(got, string(*l.Hostname)) {
+					got = append(got, string(*l.Hostname))
+				}
+			}
+		}
+		slices.Sort(got)
+		err := d.cluster.Client.Get(ctx, key, &istionetworkingv1.Gateway{})
+		return slices.Equal(got, hosts) && apierrors.IsNotFound(err), fmt.Sprintf("listener hostnames %v, Istio Gateway: %v", got, err), nil
+	})
+}
+
+// useGatewayAPI switches the sample Gateway to backend GatewayAPI and, standing in for the Gateway
+// API implementation, writes the load balancer address into the generated Gateway's status.
+func (d *demo) useGatewayAPI(ctx context.Context) error {
+	key := client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		gw := &routingv1alpha1.Gateway{}
+		if err := d.cluster.Client.Get(ctx, key, gw); err != nil {
+			return err
+		}
+		gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI
+		return d.cluster.Client.Update(ctx, gw)
+	})
+	if err != nil {
+		return err
+	}
+	generated := &gwv1.Gateway{}
+	err = framework.Poll(ctx, time.Minute, 100*time.Millisecond, "the generated Gateway API Gateway "+key.String(), func(ctx context.Context) (bool, string, error) {
+		err := d.cluster.Client.Get(ctx, key, generated)
+		return err == nil, fmt.Sprint(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := d.cluster.Client.Get(ctx, key, generated); err != nil {
+			return err
+		}
+		ip := gwv1.IPAddressType
+		generated.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: d.lbIP}}
+		return d.cluster.Client.Status().Update(ctx, generated)
+	})
 }
 
 // verifyZone gives the cluster's own controller verification settings: the demo's BIND is its

@@ -37,6 +37,8 @@ type options struct {
 	check    bool
 	down     bool
 	timeout  time.Duration
+	// backend is the sample Gateway's spec.backend: IstioGateway (as the samples say) or GatewayAPI.
+	backend string
 }
 
 func main() {
@@ -47,7 +49,12 @@ func main() {
 	flag.BoolVar(&o.check, "check", false, "exit (and clean up) after the report instead of waiting for a signal")
 	flag.BoolVar(&o.down, "down", false, "stop the demo running with --state-dir and remove the directory")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long starting and converging may take")
+	flag.StringVar(&o.backend, "backend", "IstioGateway", "the sample Gateway's backend: IstioGateway (a classic Istio Gateway) or GatewayAPI (a Gateway API Gateway and ListenerSets; the demo then reports the load balancer address on the generated Gateway, as Istio would)")
 	flag.Parse()
+	if o.backend != "IstioGateway" && o.backend != "GatewayAPI" {
+		fmt.Fprintf(os.Stderr, "demo: --backend must be IstioGateway or GatewayAPI, not %q\n", o.backend)
+		os.Exit(2)
+	}
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %v\n", flag.Args())
 		os.Exit(2)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
@@ -58,22 +60,12 @@ func printReport(ctx context.Context, d *demo) error {
 		}
 	}
 
-	gw := &istionetworkingv1.Gateway{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: s.gatewayNamespace, Name: s.gatewayName}, gw); err != nil {
-		return fmt.Errorf("reading the generated Istio Gateway: %w", err)
-	}
-	fmt.Fprintf(out, "\nIstio Gateway %s/%s (networking.istio.io/v1, generated from the router.io Gateway):\n", gw.Namespace, gw.Name)
-	var selector []string
-	for k, v := range gw.Spec.Selector {
-		selector = append(selector, k+"="+v)
-	}
-	slices.Sort(selector)
-	fmt.Fprintf(out, "  selector %s\n", strings.Join(selector, ","))
-	for _, srv := range gw.Spec.Servers {
-		fmt.Fprintf(out, "  server %s %d, TLS %s with credential %s\n", srv.GetPort().GetProtocol(), srv.GetPort().GetNumber(), srv.GetTls().GetMode(), srv.GetTls().GetCredentialName())
-		for _, h := range srv.Hosts {
-			fmt.Fprintf(out, "    host %s\n", h)
+	if d.gatewayAPI {
+		if err := printGatewayAPI(ctx, out, d); err != nil {
+			return err
 		}
+	} else if err := printIstioGateway(ctx, out, d); err != nil {
+		return err
 	}
 
 	fmt.Fprintf(out, "\nDNS: zone %s on BIND 127.0.0.1#%d, written by ExternalDNS %s:\n", d.zone.Zone, d.zone.Port, d.edns.Name)
@@ -109,6 +101,77 @@ func printReport(ctx context.Context, d *demo) error {
 	return nil
 }
 
+// printIstioGateway shows the generated classic Istio Gateway.
+func printIstioGateway(ctx context.Context, out io.Writer, d *demo) error {
+	gw := &istionetworkingv1.Gateway{}
+	if err := d.cluster.Client.Get(ctx, client.ObjectKey{Namespace: d.samples.gatewayNamespace, Name: d.samples.gatewayName}, gw); err != nil {
+		return fmt.Errorf("reading the generated Istio Gateway: %w", err)
+	}
+	fmt.Fprintf(out, "\nIstio Gateway %s/%s (networking.istio.io/v1, generated from the router.io Gateway):\n", gw.Namespace, gw.Name)
+	var selector []string
+	for k, v := range gw.Spec.Selector {
+		selector = append(selector, k+"="+v)
+	}
+	slices.Sort(selector)
+	fmt.Fprintf(out, "  selector %s\n", strings.Join(selector, ","))
+	for _, srv := range gw.Spec.Servers {
+		fmt.Fprintf(out, "  server %s %d, TLS %s with credential %s\n", srv.GetPort().GetProtocol(), srv.GetPort().GetNumber(), srv.GetTls().GetMode(), srv.GetTls().GetCredentialName())
+		for _, h := range srv.Hosts {
+			fmt.Fprintf(out, "    host %s\n", h)
+		}
+	}
+	return nil
+}
+
+// printGatewayAPI shows the generated Gateway API Gateway, its ListenerSets and ReferenceGrants.
+func printGatewayAPI(ctx context.Context, out io.Writer, d *demo) error {
+	c, ns := d.cluster.Client, d.samples.gatewayNamespace
+	gw := &gwv1.Gateway{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.samples.gatewayName}, gw); err != nil {
+		return fmt.Errorf("reading the generated Gateway API Gateway: %w", err)
+	}
+	fmt.Fprintf(out, "\nGateway API Gateway %s/%s (gateway.networking.k8s.io/v1, class %s, ListenerSets from its own namespace only):\n", gw.Namespace, gw.Name, gw.Spec.GatewayClassName)
+	for _, l := range gw.Spec.Listeners {
+		fmt.Fprintf(out, "  listener %s\t%s %d\t%s\n", l.Name, l.Protocol, l.Port, hostnameOf(l.Hostname))
+	}
+	for _, a := range gw.Status.Addresses {
+		fmt.Fprintf(out, "  status.addresses %s (written by the demo in place of Istio)\n", a.Value)
+	}
+	sets := &gwv1.ListenerSetList{}
+	if err := c.List(ctx, sets, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, set := range sets.Items {
+		fmt.Fprintf(out, "ListenerSet %s/%s (routes of namespace %s only):\n", set.Namespace, set.Name, set.Labels["router.io/source-namespace"])
+		for _, l := range set.Spec.Listeners {
+			tls := ""
+			if l.TLS != nil && len(l.TLS.CertificateRefs) > 0 {
+				ref := l.TLS.CertificateRefs[0]
+				tls = "certificate " + string(ref.Name)
+				if ref.Namespace != nil {
+					tls += " in " + string(*ref.Namespace)
+				}
+			}
+			fmt.Fprintf(out, "  listener %s\t%s %d\t%s\t%s\n", l.Name, l.Protocol, l.Port, hostnameOf(l.Hostname), tls)
+		}
+	}
+	grants := &gwv1.ReferenceGrantList{}
+	if err := c.List(ctx, grants); err != nil {
+		return err
+	}
+	for _, g := range grants.Items {
+		fmt.Fprintf(out, "ReferenceGrant %s/%s (lets %s use the TLS Secret)\n", g.Namespace, g.Name, ns)
+	}
+	return nil
+}
+
+func hostnameOf(h *gwv1.Hostname) string {
+	if h == nil {
+		return "(any hostname)"
+	}
+	return string(*h)
+}
+
 // printExplore tells the user how to look around while the demo runs.
 func printExplore(d *demo) {
 	root, _ := os.Getwd()
@@ -129,13 +192,17 @@ func printExplore(d *demo) {
 			host = r.Status.Hostname
 		}
 	}
+	generated := "gateways.networking.istio.io" // what the operator generated for the Gateway
+	if d.gatewayAPI {
+		generated = "gateways.gateway.networking.k8s.io,listenersets"
+	}
 	fmt.Printf(`
 ==> the demo is running. Explore it from another terminal:
 
   export KUBECONFIG=%[1]s      # or: source %[2]s
   %[3]s get router -A                  # every ClusterIdentity, DNSConfiguration, Gateway, DNSPolicy, ServiceRoute
   %[3]s get dnsendpoints -A -o yaml    # what ExternalDNS publishes
-  %[3]s -n %[4]s get gateways.networking.istio.io -o yaml
+  %[3]s -n %[4]s get %[11]s -o yaml
   dig @127.0.0.1 -p %[5]d +norecurse %[6]s
   dig @127.0.0.1 -p %[5]d %[7]s AXFR             # the whole zone, ownership TXT records included
   %[3]s -n %[8]s delete serviceroute %[9]s     # then dig again: the record is gone within a second or two
@@ -143,5 +210,5 @@ func printExplore(d *demo) {
   Logs of every process: %[10]s/
 
 Stop with Ctrl-C here, or 'make demo-down' from another terminal.
-`, rel(d.st.kubeconfig()), rel(d.st.envFile()), kubectl, d.samples.gatewayNamespace, d.zone.Port, host, d.zone.Zone, ns, route, rel(d.st.logDir()))
+`, rel(d.st.kubeconfig()), rel(d.st.envFile()), kubectl, d.samples.gatewayNamespace, d.zone.Port, host, d.zone.Zone, ns, route, rel(d.st.logDir()), generated)
 }

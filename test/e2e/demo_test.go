@@ -61,6 +61,32 @@ func TestDemo_CheckModeReportsTheDNSChain(t *testing.T) {
 	assertDemoGone(t, stateDir)
 }
 
+// TestDemo_GatewayAPIBackendReportsListenerSets runs `demo --check --backend=GatewayAPI`: the
+// sample Gateway switched to the Gateway API backend, the ListenerSet of the routes' namespace in
+// the report, and the same DNS chain.
+func TestDemo_GatewayAPIBackendReportsListenerSets(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "demo-state")
+	ctx, cancel := context.WithTimeout(t.Context(), demoTimeout)
+	defer cancel()
+	out, err := demoCommand(ctx, t, "--check", "--backend=GatewayAPI", "--state-dir="+stateDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo --check --backend=GatewayAPI: %v\n%s", err, out)
+	}
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`Gateway API Gateway istio-system/default-gateway \(gateway\.networking\.k8s\.io/v1, class istio`),
+		regexp.MustCompile(`ListenerSet istio-system/default-gateway\.myapp \(routes of namespace myapp only\)`),
+		regexp.MustCompile(`listener https-api-ns-d-dev-myapp\.example\.com\s+HTTPS 443\s+api-ns-d-dev-myapp\.example\.com\s+certificate cert-aks-ingress in aks-istio-ingress`),
+		regexp.MustCompile(`ReferenceGrant aks-istio-ingress/service-router\.istio-system\.default-gateway`),
+		regexp.MustCompile(`(?m)^  api-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
+		regexp.MustCompile(`(?m)^  aks01-weu-internal\.example\.com\.\s+IN\s+A\s+10\.123\.45\.67$`),
+	} {
+		if !re.Match(out) {
+			t.Errorf("the demo's report lacks a line matching %s\n%s", re, out)
+		}
+	}
+	assertDemoGone(t, stateDir)
+}
+
 // TestDemo_DownStopsARunningDemo runs the demo as `make demo` does, explores it as the printed
 // instructions say (kubeconfig, kubectl, dig), then stops it with `demo --down` as `make
 // demo-down` does: every process ends and the state directory is removed.

@@ -32,6 +32,43 @@ func TestGatewayAPI(t *testing.T) {
 	t.Run("SwitchingBackendsKeepsDNSRecords", testGatewayAPISwitch)
 	t.Run("TenantCannotAddAListener", testGatewayAPITenant)
 	t.Run("ListenerConflictIsReportedOnTheRoute", testGatewayAPIConflict)
+	t.Run("ForeignGatewayAPIGatewayIsLeftAloneUntilAdopted", testGatewayAPIForeign)
+}
+
+// testGatewayAPIForeign: a Gateway API Gateway of the same name that the operator did not write
+// is never changed (OwnershipConflict, no ListenerSet attached to it) until a platform admin marks
+// it router.io/adopt: then it is taken over in place.
+func testGatewayAPIForeign(t *testing.T) {
+	f := newFixture(t)
+	f.setIdentity(weuIdentity())
+	f.setControllers("weu")
+	startOperator(t, env.Config)
+	foreign := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "handmade", Namespace: f.gatewayNS},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "other", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+	require.NoError(t, env.Client.Create(f.ctx, foreign))
+	gw := f.gateway("handmade", "handmade")
+	f.useGatewayAPI(gw.Name, nil)
+	f.policy(activeMode)
+	f.route("", "api-route", "api", gw.Name)
+	f.waitGateway(gw.Name, routingv1alpha1.PhaseFailed, routingv1alpha1.ReasonOwnershipConflict)
+	time.Sleep(quietPeriod)
+	kept := &gwv1.Gateway{}
+	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(foreign), kept))
+	assert.Equal(t, foreign.ResourceVersion, kept.ResourceVersion, "the foreign Gateway API Gateway is untouched")
+	assert.Empty(t, f.listenerSets(), "no ListenerSet for a parent the operator does not own")
+
+	require.NoError(t, retryOnConflict(func() error {
+		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(foreign), kept); err != nil {
+			return err
+		}
+		kept.Annotations = map[string]string{"router.io/adopt": "true"}
+		return env.Client.Update(f.ctx, kept)
+	}))
+	f.waitListenerSets(map[string]int{desired.ListenerSetName(gw.Name, f.ns, 1): 1})
+	adopted := &gwv1.Gateway{}
+	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(foreign), adopted))
+	assert.Equal(t, foreign.UID, adopted.UID, "taken over in place")
+	assert.Equal(t, gwv1.ObjectName("istio"), adopted.Spec.GatewayClassName)
 }
 
 // testGatewayAPIConflict plays the Gateway API implementation reporting the generated listener of
@@ -186,7 +223,9 @@ func testGatewayAPIObjects(t *testing.T) {
 		}
 	}
 	grant := &gwv1.ReferenceGrant{}
-	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Namespace: ingressNS, Name: "service-router." + f.gatewayNS + "." + gw.Name}, grant))
+	waitFor(t, "the ReferenceGrant in the Secret's namespace", func() string { // written after the ListenerSets
+		return errString(env.Client.Get(f.ctx, client.ObjectKey{Namespace: ingressNS, Name: "service-router." + f.gatewayNS + "." + gw.Name}, grant))
+	})
 	g := &gwv1.Gateway{}
 	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(gw), g))
 	assert.Equal(t, gwv1.ObjectName("istio"), g.Spec.GatewayClassName)
@@ -261,6 +300,15 @@ func testGatewayAPIObjects(t *testing.T) {
 	waitFor(t, "no ListenerSet left", func() string {
 		if sets := f.listenerSets(); len(sets) > 0 {
 			return fmt.Sprintf("%d ListenerSets left", len(sets))
+		}
+		return ""
+	}, 60*time.Second)
+	// Every route has taken the deletion (no DNSEndpoint left) before the test ends and the
+	// operator stops: controller-runtime v0.24.1's priority queue can deadlock when a manager
+	// stops while items are being handed to its workers (kubernetes-sigs/controller-runtime#3538).
+	waitFor(t, "the routes to withdraw their records", func() string {
+		if uids := endpointUIDs(t, f.ns, other); len(uids) > 0 {
+			return fmt.Sprintf("%d DNSEndpoints left", len(uids))
 		}
 		return ""
 	}, 60*time.Second)

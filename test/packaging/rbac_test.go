@@ -24,8 +24,12 @@ var (
 // (one merge patch per reconcile: never an update), events, its leader-election Lease and the
 // reviews of the secure metrics endpoint. Everything else it may at most read.
 var writableByOperator = map[string][]string{
-	"externaldns.k8s.io/dnsendpoints":            {"create", "update", "delete"},
-	"networking.istio.io/gateways":               {"create", "update", "delete"},
+	"externaldns.k8s.io/dnsendpoints":           {"create", "update", "delete"},
+	"networking.istio.io/gateways":              {"create", "update", "delete"},
+	"gateway.networking.k8s.io/gateways":        {"create", "update", "delete"},
+	"gateway.networking.k8s.io/listenersets":    {"create", "update", "delete"},
+	"gateway.networking.k8s.io/httproutes":      {"create", "update", "delete"},
+	"gateway.networking.k8s.io/referencegrants": {"create", "update", "delete"},
 	"/events":                                    {"create", "update", "patch"},
 	"events.k8s.io/events":                       {"create", "update", "patch"},
 	"coordination.k8s.io/leases":                 {"create", "update", "patch"},
@@ -254,8 +258,12 @@ func TestConfigRBAC_OperatorCanDoItsJob(t *testing.T) {
 		"routing.router.io/serviceroutes/status":     {"patch"},
 		"externaldns.k8s.io/dnsendpoints":            {"get", "list", "watch", "create", "update", "delete"},
 		"networking.istio.io/gateways":               {"get", "list", "watch", "create", "update", "delete"},
-		"/services":                                  readVerbs,
-		"/namespaces":                                readVerbs,
+		"gateway.networking.k8s.io/gateways":         {"get", "list", "watch", "create", "update", "delete"},
+		"gateway.networking.k8s.io/listenersets":     {"get", "list", "watch", "create", "update", "delete"},
+		"gateway.networking.k8s.io/httproutes":       {"get", "list", "watch", "create", "update", "delete"},
+		"gateway.networking.k8s.io/referencegrants":  {"get", "list", "watch", "create", "update", "delete"},
+		"/services":   readVerbs,
+		"/namespaces": readVerbs,
 	}
 	for key, verbs := range need {
 		group, resource, _ := strings.Cut(key, "/")
