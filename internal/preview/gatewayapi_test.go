@@ -196,6 +196,7 @@ func TestPredict_GatewayAPIObjectsOfOthersAreLeftAlone(t *testing.T) {
 	taken.ListenerSets[0].OwnerReferences[0].APIVersion, taken.ListenerSets[0].OwnerReferences[0].Kind = "example.com/v1", "Thing"
 	r, p = planOf(t, taken, false, DefaultSettings, fmt.Sprintf(routeYAML, "r9", "svc9"))
 	assert.Equal(t, routingv1alpha1.ReasonOwnershipConflict, p.Gateways["istio-system/gw"].Reason, p.Gateways["istio-system/gw"].Message)
+	assert.Contains(t, p.Gateways["istio-system/gw"].Message, "ListenerSet istio-system/gw.app exists and is not managed by this Gateway")
 	assert.Empty(t, r.Objects, "the foreign ListenerSet is left untouched")
 }
 

@@ -129,9 +129,11 @@ func (a *gatewayAPIObjects) sync(gw *routingv1alpha1.Gateway, want *desired.Gate
 	if want == nil {
 		want = &desired.GatewayAPIObjects{}
 	}
-	total := plan.Written{Owner: "Gateway"}
+	total := plan.Written{Kind: "Gateway API object", Owner: "Gateway"}
 	add := func(kind string, conflicts []apply.Conflict) {
-		total.Kind = kind
+		if len(conflicts) > 0 && len(total.Conflicts) == 0 {
+			total.Kind = kind // the message names the kind of the first conflict
+		}
 		total.Conflicts = append(total.Conflicts, conflictKeys(conflicts)...)
 	}
 	var gateways []*gwv1.Gateway
