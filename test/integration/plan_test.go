@@ -661,8 +661,8 @@ func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
 	}
 }
 
-// TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator: without the DNSEndpoint and Istio Gateway
-// CRDs, plan reads the cluster as the operator does (the APIs are missing, nothing is published,
+// TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator: without the DNSEndpoint, Istio Gateway and
+// Gateway API CRDs, plan reads the cluster as the operator does (the APIs are missing, nothing is published,
 // nothing is removed) instead of failing; without the operator's own CRDs it says so.
 func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
 	bare := startControlPlane(t, testenv.Options{SkipIstioCRDs: true, SkipExternalDNSCRDs: true})
@@ -672,6 +672,8 @@ func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
 		&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName},
 			Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{{Name: "external-dns-weu", Region: "weu"}}}},
 		&routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "default"}, Spec: weuBound},
+		&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gwapi", Namespace: "default"},
+			Spec: routingv1alpha1.GatewaySpec{Controller: "ingress", CredentialName: "cert", TargetPostfix: "gwapi", Backend: routingv1alpha1.BackendGatewayAPI}},
 	} {
 		require.NoError(t, bare.Client.Create(ctx, obj))
 	}
@@ -681,6 +683,12 @@ func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
 	require.Empty(t, prediction.Endpoints)
 	require.Equal(t, routingv1alpha1.ReasonExternalDNSNotInstalled, prediction.Routes["default/api"].Reason)
 	require.Zero(t, result.RecordsRemoved)
+	// Without the Gateway API CRDs a GatewayAPI Gateway generates nothing, keeps what exists, and
+	// the plan says so.
+	require.Equal(t, routingv1alpha1.ReasonGatewayAPINotInstalled, prediction.Gateways["default/gwapi"].Reason)
+	require.Contains(t, result.Gateways, preview.GatewayChange{Gateway: "default/gwapi", Before: preview.GatewayState{Exists: true},
+		After: preview.GatewayState{Exists: true, Ready: "False", Reason: routingv1alpha1.ReasonGatewayAPINotInstalled, Message: prediction.Gateways["default/gwapi"].Message}})
+	require.Empty(t, result.Objects)
 
 	none := startControlPlane(t, testenv.Options{SkipOperatorCRDs: true})
 	_, _, err = preview.PredictFor(ctx, none.Client, objs, false, "default", preview.DefaultSettings)
