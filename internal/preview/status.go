@@ -163,7 +163,7 @@ func firstProblem(r *routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway, 
 		}
 		if plan.UsesGatewayAPI(gw) && strings.HasPrefix(p.Listener, noListener) {
 			return &Problem{Reason: "ListenerMissing", Message: p.Listener + ": HTTPRoutes cannot attach to the hostname; the operator writes it with the Gateway's next reconcile (is it running?)",
-				Doc: doc("gateway")}
+				Doc: doc("servicerouteroperatornotreconciling")}
 		}
 	}
 	for _, z := range p.Zones {

@@ -189,6 +189,7 @@ func TestStatus_GatewayAPIBackend(t *testing.T) {
 		p := PathOf(w, w.Routes[0])
 		require.NotNil(t, p.Problem)
 		assert.Equal(t, "ListenerMissing", p.Problem.Reason)
+		assert.Equal(t, DocsBase+"#servicerouteroperatornotreconciling", p.Problem.Doc)
 		assert.Contains(t, p.Problem.Message, "no ListenerSet of Gateway istio-system/gw lists "+host0)
 	})
 	t.Run("the summary counts ListenerSets and listeners", func(t *testing.T) {
