@@ -85,7 +85,7 @@ var Definitions = []Definition{
 	{IstioGatewayHostsName, "gauge",
 		"Hosts served by the Istio Gateways the operator generated, by Istio ingress controller (the istio selector).", []string{"istio_controller"}},
 	{APIServedName, "gauge",
-		"1 when the optional API (the ExternalDNS DNSEndpoint or the Istio Gateway) is installed and in use, 0 while its CRD is missing. Exported by every replica.",
+		"1 when the optional API (the ExternalDNS DNSEndpoint, the Istio Gateway, or one of the Gateway API kinds Gateway, ListenerSet, HTTPRoute and ReferenceGrant of `gateway.networking.k8s.io`) is installed and in use, 0 while its CRD is missing. Exported by every replica.",
 		[]string{"group", "kind"}},
 	{DeletionsHeldName, "gauge",
 		"DNSEndpoint deletions the mass-deletion guard holds back for their grace period (0 when the guard has not tripped).", nil},
