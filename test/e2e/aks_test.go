@@ -13,7 +13,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -167,31 +166,8 @@ func (w *aksWorld) configure(ctx context.Context, t *testing.T, operatorConfig s
 			}},
 		})
 	}
-	c := w.cl.Client
-	if err := framework.EnsureNamespace(ctx, c, gatewayNamespace); err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range []client.Object{
-		&clusterv1alpha1.ClusterIdentity{
-			ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
-			Spec:       clusterv1alpha1.ClusterIdentitySpec{Region: aksRegion, Cluster: aksCluster, Domain: w.domain, EnvironmentLetter: w.envLetter},
-		},
-		&clusterv1alpha1.DNSConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
-			Spec:       clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: controllers},
-		},
-		&routingv1alpha1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
-			Spec:       routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace},
-		},
-	} {
-		create(ctx, t, c, obj)
-	}
-	if _, err := framework.CreateIngressService(ctx, c, framework.IngressService{
-		Namespace: ingressNamespace, Name: ingressController, Controller: ingressController, IPs: []string{w.lbIP},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	configureAKSPlatform(ctx, t, w.cl.Client, clusterv1alpha1.ClusterIdentitySpec{Region: aksRegion, Cluster: aksCluster, Domain: w.domain, EnvironmentLetter: w.envLetter},
+		controllers, w.lbIP)
 }
 
 func (w *aksWorld) app(namespace, route, service string, spec routingv1alpha1.DNSPolicySpec) aksApp {

@@ -194,14 +194,21 @@ func configureExampleCluster(ctx context.Context, t *testing.T, c client.Client,
 	for _, r := range worldRegions {
 		controllers = append(controllers, clusterv1alpha1.ExternalDNSController{Name: framework.RegionalControllerName(r), Region: r})
 	}
+	configureAKSPlatform(ctx, t, c, clusterv1alpha1.ClusterIdentitySpec{Region: region, Cluster: cluster, Domain: domain, EnvironmentLetter: envLetter},
+		controllers, lbIP)
+}
+
+// configureAKSPlatform creates what the platform team applies on an AKS cluster with the Istio
+// add-on: the ClusterIdentity, the DNSConfiguration of controllers, the internal Gateway on the
+// add-on's ingress (its TLS Secret there) and the add-on's LoadBalancer Service with lbIP.
+func configureAKSPlatform(ctx context.Context, t *testing.T, c client.Client, identity clusterv1alpha1.ClusterIdentitySpec,
+	controllers []clusterv1alpha1.ExternalDNSController, lbIP string) {
+	t.Helper()
 	if err := framework.EnsureNamespace(ctx, c, gatewayNamespace); err != nil {
 		t.Fatal(err)
 	}
 	for _, obj := range []client.Object{
-		&clusterv1alpha1.ClusterIdentity{
-			ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
-			Spec:       clusterv1alpha1.ClusterIdentitySpec{Region: region, Cluster: cluster, Domain: domain, EnvironmentLetter: envLetter},
-		},
+		&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"}, Spec: identity},
 		&clusterv1alpha1.DNSConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
 			Spec:       clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: controllers},
