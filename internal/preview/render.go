@@ -87,26 +87,14 @@ func WriteTable(w io.Writer, r Result) error {
 	} else {
 		p.line("Istio hosts:")
 		for _, h := range r.IstioHosts {
-			p.line("  Gateway %s: %d added, %d removed", h.Gateway, len(h.Added), len(h.Removed))
-			for _, a := range h.Added {
-				p.line("    + %s", a)
-			}
-			for _, d := range h.Removed {
-				p.line("    - %s", d)
-			}
+			p.hosts("Gateway "+h.Gateway, h.Added, h.Removed)
 		}
 	}
 	if len(r.GatewayAPIHosts) > 0 {
 		p.line("")
 		p.line("Gateway API hosts:")
 		for _, h := range r.GatewayAPIHosts {
-			p.line("  %s: %d added, %d removed", h.Object, len(h.Added), len(h.Removed))
-			for _, a := range h.Added {
-				p.line("    + %s", a)
-			}
-			for _, d := range h.Removed {
-				p.line("    - %s", d)
-			}
+			p.hosts(h.Object, h.Added, h.Removed)
 		}
 	}
 	if len(r.Objects) > 0 {
@@ -131,6 +119,17 @@ func WriteTable(w io.Writer, r Result) error {
 type printer struct {
 	w   io.Writer
 	err error
+}
+
+// hosts prints the hosts one object gains and loses.
+func (p *printer) hosts(object string, added, removed []string) {
+	p.line("  %s: %d added, %d removed", object, len(added), len(removed))
+	for _, a := range added {
+		p.line("    + %s", a)
+	}
+	for _, d := range removed {
+		p.line("    - %s", d)
+	}
 }
 
 func (p *printer) line(format string, args ...any) {

@@ -301,13 +301,7 @@ func WritePath(w io.Writer, p RoutePath) error {
 		}
 		pr.err = tw.Flush()
 	}
-	pr.line("")
-	if p.Problem == nil {
-		pr.line("Nothing is wrong: every zone has the record, ExternalDNS processed it, and the target has its address.")
-	} else {
-		pr.line("First problem: %s: %s", p.Problem.Reason, p.Problem.Message)
-		pr.line("  see %s", p.Problem.Doc)
-	}
+	pr.firstProblem(p.Problem, "Nothing is wrong: every zone has the record, ExternalDNS processed it, and the target has its address.")
 	return pr.err
 }
 
@@ -556,12 +550,17 @@ func WriteTargetPath(w io.Writer, p TargetPath) error {
 			orNone(z.Answer), orNone(strings.Join(z.Addresses, "; ")))
 	}
 	pr.err = tw.Flush()
-	pr.line("")
-	if p.Problem == nil {
-		pr.line("Nothing is wrong: every zone has the address record and ExternalDNS processed it.")
-	} else {
-		pr.line("First problem: %s: %s", p.Problem.Reason, p.Problem.Message)
-		pr.line("  see %s", p.Problem.Doc)
-	}
+	pr.firstProblem(p.Problem, "Nothing is wrong: every zone has the address record and ExternalDNS processed it.")
 	return pr.err
+}
+
+// firstProblem prints the first thing that is wrong, with the guide to read, or what is right.
+func (p *printer) firstProblem(problem *Problem, nothingWrong string) {
+	p.line("")
+	if problem == nil {
+		p.line("%s", nothingWrong)
+		return
+	}
+	p.line("First problem: %s: %s", problem.Reason, problem.Message)
+	p.line("  see %s", problem.Doc)
 }
