@@ -177,9 +177,19 @@ func runScale(b *testing.B, n, nsCount int) *report {
 	rep.settledWhenCreated = w.observe(namespaces).settled
 	go w.apiServerCPUProfile("cold-operator-alone", n, 5*time.Second)
 	var routesDone time.Time
+	var timeline *gatewayTimeline
+	if os.Getenv("SCALE_TIMELINE") != "" {
+		timeline = &gatewayTimeline{}
+		w.watchGateways(timeline)
+	}
 	w.waitFor(fmt.Sprintf("%d routes to converge", n), 30*time.Minute, routesThenGateway(w, namespaces, n, &routesDone))
 	rep.cold, rep.coldCPU = time.Since(start), readMachineCPU().since(cpu)
 	rep.coldGatewayLag = time.Since(routesDone)
+	if timeline != nil {
+		timeline.note("converged")
+		fmt.Printf("Timeline of the cold phase from 120 s before the last route settled (0 = settled, at %.1f s):\n", routesDone.Sub(start).Seconds())
+		timeline.print(os.Stdout, routesDone.Add(-120*time.Second), routesDone)
+	}
 	rep.coldInPhase = scrape(b, w).since(m0)
 	op.heapProfile(b, "cold")
 	m1 := w.quiet()
