@@ -472,28 +472,7 @@ func testGatewayAPITenant(t *testing.T) {
 func grantGatewayAPI(t *testing.T, user, namespace string) {
 	t.Helper()
 	ctx := context.Background()
-	role := fromYAML(t, `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: gateway-api-writer
-rules:
-- apiGroups: [gateway.networking.k8s.io]
-  resources: [listenersets, httproutes, grpcroutes]
-  verbs: [get, list, watch, create, update, patch, delete]
-`)
-	role.SetNamespace(namespace)
-	require.NoError(t, env.Client.Create(ctx, role))
-	binding := fromYAML(t, fmt.Sprintf(`
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: gateway-api-writer
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gateway-api-writer}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}]
-`, user))
-	binding.SetNamespace(namespace)
-	require.NoError(t, env.Client.Create(ctx, binding))
+	grantWrite(t, user, namespace, "gateway-api-writer", gwv1.GroupName, "listenersets", "httproutes", "grpcroutes")
 	waitFor(t, "the Gateway API grant", func() string {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: gwv1.GroupName, Resource: "listenersets"}}}

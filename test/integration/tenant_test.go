@@ -10,6 +10,7 @@ import (
 	istioapinetworkingv1 "istio.io/api/networking/v1"
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,28 +175,19 @@ func TestTenant_NamespaceEditorCannotReachOutsideItsNamespace(t *testing.T) {
 // Istio does for its application teams.
 func grantVirtualServices(t *testing.T, user, namespace string) {
 	t.Helper()
+	grantWrite(t, user, namespace, "virtualservices", "networking.istio.io", "virtualservices")
+}
+
+// grantWrite gives user every verb on the resources of group in namespace, through a Role and a
+// RoleBinding both named name.
+func grantWrite(t *testing.T, user, namespace, name, group string, resources ...string) {
+	t.Helper()
 	ctx := context.Background()
-	role := fromYAML(t, `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: virtualservices
-  namespace: `+namespace+`
-rules:
-- apiGroups: [networking.istio.io]
-  resources: [virtualservices]
-  verbs: [get, list, watch, create, update, patch, delete]
-`)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	require.NoError(t, env.Client.Create(ctx, role))
-	binding := fromYAML(t, `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: virtualservices
-  namespace: `+namespace+`
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: virtualservices}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: `+user+`}
-`)
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
 	require.NoError(t, env.Client.Create(ctx, binding))
 }
