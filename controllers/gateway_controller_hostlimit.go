@@ -16,7 +16,7 @@ import (
 // HostLimit condition, both absent while every route fits.
 func setHostLimit(gw *routingv1alpha1.Gateway, limit *routingv1alpha1.GatewayHostLimit) {
 	gw.Status.HostLimit = limit
-	if c := plan.HostLimitCondition(limit, gw.Generation); c != nil {
+	if c := plan.HostLimitCondition(gw, limit); c != nil {
 		meta.SetStatusCondition(&gw.Status.Conditions, *c)
 	} else {
 		meta.RemoveStatusCondition(&gw.Status.Conditions, routingv1alpha1.ConditionHostLimit)

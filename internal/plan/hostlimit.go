@@ -191,18 +191,28 @@ func LeftOff(limit *routingv1alpha1.GatewayHostLimit, route metav1.Object) bool 
 // hostLimitMessage is the Ready message of a route left off.
 func hostLimitMessage(gw *routingv1alpha1.Gateway) string {
 	l := gw.Status.HostLimit
-	return fmt.Sprintf("the Istio Gateway of Gateway %s/%s is full (%d bytes): the hosts of its %d oldest routes fill it, and this route is one of the %d younger ones left off; it publishes no DNS record until routes are removed from the Gateway or moved to another Gateway",
-		gw.Namespace, gw.Name, l.BudgetBytes, l.Admitted, l.LeftOff)
+	return fmt.Sprintf("the host budget of Gateway %s/%s is full (%d bytes, %s): the hosts of its %d oldest routes fill it, and this route is one of the %d younger ones left off; it publishes no DNS record until routes are removed from the Gateway or moved to another Gateway",
+		gw.Namespace, gw.Name, l.BudgetBytes, budgetHolder(gw), l.Admitted, l.LeftOff)
 }
 
 // HostLimitCondition is the Gateway's HostLimit condition for a limit; nil (remove it) when every
 // route fits.
-func HostLimitCondition(limit *routingv1alpha1.GatewayHostLimit, generation int64) *metav1.Condition {
+func HostLimitCondition(gw *routingv1alpha1.Gateway, limit *routingv1alpha1.GatewayHostLimit) *metav1.Condition {
 	if limit == nil {
 		return nil
 	}
 	return &metav1.Condition{Type: routingv1alpha1.ConditionHostLimit, Status: metav1.ConditionTrue, Reason: routingv1alpha1.ReasonGatewayHostLimit,
-		ObservedGeneration: generation,
-		Message: fmt.Sprintf("the Istio Gateway is full (%d bytes): %d route(s) admitted, %d left off from %s (created %s) on; split the routes across several Gateways",
-			limit.BudgetBytes, limit.Admitted, limit.LeftOff, limit.FirstLeftOff, limit.FirstLeftOffCreated.UTC().Format("2006-01-02T15:04:05Z"))}
+		ObservedGeneration: gw.Generation,
+		Message: fmt.Sprintf("the host budget is full (%d bytes, %s): %d route(s) admitted, %d left off from %s (created %s) on; split the routes across several Gateways",
+			limit.BudgetBytes, budgetHolder(gw), limit.Admitted, limit.LeftOff, limit.FirstLeftOff, limit.FirstLeftOffCreated.UTC().Format("2006-01-02T15:04:05Z"))}
+}
+
+// budgetHolder names what the host budget measures for the backend in use. The Gateway API
+// listeners are counted as an Istio Gateway's hosts would be, so that both backends admit the same
+// routes and switching backends changes no route's records.
+func budgetHolder(gw *routingv1alpha1.Gateway) string {
+	if UsesGatewayAPI(gw) {
+		return "counted as for an Istio Gateway: both backends admit the same routes"
+	}
+	return "the size of the one Istio Gateway listing every host"
 }

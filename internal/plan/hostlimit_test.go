@@ -184,6 +184,32 @@ func TestRoute_LeftOffByTheGatewayHostLimitPublishesNothing(t *testing.T) {
 	assert.Len(t, got.Endpoints, 1)
 }
 
+// TestHostLimitMessages_NameTheBackendInUse: a platform admin reading a full Gateway's condition,
+// or an application team reading its route's Ready message, is told what the budget measures for
+// the Gateway's backend, not an Istio Gateway the GatewayAPI backend never writes.
+func TestHostLimitMessages_NameTheBackendInUse(t *testing.T) {
+	limit := &routingv1alpha1.GatewayHostLimit{BudgetBytes: 1000, Admitted: 10, LeftOff: 3, FirstLeftOff: "myapp/a-route", FirstLeftOffCreated: metav1.NewTime(created0)}
+	for _, tt := range []struct {
+		backend routingv1alpha1.GatewayBackend
+		want    string
+	}{
+		{"", "the size of the one Istio Gateway listing every host"},
+		{routingv1alpha1.BackendIstioGateway, "the size of the one Istio Gateway listing every host"},
+		{routingv1alpha1.BackendGatewayAPI, "counted as for an Istio Gateway: both backends admit the same routes"},
+	} {
+		t.Run(string(tt.backend), func(t *testing.T) {
+			gw := gateway("cert")
+			gw.Spec.Backend, gw.Generation, gw.Status.HostLimit = tt.backend, 7, limit
+			c := HostLimitCondition(gw, limit)
+			require.NotNil(t, c)
+			assert.Equal(t, int64(7), c.ObservedGeneration)
+			assert.Contains(t, c.Message, "(1000 bytes, "+tt.want+"): 10 route(s) admitted, 3 left off from myapp/a-route")
+			assert.Contains(t, hostLimitMessage(gw), "the host budget of Gateway istio-system/default-gateway is full (1000 bytes, "+tt.want+")")
+		})
+	}
+	assert.Nil(t, HostLimitCondition(gateway("cert"), nil), "every route fits: no condition")
+}
+
 // TestHostLimit_LeftOffRoutesKeepTheCutoffWhereItIs plays the Gateway and its routes against each
 // other: the routes left off withdraw their records, and the next admission must leave the same
 // routes off instead of admitting them again (which would make them publish, overflow, withdraw...).
