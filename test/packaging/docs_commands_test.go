@@ -97,3 +97,35 @@ func TestDocs_OwnershipConflictDiagnosisListsRoutesAndGateways(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"ServiceRoute blocked", "Gateway blocked-gw"}, listed, "the command's output:\n%s", out)
 }
+
+// TestDocs_ExampleFilesShownAsTheyAre: a doc that shows an example file (a fenced block starting
+// with the file's first line, its header comment) shows all of it, so that a reader who copies
+// the block applies what `kubectl apply -f docs/examples/...` would. The homelab walkthrough's
+// end-to-end test checks the same, but only after the whole suite has built and run; a comment
+// added to one copy and not the other once failed CI there.
+func TestDocs_ExampleFilesShownAsTheyAre(t *testing.T) {
+	docs, err := filepath.Glob(repoPath("docs", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, repoPath("README.md"))
+	shown := 0
+	err = filepath.WalkDir(repoPath("docs", "examples"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		file := strings.TrimRight(readFile(t, path), "\n")
+		header, _, _ := strings.Cut(file, "\n")
+		for _, doc := range docs {
+			for _, block := range fencedBlocks(readFile(t, doc)) {
+				if first, _, _ := strings.Cut(block, "\n"); first != header {
+					continue
+				}
+				shown++
+				rel, _ := filepath.Rel(repoRoot, path)
+				assert.Equal(t, file, strings.TrimRight(block, "\n"), "%s shows %s, but not as it is: copy the file into the block", filepath.Base(doc), rel)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Positive(t, shown, "no doc shows an example file: the homelab walkthrough shows docs/examples/homelab/*.yaml")
+}
