@@ -80,6 +80,8 @@ test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real 
 	@# go test's default of 10 minutes per package is about what the integration package takes
 	@# on 2 cores; 30 minutes keeps a slow machine from failing it (GO_TEST_FLAGS may override).
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 -timeout 30m $(GO_TEST_FLAGS)
+	@# the image and release tools are a module of their own (hack/image), which ./... leaves out
+	cd hack/image && $(GO) test ./... -count=1 $(GO_TEST_FLAGS)
 
 # The scale benchmark's time ratios are judged with the control plane on a core of its own, as in a
 # cluster (SCALE_CONTROL_PLANE_CPUS=1); `make bench SCALE_CONTROL_PLANE_CPUS=` runs unpinned.

@@ -9,8 +9,9 @@
 #      multi-architecture catalog image ($(REGISTRY)/service-router-operator-catalog:v$(VERSION)):
 #      the catalog in /configs and opm itself, serving it (what OLM's CatalogSource runs);
 #   5. into $(RELEASE_DIR): the chart archive, the binaries, an SPDX SBOM, the catalog, the digests,
-#      the kubectl plugin's archives (kubectl-router-$(VERSION)-linux-amd64.tar.gz, -arm64) and its
-#      krew manifest (router.yaml, from hack/krew/router.yaml), SHA256SUMS;
+#      the kubectl plugin's archives (kubectl-router-$(VERSION)-{linux,darwin}-{amd64,arm64}.tar.gz,
+#      -windows-amd64.tar.gz) and its krew manifest (router.yaml, from hack/krew/router.yaml),
+#      SHA256SUMS;
 #   6. with RELEASE_SIGNING_KEY: cosign signatures of the three images and the chart (in the
 #      registry) and of SHA256SUMS (SHA256SUMS.sig), and the public key (cosign.pub).
 # Pushing is hack/image/release (go-containerregistry); credentials come from the Docker
@@ -31,11 +32,13 @@ COSIGN := $(BIN)/cosign
 REGISTRY ?=
 # Where the GitHub release serves its assets: the krew manifest's download URLs.
 RELEASE_DOWNLOAD_URL ?= https://github.com/service-router/service-router-operator/releases/download/v$(VERSION)
-# The kubectl plugin's platforms, archives (a krew archive: the binary and the LICENSE) and their
-# build directory.
-PLUGIN_PLATFORMS ?= $(IMAGE_PLATFORMS)
+# The kubectl plugin's platforms (where kubectl users are: Linux, macOS on Intel and Apple silicon,
+# Windows), archives (a krew archive: the binary and the LICENSE) and their build directory. On
+# Windows the binary is kubectl-router.exe, the name kubectl looks for there.
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 PLUGIN_DIST := dist/plugin
 plugin_archive = $(PLUGIN_DIST)/kubectl-router-$(VERSION)-$(subst /,-,$(1)).tar.gz
+plugin_binary = kubectl-router$(if $(filter windows/%,$(1)),.exe)
 REGISTRY_PLAIN_HTTP ?= false
 RELEASE_DIR ?= dist/release
 RELEASE_IMAGE_REPO = $(REGISTRY)/service-router-operator
@@ -106,9 +109,9 @@ plugin-archives: ## Build the kubectl plugin's release archives (PLUGIN_PLATFORM
 	$(foreach p,$(PLUGIN_PLATFORMS),\
 		mkdir -p $(PLUGIN_DIST)/$(subst /,-,$(p)) && cp LICENSE $(PLUGIN_DIST)/$(subst /,-,$(p))/ && \
 		CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
-		$(GO) build -trimpath -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $(PLUGIN_DIST)/$(subst /,-,$(p))/kubectl-router ./cmd/kubectl-router && \
+		$(GO) build -trimpath -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $(PLUGIN_DIST)/$(subst /,-,$(p))/$(call plugin_binary,$(p)) ./cmd/kubectl-router && \
 		tar -C $(PLUGIN_DIST)/$(subst /,-,$(p)) --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
-			-czf $(call plugin_archive,$(p)) kubectl-router LICENSE &&) true
+			-czf $(call plugin_archive,$(p)) $(call plugin_binary,$(p)) LICENSE &&) true
 
 .PHONY: release
 release: release-check image plugin-archives $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.

@@ -41,3 +41,29 @@ func TestMakefile_ReleaseTargetsBuildWhatTheyRun(t *testing.T) {
 		})
 	}
 }
+
+// TestMakefile_PluginArchivesForEveryKubectlPlatform: a release carries the kubectl plugin for
+// every platform kubectl users run it on (Linux, macOS on Intel and Apple silicon, Windows), the
+// Windows binary named kubectl-router.exe as kubectl looks for it there. The release test builds
+// Linux and Windows for real; this dry run checks the rest of the default list.
+func TestMakefile_PluginArchivesForEveryKubectlPlatform(t *testing.T) {
+	makeBinary, err := exec.LookPath("make")
+	require.NoError(t, err, "GNU make is needed to check the Makefile")
+	cmd := exec.Command(makeBinary, "-n", "--no-print-directory", "BIN="+t.TempDir(), "VERSION=1.2.3", "plugin-archives")
+	cmd.Dir = repoRoot
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=") || strings.HasPrefix(kv, "PLUGIN_PLATFORMS=")
+	})
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make -n plugin-archives:\n%s", out)
+	for _, platform := range []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"} {
+		goos, goarch, _ := strings.Cut(platform, "/")
+		dir, bin := "dist/plugin/"+goos+"-"+goarch, "kubectl-router"
+		if goos == "windows" {
+			bin += ".exe"
+		}
+		require.Contains(t, string(out), "CGO_ENABLED=0 GOOS="+goos+" GOARCH="+goarch+" ", "make release builds the plugin for %s", platform)
+		require.Contains(t, string(out), "-o "+dir+"/"+bin+" ./cmd/kubectl-router", "the %s binary is %s", platform, bin)
+		require.Contains(t, string(out), "-czf dist/plugin/kubectl-router-1.2.3-"+goos+"-"+goarch+".tar.gz "+bin+" LICENSE", "the %s archive holds %s and the LICENSE", platform, bin)
+	}
+}

@@ -234,7 +234,7 @@ func runRelease(t *testing.T, root, registry string, env ...string) string {
 	releaseDir := filepath.Join(tmp, "release")
 	cmd := makeCommand(root, "release", "VERSION="+version, "REGISTRY="+registry, "REGISTRY_PLAIN_HTTP=true",
 		"RELEASE_DIR="+releaseDir, "IMAGE_LAYOUT="+filepath.Join(rel, "image"), "IMAGE_BIN_DIR="+filepath.Join(rel, "image-binaries"),
-		"RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY")
+		"RELEASE_SIGNING_KEY=env://COSIGN_PRIVATE_KEY", "PLUGIN_PLATFORMS="+strings.Join(releasedPluginPlatforms, " "))
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -244,6 +244,13 @@ func runRelease(t *testing.T, root, registry string, env ...string) string {
 	t.Logf("make release REGISTRY=%s VERSION=%s: %s; it printed:\n%s", registry, version, time.Since(start).Round(time.Second), lastLines(out.String(), 4))
 	return releaseDir
 }
+
+// releasedPluginPlatforms are the kubectl plugin's platforms this test releases: Linux, as the
+// image, and Windows, whose binary is named differently (kubectl-router.exe). macOS builds as Linux
+// does (another GOOS) and is left out here because each platform is a cold cross-compilation of
+// the plugin on a fresh machine; TestMakefile_PluginArchivesForEveryKubectlPlatform checks that
+// `make release` builds it.
+var releasedPluginPlatforms = []string{"linux/amd64", "linux/arm64", "windows/amd64"}
 
 const cosignPassword = "release-test"
 
@@ -323,18 +330,25 @@ func checkReleaseFiles(t *testing.T, dir, registry, imageDigest string) {
 	}
 	sbomName := "service-router-operator-" + version + ".spdx.json"
 	for _, name := range []string{"service-router-operator-" + version + ".tgz", sbomName, "image.digest",
-		"service-router-operator-linux-amd64", "service-router-operator-linux-arm64",
-		"kubectl-router-" + version + "-linux-amd64.tar.gz", "kubectl-router-" + version + "-linux-arm64.tar.gz", "router.yaml"} {
+		"service-router-operator-linux-amd64", "service-router-operator-linux-arm64", "router.yaml"} {
 		require.True(t, listed[name], "SHA256SUMS lists %s (it lists %v)", name, listed)
 	}
-	// The krew manifest names each plugin archive with its checksum.
+	// Each plugin archive is listed, holds the binary krew links (kubectl-router.exe on Windows)
+	// and the LICENSE, and the krew manifest names it with its checksum and that binary.
 	krew := readFile(t, filepath.Join(dir, "router.yaml"))
-	for _, arch := range []string{"amd64", "arm64"} {
-		archive := "kubectl-router-" + version + "-linux-" + arch + ".tar.gz"
+	for _, platform := range releasedPluginPlatforms {
+		archive := "kubectl-router-" + version + "-" + strings.ReplaceAll(platform, "/", "-") + ".tar.gz"
+		require.True(t, listed[archive], "SHA256SUMS lists %s (it lists %v)", archive, listed)
+		bin := "kubectl-router"
+		if strings.HasPrefix(platform, "windows/") {
+			bin += ".exe"
+		}
 		data, err := os.ReadFile(filepath.Join(dir, archive))
 		require.NoError(t, err)
+		require.Equal(t, []string{"LICENSE", bin}, tarNames(t, data), "the files of %s", archive)
 		sum := sha256.Sum256(data)
-		require.Contains(t, krew, "/"+archive+"\n    sha256: "+hex.EncodeToString(sum[:])+"\n", "the krew manifest names %s with its checksum", archive)
+		require.Contains(t, krew, "/"+archive+"\n    sha256: "+hex.EncodeToString(sum[:])+"\n    bin: "+bin+"\n",
+			"the krew manifest names %s with its checksum and binary", archive)
 	}
 
 	var sbom struct {
@@ -928,4 +942,23 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// tarNames lists the files of a gzipped tar archive, sorted.
+func tarNames(t *testing.T, data []byte) []string {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	var names []string
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		names = append(names, h.Name)
+	}
+	slices.Sort(names)
+	return names
 }

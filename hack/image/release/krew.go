@@ -14,9 +14,11 @@ import (
 	"text/template"
 )
 
-// krewPlatform is one archive of the kubectl plugin, as the krew manifest names it.
+// krewPlatform is one archive of the kubectl plugin, as the krew manifest names it: Bin is the
+// binary in the archive, which krew links onto the PATH (kubectl-router.exe on Windows, where
+// kubectl finds plugins by that extension).
 type krewPlatform struct {
-	OS, Arch, URI, SHA256 string
+	OS, Arch, URI, SHA256, Bin string
 }
 
 // krewManifestCommand renders the krew manifest template with the version and, for each
@@ -49,7 +51,11 @@ func krewManifestCommand(args []string) error {
 		if err != nil {
 			return err
 		}
-		platforms = append(platforms, krewPlatform{OS: goos, Arch: goarch, URI: strings.TrimSuffix(*urlBase, "/") + "/" + filepath.Base(path), SHA256: sum})
+		bin := "kubectl-router"
+		if goos == "windows" {
+			bin += ".exe"
+		}
+		platforms = append(platforms, krewPlatform{OS: goos, Arch: goarch, URI: strings.TrimSuffix(*urlBase, "/") + "/" + filepath.Base(path), SHA256: sum, Bin: bin})
 	}
 	out, err := krewManifest(string(text), *version, platforms)
 	if err != nil {

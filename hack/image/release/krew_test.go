@@ -7,20 +7,24 @@ import (
 	"testing"
 )
 
-// The repository's krew template renders to a manifest naming each archive with its checksum,
-// platforms in a stable order whatever the order of the flags.
+// The repository's krew template renders to a manifest naming each archive with its checksum and
+// the binary krew links (kubectl-router.exe on Windows), platforms in a stable order whatever the
+// order of the flags.
 func TestKrewManifest_FromTheRepositorysTemplate(t *testing.T) {
 	dir := t.TempDir()
-	amd64, arm64 := filepath.Join(dir, "kubectl-router-1.2.3-linux-amd64.tar.gz"), filepath.Join(dir, "kubectl-router-1.2.3-linux-arm64.tar.gz")
-	for path, content := range map[string]string{amd64: "amd64", arm64: "arm64"} {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	args := []string{"--template=" + filepath.Join("..", "..", "krew", "router.yaml"), "--version=1.2.3",
+		"--url-base=https://example.com/releases/v1.2.3/"}
+	archives := map[string]string{}
+	for _, platform := range []string{"windows/amd64", "linux/arm64", "darwin/arm64", "linux/amd64", "darwin/amd64"} {
+		path := filepath.Join(dir, "kubectl-router-1.2.3-"+strings.ReplaceAll(platform, "/", "-")+".tar.gz")
+		if err := os.WriteFile(path, []byte(platform), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		archives[platform] = path
+		args = append(args, "--archive="+platform+"="+path)
 	}
 	out := filepath.Join(dir, "router.yaml")
-	err := krewManifestCommand([]string{"--template=" + filepath.Join("..", "..", "krew", "router.yaml"), "--version=1.2.3",
-		"--url-base=https://example.com/releases/v1.2.3/", "--archive=linux/arm64=" + arm64, "--archive=linux/amd64=" + amd64, "--output=" + out})
-	if err != nil {
+	if err := krewManifestCommand(append(args, "--output="+out)); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
@@ -28,20 +32,30 @@ func TestKrewManifest_FromTheRepositorysTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(data)
-	sum, err := fileSHA256(amd64)
-	if err != nil {
-		t.Fatal(err)
+	entry := func(platform, bin string) string {
+		t.Helper()
+		sum, err := fileSHA256(archives[platform])
+		if err != nil {
+			t.Fatal(err)
+		}
+		goos, goarch, _ := strings.Cut(platform, "/")
+		return "        os: " + goos + "\n        arch: " + goarch + "\n" +
+			"    uri: https://example.com/releases/v1.2.3/" + filepath.Base(archives[platform]) + "\n    sha256: " + sum + "\n" +
+			"    bin: " + bin + "\n    files:\n    - from: " + bin + "\n      to: .\n"
 	}
 	for _, want := range []string{
 		"kind: Plugin", "  name: router", "  version: v1.2.3",
-		"        arch: amd64\n    uri: https://example.com/releases/v1.2.3/kubectl-router-1.2.3-linux-amd64.tar.gz\n    sha256: " + sum + "\n",
+		entry("linux/amd64", "kubectl-router"), entry("darwin/arm64", "kubectl-router"), entry("windows/amd64", "kubectl-router.exe"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the manifest lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Index(got, "arch: amd64") > strings.Index(got, "arch: arm64") {
-		t.Errorf("platforms are not sorted:\n%s", got)
+	order := []string{"os: darwin\n        arch: amd64", "os: darwin\n        arch: arm64", "os: linux\n        arch: amd64", "os: linux\n        arch: arm64", "os: windows"}
+	for i := 1; i < len(order); i++ {
+		if strings.Index(got, order[i-1]) > strings.Index(got, order[i]) {
+			t.Errorf("platforms are not sorted by OS, then architecture:\n%s", got)
+		}
 	}
 	if strings.Contains(got, "{{") {
 		t.Errorf("template left unrendered:\n%s", got)
