@@ -491,22 +491,30 @@ func layerFiles(t *testing.T, registry, repository string, manifest imageManifes
 			require.NoError(t, err)
 			r = gz
 		}
-		tr := tar.NewReader(r)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
+		eachTarEntry(t, r, func(h *tar.Header, content io.Reader) {
 			if h.Typeflag != tar.TypeReg {
-				continue
+				return
 			}
-			data, err := io.ReadAll(tr)
+			data, err := io.ReadAll(content)
 			require.NoError(t, err)
 			files[strings.TrimPrefix(h.Name, "/")] = data
-		}
+		})
 	}
 	return files
+}
+
+// eachTarEntry calls f with every entry of a tar stream and a reader of its content.
+func eachTarEntry(t *testing.T, r io.Reader, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		f(h, tr)
+	}
 }
 
 // serviceAccountKubeconfig returns a kubeconfig authenticating with a token the API server issued
@@ -864,17 +872,11 @@ func layerDirs(t *testing.T, registry, repository string, manifests []descriptor
 		for _, layer := range manifest.Layers {
 			gz, err := gzip.NewReader(bytes.NewReader(registryGet(t, registry, repository, "blobs", layer.Digest)))
 			require.NoError(t, err)
-			tr := tar.NewReader(gz)
-			for {
-				h, err := tr.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				require.NoError(t, err)
+			eachTarEntry(t, gz, func(h *tar.Header, _ io.Reader) {
 				if h.Typeflag == tar.TypeDir {
 					dirs = append(dirs, fmt.Sprintf("%s %o", h.Name, h.Mode&0o7777))
 				}
-			}
+			})
 		}
 	}
 	return dirs
@@ -950,15 +952,7 @@ func tarNames(t *testing.T, data []byte) []string {
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	require.NoError(t, err)
 	var names []string
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		names = append(names, h.Name)
-	}
+	eachTarEntry(t, gz, func(h *tar.Header, _ io.Reader) { names = append(names, h.Name) })
 	slices.Sort(names)
 	return names
 }
