@@ -17,7 +17,7 @@ DEMO_FLAGS ?=
 demo-intro:
 	@missing=""; \
 	for f in $(CONTROL_PLANE); do [ -x "$$f" ] || { missing="$$missing, the control plane (etcd, kube-apiserver, kube-controller-manager, kubectl)"; break; }; done; \
-	[ -x "$(EXTERNAL_DNS)" ] || missing="$$missing, ExternalDNS (it links every provider)"; \
+	[ -x "$(EXTERNAL_DNS)" ] || missing="$$missing, ExternalDNS (its rfc2136 and Azure providers)"; \
 	{ command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ]; } && command -v dig >/dev/null 2>&1 || missing="$$missing, BIND 9 and dig (apt-get)"; \
 	if [ -n "$$missing" ]; then \
 		echo "==> make demo, first run: building or installing side by side$${missing#,}, the operator and the demo."; \

@@ -46,7 +46,7 @@ control-plane: $(CONTROL_PLANE) ## Build etcd, kube-apiserver, kube-controller-m
 operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
 
 .PHONY: external-dns
-external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 into bin/external-dns.
+external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 (rfc2136 and Azure providers) into bin/external-dns.
 	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 $(CONTROLLER_GEN): hack/tools/go.mod
@@ -92,12 +92,17 @@ $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
 	cd hack/tools/operator-sdk && $(GO) build -tags containers_image_openpgp -ldflags "$(OPERATOR_SDK_LDFLAGS)" \
 		-o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
-# ExternalDNS links every provider, so the first build takes several minutes on 2 cores. Building
-# it with only the rfc2136 (and azure-private-dns) provider is not possible without copying its
-# code: v0.22.0's main calls controller.Execute, whose package imports provider/factory, which
-# imports all 24 providers unconditionally (no build tags); Execute is the only exported entry
-# point of the controller package.
-$(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum
-	@echo "==> building external-dns into bin/ (first run only, several minutes)"
-	cd hack/tools/external-dns && $(GO) build -trimpath -o $@ sigs.k8s.io/external-dns
+# ExternalDNS v0.22.0 with the two providers the project runs, rfc2136 (the demo, the end-to-end
+# suite) and azure-private-dns (the AKS world): ExternalDNS' main imports all 24 providers through
+# one table (provider/factory), so hack/externaldnsslim copies the module from the module cache
+# into bin/.external-dns-src with the other providers' lines dropped from that table (every other
+# line as upstream ships it) and writes a go.mod replacing the module with that copy. Half the CPU
+# time of the full build (6.3 against 13.1 minutes measured, cold caches) and fewer downloads. The
+# full binary: `cd hack/tools/external-dns && go build sigs.k8s.io/external-dns`.
+EXTERNAL_DNS_PROVIDERS := rfc2136,azure
+EXTERNAL_DNS_SRC := $(BIN)/.external-dns-src
+$(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum hack/externaldnsslim/main.go
+	@echo "==> building external-dns (providers $(EXTERNAL_DNS_PROVIDERS) only) into bin/ (first run only, a few minutes)"
+	$(GO) run ./hack/externaldnsslim --tools-module=hack/tools/external-dns --out=$(EXTERNAL_DNS_SRC) --keep=$(EXTERNAL_DNS_PROVIDERS)
+	cd hack/tools/external-dns && $(GO) build -modfile=$(EXTERNAL_DNS_SRC)/go.mod -trimpath -o $@ sigs.k8s.io/external-dns
 	@touch $@

@@ -99,7 +99,7 @@ func ExternalDNSBinary() (string, error) {
 	}
 	p := filepath.Join(root, "bin", "external-dns")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found: run `make external-dns` (builds ExternalDNS v0.22.0 once, several minutes): %w", p, err)
+		return "", fmt.Errorf("%s not found: run `make external-dns` (builds ExternalDNS v0.22.0 once, a few minutes): %w", p, err)
 	}
 	return p, nil
 }
