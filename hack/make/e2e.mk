@@ -1,6 +1,7 @@
-# End-to-end infrastructure: the real ExternalDNS binary, BIND 9 as an RFC 2136 DNS server, and
-# the Go end-to-end suite in test/e2e (build tag `e2e`), which starts control planes, `named`
-# processes, ExternalDNS processes and the operator as plain local processes.
+# End-to-end infrastructure: the real ExternalDNS binary (v0.22.0 with its rfc2136 and Azure
+# providers), BIND 9 as an RFC 2136 DNS server, and the Go end-to-end suite in test/e2e (build tag
+# `e2e`), which starts control planes, `named` processes, ExternalDNS processes and the operator as
+# plain local processes.
 #
 # bin/external-dns and the control plane are built by the rules of hack/make/tools.mk.
 
