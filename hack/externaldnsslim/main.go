@@ -18,7 +18,7 @@
 //
 // Usage:
 //
-//	externaldnsslim --tools-module=hack/tools/external-dns --out=bin/.external-dns --keep=rfc2136,azure
+//	externaldnsslim --tools-module=hack/tools/external-dns --out=DIR --keep=rfc2136,azure
 package main
 
 import (
