@@ -27,7 +27,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +69,8 @@ func run(toolsModule, out string, keep []string) error {
 	if err := os.RemoveAll(out); err != nil {
 		return err
 	}
-	if err := copyTree(moduleDir, src); err != nil {
+	// The module cache's files are read-only; the copies are writable (os.CopyFS).
+	if err := os.CopyFS(src, os.DirFS(moduleDir)); err != nil {
 		return err
 	}
 	factory, err := os.ReadFile(filepath.Join(src, factoryFile))
@@ -118,34 +118,6 @@ func downloadedModule(toolsModule string) (string, error) {
 		return "", fmt.Errorf("go mod download %s: %s", externalDNSModule, cmp.Or(m.Error, "no module directory"))
 	}
 	return m.Dir, nil
-}
-
-// copyTree copies the regular files of the module (read-only in the module cache) into dst,
-// writable, leaving out its tests and documentation, which the build does not read.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if rel == "docs" || strings.HasSuffix(rel, "testdata") {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if !d.Type().IsRegular() || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
 }
 
 var (

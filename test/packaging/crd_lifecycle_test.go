@@ -3,7 +3,6 @@ package packaging
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,25 +431,7 @@ func createDryRun(t *testing.T, c client.Client, obj *unstructured.Unstructured)
 func copyChart(t *testing.T) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(chartPath))
-	src := repoPath(chartPath)
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	require.NoError(t, err)
+	require.NoError(t, os.CopyFS(dst, os.DirFS(repoPath(chartPath))))
 	return dst
 }
 
