@@ -1,9 +1,7 @@
 package packaging
 
 import (
-	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,14 +26,8 @@ func TestMakefile_ReleaseTargetsBuildWhatTheyRun(t *testing.T) {
 	} {
 		target := args[0]
 		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(makeBinary, append([]string{"-n", "--no-print-directory", "BIN=" + bin, "REGISTRY=registry.example.com/owner"}, args...)...)
-			cmd.Dir = repoRoot
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
-			})
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "make -n %s:\n%s", target, out)
-			for _, problem := range unbuiltBinaries(string(out), bin) {
+			out := makeDryRun(t, makeBinary, append([]string{"BIN=" + bin, "REGISTRY=registry.example.com/owner"}, args...))
+			for _, problem := range unbuiltBinaries(out, bin) {
 				t.Errorf("make %s on a fresh clone: %s", target, problem)
 			}
 		})
@@ -49,21 +41,15 @@ func TestMakefile_ReleaseTargetsBuildWhatTheyRun(t *testing.T) {
 func TestMakefile_PluginArchivesForEveryKubectlPlatform(t *testing.T) {
 	makeBinary, err := exec.LookPath("make")
 	require.NoError(t, err, "GNU make is needed to check the Makefile")
-	cmd := exec.Command(makeBinary, "-n", "--no-print-directory", "BIN="+t.TempDir(), "VERSION=1.2.3", "plugin-archives")
-	cmd.Dir = repoRoot
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=") || strings.HasPrefix(kv, "PLUGIN_PLATFORMS=")
-	})
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "make -n plugin-archives:\n%s", out)
+	out := makeDryRun(t, makeBinary, []string{"BIN=" + t.TempDir(), "VERSION=1.2.3", "plugin-archives"}, "PLUGIN_PLATFORMS")
 	for _, platform := range []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"} {
 		goos, goarch, _ := strings.Cut(platform, "/")
 		dir, bin := "dist/plugin/"+goos+"-"+goarch, "kubectl-router"
 		if goos == "windows" {
 			bin += ".exe"
 		}
-		require.Contains(t, string(out), "CGO_ENABLED=0 GOOS="+goos+" GOARCH="+goarch+" ", "make release builds the plugin for %s", platform)
-		require.Contains(t, string(out), "-o "+dir+"/"+bin+" ./cmd/kubectl-router", "the %s binary is %s", platform, bin)
-		require.Contains(t, string(out), "-czf dist/plugin/kubectl-router-1.2.3-"+goos+"-"+goarch+".tar.gz "+bin+" LICENSE", "the %s archive holds %s and the LICENSE", platform, bin)
+		require.Contains(t, out, "CGO_ENABLED=0 GOOS="+goos+" GOARCH="+goarch+" ", "make release builds the plugin for %s", platform)
+		require.Contains(t, out, "-o "+dir+"/"+bin+" ./cmd/kubectl-router", "the %s binary is %s", platform, bin)
+		require.Contains(t, out, "-czf dist/plugin/kubectl-router-1.2.3-"+goos+"-"+goarch+".tar.gz "+bin+" LICENSE", "the %s archive holds %s and the LICENSE", platform, bin)
 	}
 }
