@@ -104,6 +104,7 @@ verify-prerequisites:
 	$(GO) mod tidy
 	cd hack/tools && $(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
+	cd hack/tools/cni && $(GO) mod tidy
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy
 	cd hack/tools/external-dns && $(GO) mod tidy

@@ -77,7 +77,7 @@ type Env struct {
 	kcmExited  chan struct{}
 	kcmLog     *bytes.Buffer
 	scratchDir string
-	crds       crdFiles
+	crds       CRDFiles
 }
 
 // Start boots the control plane. Call Stop when done.
@@ -101,16 +101,16 @@ func Start(opts Options) (*Env, error) {
 	}
 	var crdPaths []string
 	if !opts.SkipOperatorCRDs {
-		crdPaths = append(crdPaths, crds.operator)
+		crdPaths = append(crdPaths, crds.Operator)
 	}
 	if !opts.SkipExternalDNSCRDs {
-		crdPaths = append(crdPaths, crds.externalDNS)
+		crdPaths = append(crdPaths, crds.ExternalDNS)
 	}
 	if !opts.SkipIstioCRDs {
-		crdPaths = append(crdPaths, crds.istio)
+		crdPaths = append(crdPaths, crds.Istio)
 	}
 	if opts.GatewayAPICRDs {
-		crdPaths = append(crdPaths, crds.gatewayAPI)
+		crdPaths = append(crdPaths, crds.GatewayAPI)
 	}
 
 	scheme := operatorscheme.New()
@@ -251,19 +251,19 @@ func RepoRoot() (string, error) {
 // InstallIstioCRDs installs the Istio CRDs (from the same pinned module file Start uses) into a
 // control plane started with SkipIstioCRDs, and waits until the API server serves them.
 func (e *Env) InstallIstioCRDs() error {
-	return e.installCRDs(e.crds.istio)
+	return e.installCRDs(e.crds.Istio)
 }
 
 // InstallExternalDNSCRDs installs the DNSEndpoint CRD (from the same pinned module file Start
 // uses) into a control plane started with SkipExternalDNSCRDs, and waits until it is served.
 func (e *Env) InstallExternalDNSCRDs() error {
-	return e.installCRDs(e.crds.externalDNS)
+	return e.installCRDs(e.crds.ExternalDNS)
 }
 
 // InstallGatewayAPICRDs installs the Gateway API's standard-channel CRDs (from the same pinned
 // module directory Start uses) and waits until they are served.
 func (e *Env) InstallGatewayAPICRDs() error {
-	return e.installCRDs(e.crds.gatewayAPI)
+	return e.installCRDs(e.crds.GatewayAPI)
 }
 
 func (e *Env) installCRDs(path string) error {
@@ -274,29 +274,40 @@ func (e *Env) installCRDs(path string) error {
 	return nil
 }
 
-// crdFiles are the operator's CRD directory and the third-party CRD files from the module cache.
-type crdFiles struct {
-	operator, externalDNS, istio, gatewayAPI string
+// CRDFiles are the operator's CRD directory and the third-party CRD files (a file, or the Gateway
+// API's directory) from the module cache.
+type CRDFiles struct {
+	Operator, ExternalDNS, Istio, GatewayAPI string
 }
 
-func locateCRDs(root string) (crdFiles, error) {
+// LocateCRDs returns the CRD files Start installs, for clusters it does not start (the node world
+// of the end-to-end framework).
+func LocateCRDs() (CRDFiles, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return CRDFiles{}, err
+	}
+	return locateCRDs(root)
+}
+
+func locateCRDs(root string) (CRDFiles, error) {
 	externalDNS, err := moduleDir(root, externalDNSModule)
 	if err != nil {
-		return crdFiles{}, err
+		return CRDFiles{}, err
 	}
 	istioAPI, err := moduleDir(root, istioAPIModule)
 	if err != nil {
-		return crdFiles{}, err
+		return CRDFiles{}, err
 	}
 	gatewayAPI, err := moduleDir(root, gatewayAPIModule)
 	if err != nil {
-		return crdFiles{}, err
+		return CRDFiles{}, err
 	}
-	return crdFiles{
-		operator:    filepath.Join(root, "config", "crd", "bases"),
-		externalDNS: filepath.Join(externalDNS, externalDNSCRDPath),
-		istio:       filepath.Join(istioAPI, istioCRDPath),
-		gatewayAPI:  filepath.Join(gatewayAPI, gatewayAPICRDDir),
+	return CRDFiles{
+		Operator:    filepath.Join(root, "config", "crd", "bases"),
+		ExternalDNS: filepath.Join(externalDNS, externalDNSCRDPath),
+		Istio:       filepath.Join(istioAPI, istioCRDPath),
+		GatewayAPI:  filepath.Join(gatewayAPI, gatewayAPICRDDir),
 	}, nil
 }
 

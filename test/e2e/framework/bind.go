@@ -25,6 +25,10 @@ type BindOptions struct {
 	// the server (BindServer.TSIG), as a real RFC 2136 target would; zone transfers stay open to
 	// 127.0.0.1. Default: updates from 127.0.0.1 without a key.
 	TSIG bool
+	// Address is another address named listens on (the same port), for clients that cannot reach
+	// this machine's loopback: the node world's pods reach it on a node address. Queries only:
+	// updates and transfers still come from 127.0.0.1 (or carry the TSIG key).
+	Address string
 }
 
 // TSIGKey is a TSIG key a server accepts updates signed with.
@@ -46,7 +50,9 @@ type BindServer struct {
 	// Dir holds named.conf, the zone file and its journal; removed by Stop.
 	Dir string
 
-	proc *Process
+	// address is BindOptions.Address.
+	address string
+	proc    *Process
 }
 
 // NamedBinary returns the path of named, installed by `make bind-tools`.
@@ -100,7 +106,7 @@ func startBindOnce(ctx context.Context, named string, opts BindOptions) (*BindSe
 	if err != nil {
 		return nil, err
 	}
-	b := &BindServer{Name: opts.Name, Zone: opts.Zone, Port: port, Dir: dir}
+	b := &BindServer{Name: opts.Name, Zone: opts.Zone, Port: port, Dir: dir, address: opts.Address}
 	if opts.TSIG {
 		secret := make([]byte, 32)
 		if _, err := rand.Read(secret); err != nil {
@@ -146,7 +152,10 @@ func startBindOnce(ctx context.Context, named string, opts BindOptions) (*BindSe
 }
 
 func (b *BindServer) writeConfig() error {
-	keys, updaters := "", "127.0.0.1;"
+	keys, updaters, listen := "", "127.0.0.1;", "127.0.0.1;"
+	if b.address != "" {
+		listen += " " + b.address + ";"
+	}
 	if b.TSIG != nil {
 		keys = fmt.Sprintf("key %q {\n\talgorithm %s;\n\tsecret %q;\n};\n", b.TSIG.Name, b.TSIG.Algorithm, b.TSIG.Secret)
 		updaters = fmt.Sprintf("key %q;", b.TSIG.Name)
@@ -157,7 +166,7 @@ options {
 	pid-file %[2]q;
 	session-keyfile %[3]q;
 	managed-keys-directory %[1]q;
-	listen-on port %[4]d { 127.0.0.1; };
+	listen-on port %[4]d { %[9]s };
 	listen-on-v6 { none; };
 	// Without SO_REUSEPORT a port collision fails loudly ("address in use") instead of two
 	// servers silently sharing the port.
@@ -179,7 +188,7 @@ zone %[5]q {
 	allow-transfer { 127.0.0.1; };
 };
 `, b.Dir, filepath.Join(b.Dir, "named.pid"), filepath.Join(b.Dir, "session.key"), b.Port,
-		b.Zone, filepath.Join(b.Dir, "db."+b.Zone), keys, updaters)
+		b.Zone, filepath.Join(b.Dir, "db."+b.Zone), keys, updaters, listen)
 	zone := fmt.Sprintf(`$TTL 60
 @	IN SOA	ns1.%[1]s. hostmaster.%[1]s. ( 1 60 60 3600 60 )
 @	IN NS	ns1.%[1]s.

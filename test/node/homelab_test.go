@@ -1,6 +1,6 @@
-//go:build e2e
+//go:build node
 
-package e2e
+package node
 
 import (
 	"context"
@@ -38,16 +38,20 @@ const (
 )
 
 // TestHomelab_WalkthroughResolves follows docs/INSTALLATION.md#homelab from nothing to a name
-// that resolves, taking every command and file from the document: ExternalDNS runs with the
-// walkthrough's command line, docs/examples/homelab/platform.yaml and app.yaml are applied with
-// the walkthrough's own `kubectl apply` and `kubectl wait` commands, and the walkthrough's `dig`
-// must print exactly the answer the document shows. Only what this machine cannot share with a
-// homelab is replaced: the BIND server's address and port (in ExternalDNS' flags, in the
-// DNSConfiguration's verification and in dig's @server) and the TSIG secret (a key generated for
-// the test's BIND, under the walkthrough's key name and algorithm). The ingress LoadBalancer
-// Service, which Istio and MetalLB would create, is created by the test with the walkthrough's
-// address. The operator runs as a process rather than from the chart (the packaging tests prove
-// the chart and the homelab values).
+// that resolves, with the operator as the walkthrough installs it: its image built and pushed to
+// the world's registry with the walkthrough's command, the chart installed with the homelab values
+// by the walkthrough's helm command, its pod Running and Ready through its probes under a kubelet
+// in a namespace that enforces the restricted Pod Security Standard. Every command and file comes
+// from the document: ExternalDNS runs with the walkthrough's command line,
+// docs/examples/homelab/platform.yaml and app.yaml are applied with the walkthrough's own
+// `kubectl apply` and `kubectl wait` commands, the walkthrough's `dig` must print exactly the
+// answer the document shows, and `kubectl router status` explains the route. Only what this
+// machine cannot share with a homelab is replaced: the registry's host (the world's registry),
+// the DNSEndpoint CRD's URL (the same file, from the module), the BIND server's address and port
+// (in ExternalDNS' flags, in the DNSConfiguration's verification and in dig's @server) and the
+// TSIG secret (a key generated for the test's BIND, under the walkthrough's key name and
+// algorithm). The ingress LoadBalancer Service, which Istio and MetalLB would create, is created
+// by the test with the walkthrough's address, and Istio's CRDs are installed as istioctl would.
 //
 // It also proves the HTTP-only Gateway: the generated Istio Gateway has one server, plain HTTP on
 // port 80, for the route's hostname; and the HTTPS variant the Gateway's comments describe, once
@@ -102,11 +106,15 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	if crdURL == nil {
 		t.Fatalf("%s, section %q: no kubectl apply of the DNSEndpoint CRD from the ExternalDNS repository", homelabDoc, homelabHeading)
 	}
-	if chart, err := framework.ExternalDNSChart(ctx); err != nil {
+	chart, err := framework.ExternalDNSChart(ctx)
+	if err != nil {
 		t.Fatal(err)
-	} else if module := filepath.Dir(filepath.Dir(chart)); !strings.HasSuffix(module, "@"+crdURL[1]) {
+	}
+	module := filepath.Dir(filepath.Dir(chart))
+	crdFile := filepath.Join(module, crdURL[2])
+	if !strings.HasSuffix(module, "@"+crdURL[1]) {
 		t.Errorf("the walkthrough installs the DNSEndpoint CRD of ExternalDNS %s, the suite runs %s", crdURL[1], filepath.Base(module))
-	} else if _, err := os.Stat(filepath.Join(module, crdURL[2])); err != nil {
+	} else if _, err := os.Stat(crdFile); err != nil {
 		t.Errorf("the walkthrough's DNSEndpoint CRD %s is not in ExternalDNS %s: %v", crdURL[2], crdURL[1], err)
 	}
 
@@ -160,7 +168,7 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	// The zone on a BIND server that takes only updates signed with a TSIG key (step 3), and
 	// hands the zone out to 127.0.0.1. The walkthrough's key name is the one the server's key
 	// gets (externaldns-<server name>): only the secret differs.
-	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "home", Zone: domain, TSIG: true})
+	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "home", Zone: domain, TSIG: true, Address: framework.NodeIP(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +176,9 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		t.Fatalf("the walkthrough's TSIG key %s (%s) is not the test server's %s (%s)",
 			flag("rfc2136-tsig-keyname"), flag("rfc2136-tsig-secret-alg"), zone.TSIG.Name, zone.TSIG.Algorithm)
 	}
-	localDNSServer := "127.0.0.1:" + strconv.Itoa(zone.Port)
+	// ExternalDNS, a process here, updates the zone on the loopback; the operator's pod verifies
+	// it on the node's address.
+	localDNSServer := framework.NodeIP(1) + ":" + strconv.Itoa(zone.Port)
 	args := edArgs
 	var replaced []string
 	for _, r := range [][2]string{{"rfc2136-host", "127.0.0.1"}, {"rfc2136-port", strconv.Itoa(zone.Port)}, {"rfc2136-tsig-secret", zone.TSIG.Secret}} {
@@ -181,30 +191,69 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	t.Logf("ExternalDNS as %s runs it: %s\nreplaced here: %s (the framework adds --kubeconfig and --metrics-address)",
 		homelabDoc, strings.Join(edArgs, " "), strings.Join(replaced, " "))
 
-	cl, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "homelab"})
-	if err != nil {
+	w := startWorld(t, 1)
+	cl := w.Cluster()
+	// Step 1: Istio's CRDs, as istioctl installs them, and its ingress Service with the load
+	// balancer's address.
+	if err := w.InstallIstioCRDs(); err != nil {
 		t.Fatal(err)
 	}
-	// Steps 1 and 2: Istio's ingress Service with its load balancer address, and the operator.
 	gatewayNS := gateway.GetNamespace()
 	if _, err := framework.CreateIngressService(ctx, cl.Client, framework.IngressService{
 		Namespace: gatewayNS, Name: homelabIngressService, Controller: gatewayController, IPs: []string{lbIP},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	op, err := cl.StartOperator(ctx, t, framework.OperatorOptions{})
+
+	// Step 2: the image pushed to the homelab's registry, the DNSEndpoint CRD, the chart.
+	docRegistry := regexp.MustCompile(`IMG=([^/\s]+)/`).FindStringSubmatch(shellBlock("make image image-push"))
+	if docRegistry == nil {
+		t.Fatalf("%s: the image push names no registry host in IMG", homelabDoc)
+	}
+	local := func(script string) string {
+		return strings.ReplaceAll(script, docRegistry[1]+"/", w.Registry+"/")
+	}
+	started := time.Now()
+	out, err := cl.RunScript(ctx, local(shellBlock("make image image-push")))
 	if err != nil {
+		t.Fatalf("step 2, the image: %v", err)
+	}
+	t.Logf("step 2: image pushed in %s:\n%s", time.Since(started).Round(time.Millisecond), lastLines(out, 3))
+	installScript := local(block("helm install"))
+	installScript = strings.Replace(installScript, crdURL[0], crdFile, 1)
+	started = time.Now()
+	if out, err = cl.RunScript(ctx, installScript); err != nil {
+		t.Fatalf("step 2, the chart: %v\n%s", err, w.Diagnostics(ctx, operatorNamespace))
+	}
+	t.Logf("step 2: chart installed and rolled out in %s:\n%s", time.Since(started).Round(time.Millisecond), out)
+	// Restricted Pod Security, enforced: the label is accepted without a warning about the
+	// running pod, and a new pod is admitted under it and becomes Ready through its probes.
+	if out, err = cl.RunScript(ctx, shellBlock("pod-security.kubernetes.io/enforce=restricted")); err != nil || strings.Contains(out, "Warning") {
+		t.Fatalf("step 2, the restricted label: %v\n%s", err, out)
+	}
+	if out, err = cl.RunScript(ctx, "kubectl -n "+operatorNamespace+" rollout restart deployment/"+operatorDeployment); err != nil {
 		t.Fatal(err)
 	}
+	pods, err := w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout)
+	if err != nil {
+		t.Fatalf("the operator under enforce=restricted: %v\n%s", err, w.Diagnostics(ctx, operatorNamespace))
+	}
+	checkOperatorPods(t, pods, 1, docRegistry[1], w.Registry)
+	op := operatorDiagnostics(ctx, w)
+
 	// Step 4: ExternalDNS, before anything is published, as a reader starts it.
-	ed, err := cl.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: args})
+	edKubeconfig, err := w.NewKubeconfig("external-dns-home")
 	if err != nil {
 		t.Fatal(err)
 	}
-	diagnostics := []func() string{op.Diagnostics, ed.Diagnostics, zone.Diagnostics}
+	ed, err := cl.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: args, Kubeconfig: edKubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diagnostics := []func() string{op, ed.Diagnostics, zone.Diagnostics}
 	fail := func(format string, a ...any) {
 		t.Helper()
-		t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), strings.Join(callAll(diagnostics), "\n"))
+		t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), describeAll(diagnostics))
 	}
 
 	// Step 5: the platform's objects, with the walkthrough's commands. The verification asks the
@@ -217,7 +266,7 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	platformScript := shellBlock("kubectl apply -f " + homelabPlatform)
-	out, err := cl.RunScript(ctx, strings.ReplaceAll(platformScript, homelabPlatform, localPlatform))
+	out, err = cl.RunScript(ctx, strings.ReplaceAll(platformScript, homelabPlatform, localPlatform))
 	if err != nil {
 		fail("step 5: %v", err)
 	}
@@ -227,7 +276,7 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	}
 
 	// Step 6: the application's objects, the file and commands exactly as written.
-	started := time.Now()
+	started = time.Now()
 	out, err = cl.RunScript(ctx, shellBlock("kubectl apply -f "+homelabApp))
 	if err != nil {
 		fail("step 6: %v", err)
@@ -267,9 +316,9 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	// The records are ExternalDNS' with the walkthrough's owner ID and prefix: it will update and
 	// delete them (the zone only takes updates signed with the key, so it wrote them).
 	owner, prefix := "external-dns/owner="+flag("txt-owner-id"), flag("txt-prefix")
-	recs := logZone(ctx, t, "step 7", zone)
+	recs := zoneRecords(ctx, t, "step 7", zone)
 	for _, name := range []string{prefix + "cname-" + hostname + ".", prefix + "a-" + target + "."} {
-		if !hasRecord(recs, name, "TXT", owner) {
+		if !hasOwnedRecord(recs, name, "TXT", owner) {
 			fail("the zone has no ownership record %s with %s", name, owner)
 		}
 	}

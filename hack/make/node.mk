@@ -1,0 +1,41 @@
+# The node suite (test/node, build tag `node`): the operator as it ships, its image and the chart's
+# and the CSV's Deployments, running as pods under a real kubelet. test/e2e/framework's NodeWorld
+# starts a whole cluster inside a network namespace it creates: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kube-proxy, two kubelets each with Debian's containerd
+# and runc, bridge CNI, and an OCI registry every image is pushed to (nothing is pulled from
+# outside). It needs root, like the kubelet it runs.
+#
+# The kubelet, kube-scheduler, kube-proxy and CNI plugin paths come from hack/make/tools.mk.
+
+NODE_E2E_TIMEOUT ?= 30m
+NODE_E2E_FLAGS ?=
+
+##@ Node suite (the operator in pods)
+
+# containerd, runc, iptables (kube-proxy) and conntrack come from the distribution (Debian:
+# containerd 1.6 and runc 1.1, which kubelet 1.36 accepts).
+.PHONY: node-packages
+node-packages: ## Make sure containerd, runc, iptables and conntrack are installed (apt-get when missing).
+	@if command -v containerd >/dev/null && command -v containerd-shim-runc-v2 >/dev/null && command -v runc >/dev/null \
+		&& command -v iptables >/dev/null && command -v conntrack >/dev/null; then exit 0; fi; \
+	echo "==> installing containerd, runc, iptables and conntrack with apt-get"; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "node-packages: containerd/runc/iptables/conntrack missing and apt-get not available; install them by hand" >&2; exit 1; \
+	fi; \
+	SUDO=""; if [ "$$(id -u)" != "0" ]; then SUDO="sudo -n"; fi; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get update -q </dev/null; \
+	$$SUDO apt-get install -y -q --no-install-recommends containerd runc iptables conntrack </dev/null
+
+# What the suite runs: the whole node, the packages, ExternalDNS (packaged as an image by the
+# suite), helm, BIND, the operator's image layout (dist/image) and the release tool that pushes it.
+.PHONY: e2e-node-prerequisites
+e2e-node-prerequisites:
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool
+
+.PHONY: e2e-node
+e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags node ./test/node/... -count=1 -v -timeout $(NODE_E2E_TIMEOUT) $(NODE_E2E_FLAGS)
+
+# `make test` runs it after the end-to-end suite.
+test: e2e-node

@@ -1,0 +1,127 @@
+//go:build node
+
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+const (
+	// The chart's release as the walkthroughs install it: namespace, release and Deployment name.
+	operatorNamespace  = "service-router-system"
+	operatorDeployment = "service-router-operator"
+	operatorContainer  = "manager"
+	// podTimeout bounds a rollout: an image pull from the world's registry and a start.
+	podTimeout = 2 * time.Minute
+	// convergeTimeout bounds the operator's and ExternalDNS' work after a change.
+	convergeTimeout = 90 * time.Second
+)
+
+// startWorld starts a node world of n nodes for the test, or fails it with the world's logs.
+func startWorld(t *testing.T, nodes int) *framework.NodeWorld {
+	t.Helper()
+	w, err := framework.StartNodeWorld(t.Context(), t, t.Logf, framework.NodeWorldOptions{Nodes: nodes})
+	if err != nil {
+		if w != nil {
+			t.Logf("logs:\n%s", w.Logs())
+		}
+		t.Fatal(err)
+	}
+	return w
+}
+
+// checkOperatorPods checks what a user sees of the operator's pods: n of them, Running and Ready
+// through their probes (readiness and liveness declared), never restarted, running the image
+// pushed to registry in place of docRegistry.
+func checkOperatorPods(t *testing.T, pods []corev1.Pod, n int, docRegistry, registry string) {
+	t.Helper()
+	if len(pods) != n {
+		t.Fatalf("%d operator pods, want %d", len(pods), n)
+	}
+	for _, p := range pods {
+		var c *corev1.Container
+		for i := range p.Spec.Containers {
+			if p.Spec.Containers[i].Name == operatorContainer {
+				c = &p.Spec.Containers[i]
+			}
+		}
+		if c == nil {
+			t.Fatalf("pod %s has no container %s", p.Name, operatorContainer)
+		}
+		if !strings.HasPrefix(c.Image, registry+"/") {
+			t.Errorf("pod %s runs %s; the walkthrough pushed to %s (in place of %s)", p.Name, c.Image, registry, docRegistry)
+		}
+		if c.ReadinessProbe == nil || c.LivenessProbe == nil {
+			t.Errorf("pod %s: the operator's container declares no readiness or liveness probe", p.Name)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 || !cs.Ready || cs.State.Running == nil {
+				t.Errorf("pod %s container %s: ready %v, running %v, %d restarts", p.Name, cs.Name, cs.Ready, cs.State.Running != nil, cs.RestartCount)
+			}
+		}
+	}
+}
+
+// operatorDiagnostics returns a function describing the operator's pods, for failure messages.
+func operatorDiagnostics(ctx context.Context, w *framework.NodeWorld) func() string {
+	return func() string { return w.Diagnostics(ctx, operatorNamespace) }
+}
+
+func mustDig(ctx context.Context, t *testing.T, q framework.Query) framework.Answer {
+	t.Helper()
+	ans, err := framework.Dig(ctx, q.Port, q.Name, q.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ans
+}
+
+// zoneRecords transfers the zone, logs it and returns its records.
+func zoneRecords(ctx context.Context, t *testing.T, title string, b *framework.BindServer) []framework.Record {
+	t.Helper()
+	recs, err := b.ZoneRecords(ctx)
+	if err != nil {
+		t.Fatalf("transferring zone %s from named %q: %v", b.Zone, b.Name, err)
+	}
+	lines := make([]string, 0, len(recs))
+	for _, r := range recs {
+		lines = append(lines, "    "+r.String())
+	}
+	t.Logf("%s: zone %s:\n%s", title, b.Zone, strings.Join(lines, "\n"))
+	return recs
+}
+
+// hasOwnedRecord reports whether recs hold a record name of type rtype whose data contains data.
+func hasOwnedRecord(recs []framework.Record, name, rtype, data string) bool {
+	for _, r := range recs {
+		if strings.EqualFold(r.Name, name) && r.Type == rtype && strings.Contains(r.Data, data) {
+			return true
+		}
+	}
+	return false
+}
+
+func describeAll(fns []func() string) string {
+	parts := make([]string, 0, len(fns))
+	for _, f := range fns {
+		parts = append(parts, f())
+	}
+	return strings.Join(parts, "\n")
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+

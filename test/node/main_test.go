@@ -1,0 +1,18 @@
+//go:build node
+
+// Package node is the node suite: the operator as it ships (its image, the chart's and the CSV's
+// Deployments) running as pods under a real kubelet, in a whole cluster the suite starts inside a
+// network namespace of its own (test/e2e/framework: NodeWorld). It follows the install journeys
+// of docs/INSTALLATION.md with their own commands and files.
+package node
+
+import (
+	"os"
+	"testing"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.RunInNetworkNamespace(m))
+}
