@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -629,4 +631,61 @@ func (w *NodeWorld) ContainerLog(pod *corev1.Pod, container string) string {
 		}
 	}
 	return b.String()
+}
+
+// InstallExternalDNSCRDs installs the DNSEndpoint CRD of the ExternalDNS module go.mod selects.
+func (w *NodeWorld) InstallExternalDNSCRDs() error {
+	crds, err := testenv.LocateCRDs()
+	if err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{Paths: []string{crds.ExternalDNS}, ErrorIfPathMissing: true})
+	return err
+}
+
+// prometheusOperatorModule holds the Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule):
+// the chart's AKS values create both, as a cluster running kube-prometheus-stack accepts.
+const prometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.89.0"
+
+// InstallPrometheusOperatorCRDs installs the ServiceMonitor and PrometheusRule CRDs of the
+// Prometheus Operator (from its module, through the Go module proxy).
+func (w *NodeWorld) InstallPrometheusOperatorCRDs(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", prometheusOperatorModule).Output()
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", prometheusOperatorModule, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("downloading %s: %v %s", prometheusOperatorModule, err, mod.Error)
+	}
+	dir := filepath.Join(mod.Dir, "example", "prometheus-operator-crd")
+	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
+		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
+	}})
+	return err
+}
+
+// PushOperatorImage pushes the operator's image (the layout `make image` wrote) to the world's
+// registry with `make image-push`, the command the walkthroughs give, and returns the repository
+// it pushed to (REGISTRY/service-router-operator, tag v<chart appVersion>).
+func (w *NodeWorld) PushOperatorImage(ctx context.Context) (string, error) {
+	chart, err := os.ReadFile(filepath.Join(w.root, "charts", "service-router-operator", "Chart.yaml"))
+	if err != nil {
+		return "", err
+	}
+	appVersion := regexp.MustCompile(`(?m)^appVersion: "?([^"\s]+)"?$`).FindSubmatch(chart)
+	if appVersion == nil {
+		return "", errors.New("the chart's Chart.yaml has no appVersion")
+	}
+	repo := w.Registry + "/service-router-operator"
+	// The chart's default tag is v<appVersion>.
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "image-push", "IMG="+repo+":v"+string(appVersion[1]), "REGISTRY_PLAIN_HTTP=true")
+	cmd.Dir = w.root
+	// A make of its own, not a sub-make of `make test` (whose jobserver it would share).
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("make image-push: %v\n%s", err, out)
+	}
+	return repo, nil
 }

@@ -1,0 +1,403 @@
+//go:build node
+
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	"github.com/service-router/service-router-operator/internal/testenv"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// The Lease the operator's replicas compete for (main.go's leaderElectionID).
+const leaderLease = "service-router-operator.router.io"
+
+// TestChart_HighAvailabilityInPods installs the chart as a production cluster runs it (two
+// replicas, the PodDisruptionBudget, the ServiceMonitor with its scraper token) on two nodes, and
+// shows what a platform admin relies on:
+//   - the leader's pod killed (its process SIGKILLed, the pod force-deleted: no graceful release
+//     of the Lease), the other replica leads within 20 s, and no DNSEndpoint or Istio Gateway is
+//     written, deleted or recreated on the way (watched throughout);
+//   - a node drained with `kubectl drain`: the eviction API honours the budget, one replica is
+//     Ready at every moment, and again nothing published is touched;
+//   - the metrics, scraped through the chart's Service with the token the ServiceMonitor uses,
+//     answer; a token without the metrics-reader role gets 403, none at all 401.
+func TestChart_HighAvailabilityInPods(t *testing.T) {
+	ctx := t.Context()
+	w := startWorld(t, 2)
+	cl := w.Cluster()
+	for what, install := range map[string]func() error{
+		"Istio":               w.InstallIstioCRDs,
+		"ExternalDNS":         w.InstallExternalDNSCRDs,
+		"Prometheus Operator": func() error { return w.InstallPrometheusOperatorCRDs(ctx) },
+	} {
+		if err := install(); err != nil {
+			t.Fatalf("installing the %s CRDs: %v", what, err)
+		}
+	}
+	repo, err := w.PushOperatorImage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diagnose := operatorDiagnostics(ctx, w)
+	out, err := cl.RunScript(ctx, strings.Join([]string{
+		"kubectl create namespace " + operatorNamespace,
+		"kubectl label namespace " + operatorNamespace + " pod-security.kubernetes.io/enforce=restricted",
+		"helm install service-router-operator charts/service-router-operator --namespace " + operatorNamespace +
+			" --set image.repository=" + repo + " --set podDisruptionBudget.enabled=true --set metrics.serviceMonitor.enabled=true",
+	}, "\n"))
+	if err != nil {
+		t.Fatalf("installing the chart: %v\n%s", err, diagnose())
+	}
+	t.Logf("chart installed:\n%s", lastLines(out, 4))
+	pods, err := w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, diagnose())
+	}
+	checkOperatorPods(t, pods, 2, repo, w.Registry)
+
+	// Something published: the homelab example's platform and application (its verification
+	// pointed at the node, where no DNS server answers: Published is not this test's subject).
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.CreateIngressService(ctx, w.Client, framework.IngressService{
+		Namespace: "istio-system", Name: "istio-ingressgateway", Controller: "ingressgateway", IPs: []string{"192.168.1.240"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	platform, err := os.ReadFile(filepath.Join(root, homelabPlatform))
+	if err != nil {
+		t.Fatal(err)
+	}
+	localPlatform := filepath.Join(t.TempDir(), "platform.yaml")
+	if err := os.WriteFile(localPlatform, []byte(strings.ReplaceAll(string(platform), "192.168.1.53:53", framework.NodeIP(1)+":53")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cl.RunScript(ctx, "kubectl apply -f "+localPlatform+" -f "+homelabApp+"\nkubectl -n blog wait --for=condition=Ready serviceroute/web-route --timeout=90s"); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, diagnose())
+	}
+	published := watchPublished(ctx, t, w.Client)
+
+	// The leader's pod killed.
+	leader := leaderPod(ctx, t, w)
+	t.Logf("leader: pod %s on %s", leader.Name, leader.Spec.NodeName)
+	killed := time.Now()
+	killContainer(t, leader)
+	if err := w.Client.Delete(ctx, leader, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	var next string
+	err = framework.Poll(ctx, 60*time.Second, 100*time.Millisecond, "another replica holding the Lease", func(ctx context.Context) (bool, string, error) {
+		holder, err := leaseHolder(ctx, w.Client)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		next = holder
+		return holder != "" && !strings.HasPrefix(holder, leader.Name+"_"), "held by " + holder, nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, diagnose())
+	}
+	takeover := time.Since(killed)
+	t.Logf("the leader %s was killed; %s leads %s later", leader.Name, next, takeover.Round(time.Millisecond))
+	if takeover > 20*time.Second {
+		t.Errorf("the other replica took over %s after the leader was killed, want under 20 s", takeover.Round(time.Millisecond))
+	}
+	if _, err := w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, diagnose())
+	}
+	// The new leader has synced and reconciled everything by now; give a write time to show.
+	time.Sleep(10 * time.Second)
+	published.check(t, "after the leader's pod was killed")
+
+	// A node drained, the budget honoured.
+	var current corev1.PodList
+	if err := w.Client.List(ctx, &current, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": operatorDeployment}); err != nil {
+		t.Fatal(err)
+	}
+	drained := current.Items[0].Spec.NodeName
+	minReady := readyFloor(ctx, w.Client)
+	started := time.Now()
+	out, err = cl.RunScript(ctx, "kubectl drain "+drained+" --ignore-daemonsets --delete-emptydir-data --timeout=3m")
+	floor := minReady()
+	if err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s\n%s", drained, err, out, diagnose())
+	}
+	t.Logf("kubectl drain %s in %s; fewest Ready operator pods meanwhile: %d\n%s", drained, time.Since(started).Round(time.Millisecond), floor, lastLines(out, 6))
+	if floor < 1 {
+		t.Errorf("while %s was drained, %d operator pods were Ready at some moment: the PodDisruptionBudget (minAvailable 1) was not honoured", drained, floor)
+	}
+	pods, err = w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, diagnose())
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == drained {
+			t.Errorf("pod %s still runs on the drained node %s", p.Name, drained)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	published.check(t, "after "+drained+" was drained")
+	if _, err := cl.RunScript(ctx, "kubectl uncordon "+drained); err != nil {
+		t.Fatal(err)
+	}
+
+	checkMetricsAccess(ctx, t, w)
+}
+
+// publishedWatch records every change of the DNSEndpoints and Istio Gateways from a starting
+// point: an object written, deleted or recreated (UID or resourceVersion changed).
+type publishedWatch struct {
+	mu      sync.Mutex
+	start   map[string]string
+	changes []string
+}
+
+// watchPublished snapshots the DNSEndpoints and Istio Gateways and polls them every 100 ms until
+// the test ends.
+func watchPublished(ctx context.Context, t *testing.T, c client.Client) *publishedWatch {
+	t.Helper()
+	snapshot := func() (map[string]string, error) {
+		state := map[string]string{}
+		var eps externaldnsv1alpha1.DNSEndpointList
+		if err := c.List(ctx, &eps); err != nil {
+			return nil, err
+		}
+		for _, e := range eps.Items {
+			state["DNSEndpoint "+e.Namespace+"/"+e.Name] = string(e.UID) + "@" + e.ResourceVersion
+		}
+		var gws istionetworkingv1.GatewayList
+		if err := c.List(ctx, &gws); err != nil {
+			return nil, err
+		}
+		for _, g := range gws.Items {
+			state["Istio Gateway "+g.Namespace+"/"+g.Name] = string(g.UID) + "@" + g.ResourceVersion + " hosts " + strings.Join(g.Spec.GetServers()[0].GetHosts(), ",")
+		}
+		return state, nil
+	}
+	start, err := snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(start) < 2 {
+		t.Fatalf("nothing published to watch: %v", start)
+	}
+	pw := &publishedWatch{start: start}
+	t.Logf("watching %d published objects: %v", len(start), start)
+	watchCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go func() {
+		for watchCtx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			now, err := snapshot()
+			if err != nil {
+				continue
+			}
+			pw.mu.Lock()
+			for key, was := range pw.start {
+				if got := now[key]; got != was {
+					pw.changes = append(pw.changes, fmt.Sprintf("%s %s: %s -> %s", time.Now().Format("15:04:05.000"), key, was, got))
+					pw.start[key] = got
+				}
+			}
+			pw.mu.Unlock()
+		}
+	}()
+	return pw
+}
+
+func (pw *publishedWatch) check(t *testing.T, when string) {
+	t.Helper()
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if len(pw.changes) > 0 {
+		t.Errorf("%s: published objects were touched:\n%s", when, strings.Join(pw.changes, "\n"))
+	}
+}
+
+func leaseHolder(ctx context.Context, c client.Client) (string, error) {
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: leaderLease}, &lease); err != nil {
+		return "", err
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *lease.Spec.HolderIdentity, nil
+}
+
+// leaderPod returns the pod whose replica holds the Lease (controller-runtime's identity is the
+// pod's hostname, its name, then "_" and a UUID).
+func leaderPod(ctx context.Context, t *testing.T, w *framework.NodeWorld) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	err := framework.Poll(ctx, 60*time.Second, 200*time.Millisecond, "a replica holding the Lease", func(ctx context.Context) (bool, string, error) {
+		holder, err := leaseHolder(ctx, w.Client)
+		if err != nil || holder == "" {
+			return false, fmt.Sprint("no holder: ", err), nil
+		}
+		name, _, _ := strings.Cut(holder, "_")
+		pod = &corev1.Pod{}
+		return w.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, pod) == nil, "held by " + holder, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// killContainer SIGKILLs the processes of the pod's containers (found by the pod's cgroup), as an
+// out-of-memory kill or a node's crash ends them: nothing runs the operator's shutdown.
+func killContainer(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	marker := "pod" + string(pod.UID)
+	entries, _ := os.ReadDir("/proc")
+	killed := 0
+	for _, e := range entries {
+		cgroup, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cgroup), marker) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if strings.TrimSpace(string(comm)) != "manager" {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no manager process found in the cgroups of pod %s", pod.Name)
+	}
+}
+
+// readyFloor polls the operator's Ready pods every 100 ms from now; the function it returns stops
+// polling and returns the fewest seen.
+func readyFloor(ctx context.Context, c client.Client) func() int {
+	var mu sync.Mutex
+	floor := 1 << 30
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": operatorDeployment}); err == nil {
+				ready := 0
+				for _, p := range pods.Items {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+							ready++
+						}
+					}
+				}
+				mu.Lock()
+				floor = min(floor, ready)
+				mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		return floor
+	}
+}
+
+// checkMetricsAccess scrapes /metrics through the chart's metrics Service as the ServiceMonitor
+// does (the scraper's token from the Secret the chart creates, TLS without verification as
+// insecureSkipVerify says), and with a token lacking the metrics-reader role, and with none.
+func checkMetricsAccess(ctx context.Context, t *testing.T, w *framework.NodeWorld) {
+	t.Helper()
+	var svc corev1.Service
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment + "-metrics"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	var secret corev1.Secret
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment + "-metrics-scraper-token"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	clientset, err := kubernetes.NewForConfig(w.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: "default"}}
+	if err := w.Client.Create(ctx, intruder); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts("default").CreateToken(ctx, "intruder", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	scrape := func(token string) (int, string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
+	}
+	for _, c := range []struct {
+		who, token string
+		want       int
+	}{
+		{"the ServiceMonitor's scraper token", string(secret.Data["token"]), http.StatusOK},
+		{"a token without the metrics-reader role", tr.Status.Token, http.StatusForbidden},
+		{"no token", "", http.StatusUnauthorized},
+	} {
+		var code int
+		var body string
+		err := framework.Poll(ctx, 30*time.Second, 500*time.Millisecond, "an answer from "+url, func(context.Context) (bool, string, error) {
+			var err error
+			code, body, err = scrape(c.token)
+			return err == nil, fmt.Sprint(err), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.want {
+			t.Errorf("GET %s with %s: %d, want %d", url, c.who, code, c.want)
+		}
+		if c.want == http.StatusOK && !strings.Contains(body, "service_router_build_info") {
+			t.Errorf("GET %s with %s: no service_router_build_info in the answer:\n%s", url, c.who, lastLines(body, 10))
+		}
+		t.Logf("GET %s with %s: %d", url, c.who, code)
+	}
+}
