@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# The operator image for people with Docker: the static manager binary alone on scratch (no shell),
+# The operator image for people with Docker: the static manager binary alone on scratch (no shell,
+# no CA bundle: the binary carries Mozilla's roots, golang.org/x/crypto/x509roots/fallback, for the
+# TLS of the azurePrivateDNS verification; a bundle given with SSL_CERT_FILE replaces them),
 # running as an unprivileged user. `make image` builds the same image without Docker (hack/image);
 # test/packaging checks that both have the same base, user and entrypoint.
 

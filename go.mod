@@ -19,6 +19,7 @@ require (
 	github.com/stretchr/testify v1.12.0
 	github.com/yuin/gopher-lua v1.1.1
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/time v0.15.0
 	google.golang.org/protobuf v1.36.12
 	istio.io/api v1.30.3
