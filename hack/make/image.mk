@@ -6,7 +6,8 @@
 # for people with Docker; test/packaging checks the layout (user, entrypoint, architectures, no
 # shell, the binary runs) and that the Dockerfile agrees with it.
 #
-# Push it with any tool that reads OCI layouts, e.g.
+# `make image-push IMG=<registry>/service-router-operator:<tag>` pushes it (below); so does any tool
+# that reads OCI layouts, e.g.
 #   skopeo copy --all oci:$(IMAGE_LAYOUT):v$(VERSION) docker://$(IMG)
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_LAYOUT ?= dist/image
@@ -24,6 +25,17 @@ image: generate fmt vet ## Build the operator image (multi-arch OCI layout in di
 	cd hack/image && $(GO) run . --output=$(CURDIR)/$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --version=v$(VERSION) \
 		--revision="$$(git rev-parse HEAD 2>/dev/null || true)" \
 		$(foreach p,$(IMAGE_PLATFORMS),--binary=$(p)=$(CURDIR)/$(call image_binary,$(p)))
+
+# `make image-push`: the multi-architecture index `make image` wrote ($(IMAGE_LAYOUT), named
+# v$(VERSION)) pushed to $(IMG) by the release tool (hack/image/release, go-containerregistry: no
+# container daemon), which reads it back, checks the registry serves the layout's digest and
+# prints $(IMG)'s repository@digest. Credentials come from the Docker configuration (docker login);
+# REGISTRY_PLAIN_HTTP=true talks plain HTTP (a homelab registry without TLS: docs/INSTALLATION.md).
+# RELEASE_TOOL and RELEASE_INSECURE are defined in release.mk (used here only in the recipe).
+.PHONY: image-push
+image-push: image release-tool ## Push the image of `make image` to IMG (REGISTRY_PLAIN_HTTP=true: plain HTTP) and print its digest.
+	@echo "==> pushing $(IMAGE_LAYOUT) (v$(VERSION), $(IMAGE_PLATFORMS)) to $(IMG)"
+	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(IMG) $(RELEASE_INSECURE)
 
 # The packaging tests open the image layout.
 test-go: image

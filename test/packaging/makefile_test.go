@@ -17,7 +17,7 @@ import (
 var firstRunTargets = []string{
 	"demo", "demo-down", "test", "test-go", "e2e", "verify", "build", "run", "lint", "bench",
 	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package", "image",
-	"tools", "control-plane", "external-dns", "plugin",
+	"image-push", "tools", "control-plane", "external-dns", "plugin",
 }
 
 // implicitNeeds are binaries a command uses without naming them: the programs it starts find
@@ -47,6 +47,38 @@ func TestMakefile_FirstRunTargetsBuildWhatTheyRun(t *testing.T) {
 				t.Errorf("make %s on a fresh clone: %s", target, problem)
 			}
 		})
+	}
+}
+
+// TestMakefile_ImagePushPushesTheLayoutToIMG: `make image-push` (docs/INSTALLATION.md#homelab)
+// pushes the index `make image` names v$(VERSION) in dist/image to IMG, over plain HTTP only when
+// REGISTRY_PLAIN_HTTP=true, after building the image and the release tool it runs.
+func TestMakefile_ImagePushPushesTheLayoutToIMG(t *testing.T) {
+	makeBinary, err := exec.LookPath("make")
+	require.NoError(t, err, "GNU make is needed to check the Makefile")
+	bin := t.TempDir()
+	const img = "registry.home.arpa:5000/service-router-operator:v0.2.0"
+	version := chartAppVersion(t)
+	for _, plainHTTP := range []bool{true, false} {
+		args := []string{"image-push", "BIN=" + bin, "IMG=" + img}
+		if plainHTTP {
+			args = append(args, "REGISTRY_PLAIN_HTTP=true")
+		}
+		out := makeDryRun(t, makeBinary, args, "IMG", "REGISTRY_PLAIN_HTTP", "VERSION", "IMAGE_LAYOUT")
+		var push []string
+		for _, line := range strings.Split(out, "\n") {
+			if words := strings.Fields(line); len(words) > 1 && words[0] == bin+"/release-tool" && words[1] == "push" {
+				push = words[2:]
+			}
+		}
+		require.NotNil(t, push, "make %s runs no release-tool push:\n%s", strings.Join(args, " "), out)
+		want := []string{"--layout=dist/image", "--ref-name=v" + version, "--to=" + img}
+		if plainHTTP {
+			want = append(want, "--insecure")
+		}
+		require.ElementsMatch(t, want, push, "make %s", strings.Join(args, " "))
+		require.Empty(t, unbuiltBinaries(out, bin), "make %s on a fresh clone", strings.Join(args, " "))
+		require.Contains(t, out, "go build -trimpath", "make image-push builds the image first")
 	}
 }
 
