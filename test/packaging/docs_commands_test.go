@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -128,4 +130,123 @@ func TestDocs_ExampleFilesShownAsTheyAre(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Positive(t, shown, "no doc shows an example file: the homelab walkthrough shows docs/examples/homelab/*.yaml")
+}
+
+// TestDocs_HomelabInstallsTheImageItPushes: the homelab walkthrough (docs/INSTALLATION.md#homelab)
+// installs the chart from the clone, whose default image is not published; it builds and pushes
+// the image first and installs the chart with that image. The walkthrough's `make` command pushes
+// (as `make -n` shows) the layout's index to IMG, over plain HTTP as it says; its `helm install`
+// renders a Deployment running exactly IMG (the repository it sets, the chart's default tag); and
+// the registry host is one placeholder written only in those two commands, so that a reader (or a
+// test) replaces it in one place.
+func TestDocs_HomelabInstallsTheImageItPushes(t *testing.T) {
+	section := docSection(t, readFile(t, repoPath("docs", "INSTALLATION.md")), "### Homelab")
+
+	// The make command, and the variables its block exports for it (make reads them as
+	// command-line variables here: the Makefile sets IMG and REGISTRY_PLAIN_HTTP with ?=).
+	var makeArgs, exported, helmArgs []string
+	for _, block := range fencedBlocks(section) {
+		var blockExports []string
+		for _, line := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+			words := strings.Fields(line)
+			switch {
+			case len(words) > 1 && words[0] == "export":
+				blockExports = append(blockExports, words[1:]...)
+			case len(words) > 1 && words[0] == "make" && slices.Contains(words, "image-push"):
+				require.Nil(t, makeArgs, "one make image-push command in the walkthrough")
+				makeArgs, exported = words[1:], blockExports
+			case len(words) > 2 && words[0] == "helm" && words[1] == "install":
+				require.Nil(t, helmArgs, "one helm install in the walkthrough")
+				helmArgs = words[2:]
+			}
+		}
+	}
+	require.NotNil(t, makeArgs, "the walkthrough pushes no image (make ... image-push with IMG=...)")
+	require.NotNil(t, helmArgs, "the walkthrough has no helm install")
+	require.Equal(t, []string{"image", "image-push"}, makeArgs[:2], "the walkthrough builds the image before pushing it")
+	makeArgs = append(slices.Clone(makeArgs), exported...)
+
+	vars := map[string]string{}
+	for _, a := range makeArgs {
+		if name, value, ok := strings.Cut(a, "="); ok {
+			vars[name] = value
+		}
+	}
+	img := vars["IMG"]
+	repository, tag, ok := strings.Cut(img[strings.LastIndex(img, "/")+1:], ":")
+	require.True(t, ok && tag != "", "IMG=%q names a tag", img)
+	repository = img[:strings.LastIndex(img, "/")+1] + repository
+	host, _, _ := strings.Cut(img, "/")
+	require.Contains(t, host, ".", "IMG=%q starts with a registry host", img)
+	assert.Equal(t, "v"+chartAppVersion(t), tag, "the tag pushed is the chart's default tag (v<appVersion>)")
+
+	// The push: the index of `make image` to IMG, over plain HTTP exactly when the walkthrough says.
+	makeBinary, err := exec.LookPath("make")
+	require.NoError(t, err, "GNU make is needed to check the Makefile")
+	bin := t.TempDir()
+	out := makeDryRun(t, makeBinary, append(slices.Clone(makeArgs), "BIN="+bin), "IMG", "REGISTRY_PLAIN_HTTP", "VERSION")
+	var push []string
+	for _, line := range strings.Split(out, "\n") {
+		if words := strings.Fields(line); len(words) > 1 && words[0] == bin+"/release-tool" && words[1] == "push" {
+			push = words[2:]
+		}
+	}
+	require.Contains(t, push, "--to="+img, "make %s:\n%s", strings.Join(makeArgs, " "), out)
+	assert.Equal(t, vars["REGISTRY_PLAIN_HTTP"] == "true", slices.Contains(push, "--insecure"), "plain HTTP: %q", push)
+	assert.Empty(t, unbuiltBinaries(out, bin))
+
+	// The install: the chart from the clone, with the walkthrough's values and --set, runs IMG.
+	require.GreaterOrEqual(t, len(helmArgs), 2)
+	require.Equal(t, []string{releaseName, chartPath}, helmArgs[:2])
+	var extra []string
+	for i := 2; i < len(helmArgs); i++ {
+		switch helmArgs[i] {
+		case "-f", "--values", "--set":
+			require.Less(t, i+1, len(helmArgs))
+			extra = append(extra, helmArgs[i], helmArgs[i+1])
+			i++
+		case "-n", "--namespace":
+			i++
+		case "--create-namespace":
+		default:
+			t.Fatalf("helm install: argument %q not understood by the test", helmArgs[i])
+		}
+	}
+	assert.Contains(t, extra, "image.repository="+repository, "the install names the repository pushed to")
+	deployment := findObject(t, renderChart(t, extra...), "Deployment", releaseName)
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	assert.Equal(t, img, containers[0].(map[string]any)["image"], "the Deployment runs the image the walkthrough pushed")
+
+	assert.Equal(t, 2, strings.Count(section, host),
+		"the registry host %s appears once in the make command and once in the helm install, nowhere else in the section", host)
+}
+
+// docSection returns the part of a markdown text under the line heading (e.g. "### Homelab"), up
+// to the next heading of the same or a higher level; "# " lines of code blocks are no headings.
+func docSection(t *testing.T, markdown, heading string) string {
+	t.Helper()
+	level := len(heading) - len(strings.TrimLeft(heading, "#"))
+	var section []string
+	in, fenced := false, false
+	for _, line := range strings.Split(markdown, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		} else if !fenced {
+			if l := len(line) - len(strings.TrimLeft(line, "#")); l > 0 && strings.HasPrefix(line[l:], " ") {
+				if in && l <= level {
+					break
+				}
+				if line == heading {
+					in = true
+					continue
+				}
+			}
+		}
+		if in {
+			section = append(section, line)
+		}
+	}
+	require.NotEmpty(t, section, "no section %q", heading)
+	return strings.Join(section, "\n")
 }
