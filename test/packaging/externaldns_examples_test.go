@@ -3,8 +3,10 @@ package packaging
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -63,8 +65,13 @@ func renderExternalDNS(t *testing.T, chart, release string, extra ...string) ([]
 	return objs, d, cfg
 }
 
+// exampleCluster is the cluster name the tests install the example values for, as the docs'
+// loop does with CLUSTER (docs/INSTALLATION.md#externaldns-one-instance-per-regional-zone).
+const exampleCluster = "aks01"
+
 // TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags renders ExternalDNS' own chart
-// with each per-zone values file of docs/examples/external-dns, parses the container arguments with
+// with each per-zone values file of docs/examples/external-dns and the owner ID of one cluster
+// (--set txtOwnerId, as the docs install them), parses the container arguments with
 // ExternalDNS' flag parser and configuration validation, and checks the configuration
 // docs/EXTERNALDNS-INTEGRATION.md recommends: every flag it calls required (DNSEndpoints only, this
 // zone's annotation and label filters, sync with TXT ownership, an owner ID per cluster and a
@@ -85,7 +92,7 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 		zones = append(zones, zone)
 		t.Run(zone, func(t *testing.T) {
 			release := "external-dns-" + zone
-			objs, d, cfg := renderExternalDNS(t, chart, release, "-f", f)
+			objs, d, cfg := renderExternalDNS(t, chart, release, "-f", f, "--set", "txtOwnerId="+release+"-"+exampleCluster)
 
 			assert.Empty(t, externalDNSFlagProblems(flagsOfConfig(cfg)), "the flags docs/EXTERNALDNS-INTEGRATION.md calls required")
 			assert.Equal(t, []string{"crd"}, cfg.Sources)
@@ -98,7 +105,7 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 					"without it a restart deletes every record of the zone", release)
 			assert.Equal(t, "sync", cfg.Policy)
 			assert.Equal(t, "txt", cfg.Registry)
-			assert.True(t, strings.HasPrefix(cfg.TXTOwnerID, release+"-"), "owner ID %q is <controller>-<cluster>", cfg.TXTOwnerID)
+			assert.Equal(t, release+"-"+exampleCluster, cfg.TXTOwnerID, "owner ID <controller>-<cluster>, from the install")
 			assert.Equal(t, zone+"-p-", cfg.TXTPrefix, "one prefix per zone, the same in every cluster")
 			assert.Equal(t, "azure-private-dns", cfg.Provider)
 			assert.Equal(t, "rg-dns-"+zone, cfg.AzureResourceGroup)
@@ -123,7 +130,88 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 	// configuration is reported.
 	t.Run("control: without labelFilter", func(t *testing.T) {
 		_, _, cfg := renderExternalDNS(t, chart, "external-dns-weu",
-			"-f", repoPath("docs", "examples", "external-dns", "weu-values.yaml"), "--set", "labelFilter=null")
+			"-f", repoPath("docs", "examples", "external-dns", "weu-values.yaml"), "--set", "labelFilter=null",
+			"--set", "txtOwnerId=external-dns-weu-"+exampleCluster)
 		assert.Equal(t, []string{"--label-filter is missing"}, externalDNSFlagProblems(flagsOfConfig(cfg)))
 	})
+}
+
+// TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs runs the install loop of
+// docs/INSTALLATION.md#externaldns-one-instance-per-regional-zone as written, for two clusters
+// (only the CLUSTER= line changed, helm replaced by a function recording its arguments), renders
+// each recorded install with ExternalDNS' chart and reads the owner ID and prefix ExternalDNS
+// parses: every zone gets <controller>-<cluster>, a different one per cluster (one owner ID in two
+// clusters writing one zone and each deletes the other's records), and one prefix for both. The
+// values files alone give no owner ID: the chart refuses them until the install names the cluster.
+func TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs(t *testing.T) {
+	chart := externalDNSChart(t)
+	var loop string
+	for _, block := range fencedBlocks(readFile(t, repoPath("docs", "INSTALLATION.md"))) {
+		if strings.Contains(block, "for zone in") && strings.Contains(block, "txtOwnerId=") {
+			require.Empty(t, loop, "docs/INSTALLATION.md has one ExternalDNS install loop")
+			loop = block
+		}
+	}
+	require.NotEmpty(t, loop, "docs/INSTALLATION.md: no ExternalDNS install loop (a block with `for zone in` and txtOwnerId=)")
+	clusterLine := regexp.MustCompile(`(?m)^CLUSTER=\S+`)
+	require.Len(t, clusterLine.FindAllString(loop, -1), 1,
+		"the loop sets the cluster's name once, on a line CLUSTER=<name>, and uses it for the owner ID:\n%s", loop)
+
+	type zoneConfig struct{ owner, prefix string }
+	configs := map[string]map[string]zoneConfig{} // cluster -> zone -> what ExternalDNS parses
+	clusters := []string{"aks01", "aks02"}
+	for _, cluster := range clusters {
+		script := "helm() { for a in \"$@\"; do printf '%s\\037' \"$a\"; done; echo; }\n" +
+			clusterLine.ReplaceAllLiteralString(loop, "CLUSTER="+cluster)
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir = repoRoot
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the loop for cluster %s:\n%s\n%s", cluster, script, out)
+		configs[cluster] = map[string]zoneConfig{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			args := strings.Split(strings.TrimSuffix(line, "\037"), "\037")
+			if args[0] != "install" {
+				continue // helm repo add
+			}
+			require.GreaterOrEqual(t, len(args), 3, "helm %q", args)
+			release, extra := args[1], []string(nil)
+			require.Equal(t, "external-dns/external-dns", args[2], "the loop installs ExternalDNS' chart")
+			for i := 3; i < len(args); i++ {
+				switch args[i] {
+				case "-f", "--values", "--set":
+					require.Less(t, i+1, len(args), "helm %q", args)
+					extra = append(extra, args[i], args[i+1])
+					i++
+				case "-n", "--namespace":
+					i++
+				case "--create-namespace":
+				default:
+					t.Fatalf("helm install %s: argument %q not understood by the test", release, args[i])
+				}
+			}
+			_, _, cfg := renderExternalDNS(t, chart, release, extra...)
+			zone := strings.TrimPrefix(release, "external-dns-")
+			assert.Empty(t, externalDNSFlagProblems(flagsOfConfig(cfg)), "cluster %s, zone %s", cluster, zone)
+			assert.Equal(t, release+"-"+cluster, cfg.TXTOwnerID, "cluster %s, zone %s: the owner ID is <controller>-<cluster>", cluster, zone)
+			configs[cluster][zone] = zoneConfig{owner: cfg.TXTOwnerID, prefix: cfg.TXTPrefix}
+		}
+		assert.ElementsMatch(t, []string{"weu", "neu", "frc"}, slices.Collect(maps.Keys(configs[cluster])),
+			"cluster %s: one release per regional zone", cluster)
+	}
+	for zone, first := range configs[clusters[0]] {
+		second := configs[clusters[1]][zone]
+		assert.NotEqual(t, first.owner, second.owner, "zone %s: clusters %s and %s share the owner ID", zone, clusters[0], clusters[1])
+		assert.Equal(t, first.prefix, second.prefix, "zone %s: one TXT prefix in every cluster", zone)
+	}
+
+	files, err := filepath.Glob(repoPath("docs", "examples", "external-dns", "*-values.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		release := "external-dns-" + strings.TrimSuffix(filepath.Base(f), "-values.yaml")
+		out, err := helm(t, "template", release, chart, "--namespace", "external-dns", "--kube-version", renderKubeVersion, "-f", f)
+		if assert.Error(t, err, "%s without --set txtOwnerId renders (owner ID in the file, or none):\n%s", filepath.Base(f), out) {
+			assert.Contains(t, err.Error(), "txtOwnerId", "%s: the chart refuses the values for want of an owner ID", filepath.Base(f))
+		}
+	}
 }
