@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -130,6 +131,76 @@ func TestDocs_ExampleFilesShownAsTheyAre(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Positive(t, shown, "no doc shows an example file: the homelab walkthrough shows docs/examples/homelab/*.yaml")
+}
+
+// helmUpgradeValuesFlags are the flags with which `helm upgrade` keeps a release's values: a
+// values file (the one the release was installed with), or the release's own values.
+var helmUpgradeValuesFlags = []string{"-f", "--values", "--reuse-values", "--reset-then-reuse-values"}
+
+// helmUpgradesWithoutValues returns how many `helm upgrade` commands a markdown text shows (in
+// fenced blocks, continuation lines joined, and in inline code with arguments) and those that
+// carry none of helmUpgradeValuesFlags.
+func helmUpgradesWithoutValues(markdown string) (found int, bad []string) {
+	var commands []string
+	for _, block := range fencedBlocks(markdown) {
+		commands = append(commands, strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n")...)
+	}
+	for _, m := range regexp.MustCompile("`(helm upgrade [^`]+)`").FindAllStringSubmatch(markdown, -1) {
+		commands = append(commands, m[1])
+	}
+	for _, command := range commands {
+		words := strings.Fields(command)
+		i := slices.Index(words, "helm")
+		if i < 0 || i+1 >= len(words) || words[i+1] != "upgrade" {
+			continue
+		}
+		found++
+		if !slices.ContainsFunc(words[i+2:], func(w string) bool {
+			name, _, _ := strings.Cut(w, "=")
+			return slices.Contains(helmUpgradeValuesFlags, name)
+		}) {
+			bad = append(bad, strings.Join(strings.Fields(command), " "))
+		}
+	}
+	return found, bad
+}
+
+// TestDocs_HelmUpgradesKeepTheReleaseValues: an upgrade given --set (or any values) without -f
+// or --reuse-values replaces the release's values with those alone, so a command a user copies
+// would reset an install to the chart's defaults (on AKS: the chart's default image, no system
+// node pool, PodDisruptionBudget, ServiceMonitor or alerts). Every `helm upgrade` the docs and the chart's README show carries a
+// values file or keeps the release's values.
+func TestDocs_HelmUpgradesKeepTheReleaseValues(t *testing.T) {
+	docs, err := filepath.Glob(repoPath("docs", "*.md"))
+	require.NoError(t, err)
+	readmes, err := filepath.Glob(repoPath("charts", "*", "README.md"))
+	require.NoError(t, err)
+	docs = append(append(docs, readmes...), repoPath("README.md"))
+	total := 0
+	for _, doc := range docs {
+		found, bad := helmUpgradesWithoutValues(readFile(t, doc))
+		total += found
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for _, command := range bad {
+			t.Errorf("%s: `%s` resets the release's values to the chart's defaults: add -f <the values file of the install>, or --reuse-values (--reset-then-reuse-values for a new chart version)", rel, command)
+		}
+	}
+	// The upgrades of INSTALLATION.md (two) and OPERATOR-GUIDE.md (the workload identity): a
+	// command no longer recognised fails here rather than passing unchecked.
+	assert.GreaterOrEqual(t, total, 3, "helm upgrade commands found in the docs")
+
+	t.Run("control: the workload identity upgrade as it was", func(t *testing.T) {
+		old := "  ```sh\n" +
+			"  helm upgrade --install service-router-operator charts/service-router-operator -n service-router-system \\\n" +
+			"    --set azure.workloadIdentity.clientId=\"$CLIENT_ID\"\n" +
+			"  ```\n"
+		found, bad := helmUpgradesWithoutValues(old)
+		assert.Equal(t, 1, found)
+		assert.Len(t, bad, 1)
+		found, bad = helmUpgradesWithoutValues(strings.Replace(old, "--set", "--reuse-values --set", 1))
+		assert.Equal(t, 1, found)
+		assert.Empty(t, bad)
+	})
 }
 
 // TestDocs_HomelabInstallsTheImageItPushes: the homelab walkthrough (docs/INSTALLATION.md#homelab)
