@@ -332,6 +332,9 @@ func (w *NodeWorld) startNode(ctx context.Context, i int) error {
 	}); err != nil {
 		return fmt.Errorf("containerd of %s: %w:\n%s", n.Name, err, n.Containerd.LogTail(20))
 	}
+	if err := createCgroupRoot(NodeCgroupRoot(i)); err != nil {
+		return fmt.Errorf("%s's cgroups: %w", n.Name, err)
+	}
 	kubeconfig, err := w.pki.kubeconfig(n.Name, w.APIServer, "system:node:"+n.Name, "system:nodes")
 	if err != nil {
 		return err
@@ -347,6 +350,37 @@ func (w *NodeWorld) startNode(ctx context.Context, i int) error {
 		return err
 	}
 	w.Nodes = append(w.Nodes, n)
+	return nil
+}
+
+// createCgroupRoot creates the cgroup a kubelet puts its pods under, in every cgroup v1 hierarchy
+// (the kubelet wants it to exist); a new cpuset cgroup gets its parent's CPUs and memory nodes,
+// without which no process may join it.
+func createCgroupRoot(cgroup string) error {
+	hierarchies, err := filepath.Glob("/sys/fs/cgroup/*")
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		if filepath.Base(h) == "unified" {
+			continue
+		}
+		dir := filepath.Join(h, cgroup)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if filepath.Base(h) == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				value, err := os.ReadFile(filepath.Join(h, f))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), value, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 
