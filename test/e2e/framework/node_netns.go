@@ -50,6 +50,12 @@ const cgroupRootPrefix = "service-router-node-"
 // kubelets' cgroups), removes those cgroups and deletes the namespace. It needs root.
 func RunInNetworkNamespace(m *testing.M) int {
 	if os.Getenv(netnsEnv) != "" {
+		// containerd names each pod's network namespace by a file in /run/netns: a tmpfs of the
+		// suite's own mount namespace keeps them from outliving it on the host.
+		if err := syscall.Mount("tmpfs", "/run/netns", "tmpfs", 0, "mode=0755"); err != nil {
+			fmt.Fprintf(os.Stderr, "node world: mounting a tmpfs on /run/netns: %v\n", err)
+			return 1
+		}
 		return m.Run()
 	}
 	if os.Geteuid() != 0 {
