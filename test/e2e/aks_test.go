@@ -107,7 +107,7 @@ func startAKSWorld(ctx context.Context, t *testing.T) *aksWorld {
 	}
 	for _, r := range worldRegions {
 		release := framework.RegionalControllerName(r)
-		example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", r+"-values.yaml"), release)
+		example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", r+"-values.yaml"), release, aksCluster)
 		if err != nil {
 			t.Fatal(err)
 		}

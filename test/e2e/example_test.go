@@ -57,7 +57,7 @@ func TestExternalDNSExample_RestartKeepsTheZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := framework.RegionalControllerName(region)
-	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", region+"-values.yaml"), release)
+	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", region+"-values.yaml"), release, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,8 +69,10 @@ func ExternalDNSChart(ctx context.Context) (string, error) {
 }
 
 // RenderExternalDNSExample renders ExternalDNS's chart as release with valuesFile (`helm template`,
-// namespace external-dns) and returns the container arguments of its Deployment.
-func RenderExternalDNSExample(ctx context.Context, valuesFile, release string) (*ExternalDNSExample, error) {
+// namespace external-dns) in cluster, as docs/INSTALLATION.md's loop installs it (the owner ID
+// <release>-<cluster> given with --set: the example values name none), and returns the container
+// arguments of its Deployment.
+func RenderExternalDNSExample(ctx context.Context, valuesFile, release, cluster string) (*ExternalDNSExample, error) {
 	helm, err := HelmBinary()
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func RenderExternalDNSExample(ctx context.Context, valuesFile, release string) (
 	}
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, helm, "template", release, chart, "--namespace", "external-dns",
-		"--kube-version", exampleKubeVersion, "-f", valuesFile)
+		"--kube-version", exampleKubeVersion, "-f", valuesFile, "--set", "txtOwnerId="+release+"-"+cluster)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
