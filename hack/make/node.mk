@@ -28,10 +28,11 @@ node-packages: ## Make sure containerd, runc, iptables and conntrack are install
 	$$SUDO apt-get install -y -q --no-install-recommends containerd runc iptables conntrack </dev/null
 
 # What the suite runs: the whole node, the packages, ExternalDNS (packaged as an image by the
-# suite), helm, BIND, the operator's image layout (dist/image) and the release tool that pushes it.
+# suite), helm, BIND, the operator's image layout (dist/image), the release tool that pushes it and
+# the kubectl plugin (the homelab walkthrough's `kubectl router status`).
 .PHONY: e2e-node-prerequisites
 e2e-node-prerequisites:
-	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin
 
 .PHONY: e2e-node
 e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).

@@ -98,7 +98,7 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	if out, err := cl.RunScript(ctx, "kubectl apply -f "+localPlatform+" -f "+homelabApp+"\nkubectl -n blog wait --for=condition=Ready serviceroute/web-route --timeout=90s"); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, diagnose())
 	}
-	published := watchPublished(ctx, t, w.Client)
+	published := watchPublished(ctx, t, w.Client, "web-ns-d-dev-blog.home.example.com")
 
 	// The leader's pod killed.
 	leader := leaderPod(ctx, t, w)
@@ -132,12 +132,19 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	time.Sleep(10 * time.Second)
 	published.check(t, "after the leader's pod was killed")
 
-	// A node drained, the budget honoured.
-	var current corev1.PodList
-	if err := w.Client.List(ctx, &current, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": operatorDeployment}); err != nil {
-		t.Fatal(err)
+	// A node drained, the budget honoured: both replicas first gathered on the node to drain
+	// (the other cordoned while the Deployment restarts), so that evicting the second must wait
+	// until the first's replacement is Ready elsewhere.
+	drained, other := w.Nodes[0].Name, w.Nodes[1].Name
+	if out, err := cl.RunScript(ctx, "kubectl cordon "+other+"\nkubectl -n "+operatorNamespace+" rollout restart deployment/"+operatorDeployment); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	drained := current.Items[0].Spec.NodeName
+	if _, err := w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, diagnose())
+	}
+	if out, err := cl.RunScript(ctx, "kubectl uncordon "+other); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
 	minReady := readyFloor(ctx, w.Client)
 	started := time.Now()
 	out, err = cl.RunScript(ctx, "kubectl drain "+drained+" --ignore-daemonsets --delete-emptydir-data --timeout=3m")
@@ -148,6 +155,9 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	t.Logf("kubectl drain %s in %s; fewest Ready operator pods meanwhile: %d\n%s", drained, time.Since(started).Round(time.Millisecond), floor, lastLines(out, 6))
 	if floor < 1 {
 		t.Errorf("while %s was drained, %d operator pods were Ready at some moment: the PodDisruptionBudget (minAvailable 1) was not honoured", drained, floor)
+	}
+	if !strings.Contains(out, "disruption budget") {
+		t.Errorf("kubectl drain %s never waited for the PodDisruptionBudget with both replicas on the node:\n%s", drained, out)
 	}
 	pods, err = w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout)
 	if err != nil {
@@ -160,9 +170,6 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	}
 	time.Sleep(5 * time.Second)
 	published.check(t, "after "+drained+" was drained")
-	if _, err := cl.RunScript(ctx, "kubectl uncordon "+drained); err != nil {
-		t.Fatal(err)
-	}
 
 	checkMetricsAccess(ctx, t, w)
 }
@@ -175,9 +182,9 @@ type publishedWatch struct {
 	changes []string
 }
 
-// watchPublished snapshots the DNSEndpoints and Istio Gateways and polls them every 100 ms until
-// the test ends.
-func watchPublished(ctx context.Context, t *testing.T, c client.Client) *publishedWatch {
+// watchPublished waits until the DNSEndpoints and an Istio Gateway listing host exist, snapshots
+// them and polls them every 100 ms until the test ends.
+func watchPublished(ctx context.Context, t *testing.T, c client.Client, host string) *publishedWatch {
 	t.Helper()
 	snapshot := func() (map[string]string, error) {
 		state := map[string]string{}
@@ -197,12 +204,23 @@ func watchPublished(ctx context.Context, t *testing.T, c client.Client) *publish
 		}
 		return state, nil
 	}
-	start, err := snapshot()
+	// The Istio Gateway is written after the routes are Ready (the operator coalesces its writes):
+	// the watch starts once it lists the routes' hosts.
+	var start map[string]string
+	err := framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "DNSEndpoints and an Istio Gateway listing "+host, func(context.Context) (bool, string, error) {
+		var err error
+		if start, err = snapshot(); err != nil {
+			return false, err.Error(), nil
+		}
+		endpoints, gateway := 0, false
+		for key, state := range start {
+			endpoints += strings.Count(key, "DNSEndpoint ")
+			gateway = gateway || strings.HasPrefix(key, "Istio Gateway ") && strings.Contains(state, host)
+		}
+		return endpoints > 0 && gateway, fmt.Sprint(start), nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(start) < 2 {
-		t.Fatalf("nothing published to watch: %v", start)
 	}
 	pw := &publishedWatch{start: start}
 	t.Logf("watching %d published objects: %v", len(start), start)

@@ -323,6 +323,21 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		}
 	}
 
+	// Step 8: the plugin explains the route: Ready, its one zone published, no problem.
+	statusScript := shellBlock("kubectl router status " + hostname)
+	if out, err = cl.RunScript(ctx, statusScript); err != nil {
+		fail("step 8: %v", err)
+	}
+	t.Logf("step 8: %s\n%s", strings.TrimSpace(statusScript), out)
+	for _, want := range []string{"ServiceRoute " + route.Namespace + "/" + route.Name, "published  1/1 zones"} {
+		if !strings.Contains(out, want) {
+			fail("step 8: kubectl router status does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "First problem") {
+		fail("step 8: kubectl router status finds a problem with a published route:\n%s", out)
+	}
+
 	// The HTTP-only Gateway: one server, plain HTTP on port 80, for the route's hostname.
 	scopedHost := route.Namespace + "/" + hostname // NamespaceScoped hosts, the default
 	istioGateway := func() *istionetworkingv1.Gateway {
