@@ -228,7 +228,7 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	t.Logf("step 2: chart installed and rolled out in %s:\n%s", time.Since(started).Round(time.Millisecond), out)
 	// Restricted Pod Security, enforced: the label is accepted without a warning about the
 	// running pod, and a new pod is admitted under it and becomes Ready through its probes.
-	if out, err = cl.RunScript(ctx, shellBlock("pod-security.kubernetes.io/enforce=restricted")); err != nil || strings.Contains(out, "Warning") {
+	if out, err = cl.RunScript(ctx, block("pod-security.kubernetes.io/enforce=restricted")); err != nil || strings.Contains(out, "Warning") {
 		t.Fatalf("step 2, the restricted label: %v\n%s", err, out)
 	}
 	if out, err = cl.RunScript(ctx, "kubectl -n "+operatorNamespace+" rollout restart deployment/"+operatorDeployment); err != nil {

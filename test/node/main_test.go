@@ -10,9 +10,14 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
 func TestMain(m *testing.M) {
+	// envtest's CRD installer logs through controller-runtime; the suite reports what it needs.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(framework.RunInNetworkNamespace(m))
 }
