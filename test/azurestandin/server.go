@@ -7,7 +7,9 @@
 // Retry-After, injected by the test). It is also the token authority: an AD FS-style
 // (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token endpoint,
 // so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
-// aadClientSecret, or as a workload identity with its federated token. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
+// aadClientSecret, or as a workload identity with its federated token: the fixed FederatedToken,
+// or a Kubernetes service account token checked against federated credentials (TrustIssuer,
+// Federate) as Entra ID checks it. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
 // cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
 // endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
 // links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
@@ -17,12 +19,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -59,9 +63,19 @@ type Server struct {
 
 	mu       sync.Mutex
 	zones    map[zoneKey]*zone
-	tokens   map[string]time.Time
+	tokens   map[string]issued
 	throttle throttle
 	counts   map[string]int
+	// issuers are the OIDC issuers whose tokens may be exchanged (key ID → key); federated the
+	// federated credentials of each client ID.
+	issuers   map[string]map[string]*rsa.PublicKey
+	federated map[string][]FederatedCredential
+}
+
+// issued is a bearer token the stand-in issued: until when, and to which client.
+type issued struct {
+	expiry   time.Time
+	clientID string
 }
 
 // throttle is the injected throttling of Resource Manager requests.
@@ -75,8 +89,16 @@ type throttle struct {
 }
 
 // Start starts a stand-in on 127.0.0.1; dir receives the CA file. Close stops it.
-func Start(dir string) (*Server, error) {
-	cert, pool, caPEM, err := certificates()
+func Start(dir string) (*Server, error) { return StartOn(dir, "127.0.0.1") }
+
+// StartOn starts a stand-in on an IP address of this machine (a port of its own), with a
+// certificate for that address: where pods reach it, for a cluster's node address.
+func StartOn(dir, ip string) (*Server, error) {
+	addr := net.ParseIP(ip)
+	if addr == nil {
+		return nil, fmt.Errorf("%q is not an IP address", ip)
+	}
+	cert, pool, caPEM, err := certificates(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -84,12 +106,13 @@ func Start(dir string) (*Server, error) {
 	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{URL: fmt.Sprintf("https://%s/", ln.Addr().String()), CAFile: caFile, listener: ln, pool: pool,
-		zones: map[zoneKey]*zone{}, tokens: map[string]time.Time{}, counts: map[string]int{}}
+		zones: map[zoneKey]*zone{}, tokens: map[string]issued{}, counts: map[string]int{},
+		issuers: map[string]map[string]*rsa.PublicKey{}, federated: map[string][]FederatedCredential{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
@@ -140,7 +163,8 @@ func (s *Server) Unthrottle() {
 
 // Count is how many requests of a kind the stand-in served (kinds: token, listZones, getZone,
 // listRecordSets, listRecordSetsByType, getRecordSet, putRecordSet, patchRecordSet,
-// deleteRecordSet, throttled, unauthorized).
+// deleteRecordSet, throttled, unauthorized; and per client ID: "token <client ID>" the tokens
+// issued to it, "<HTTP method> <client ID>" the Resource Manager requests it made).
 func (s *Server) Count(kind string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -189,11 +213,22 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
 	}
-	// A service principal's secret, or a workload identity's federated token as client assertion.
+	// A service principal's secret, or a workload identity's federated token as client assertion:
+	// the fixed one, or a service account token matching a federated credential of the client.
+	clientID := r.PostForm.Get("client_id")
 	secret := r.PostForm.Get("client_secret") == ClientSecret
-	assertion := r.PostForm.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
-		r.PostForm.Get("client_assertion") == FederatedToken
-	if r.PostForm.Get("client_id") != ClientID || !(secret || assertion) {
+	isAssertion := r.PostForm.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+	switch {
+	case clientID == ClientID && (secret || isAssertion && r.PostForm.Get("client_assertion") == FederatedToken):
+	case isAssertion && clientID != ClientID:
+		if _, err := s.exchange(clientID, r.PostForm.Get("client_assertion")); err != nil {
+			var refused *assertionError
+			_ = errors.As(err, &refused)
+			s.count("unauthorized")
+			writeJSON(w, refused.status, map[string]string{"error": refused.code, "error_description": refused.descr})
+			return
+		}
+	default:
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "MSIS9607: The client credentials are invalid."})
 		return
 	}
@@ -207,7 +242,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
 	s.mu.Lock()
-	s.tokens[token] = time.Now().Add(time.Hour)
+	s.tokens[token] = issued{expiry: time.Now().Add(time.Hour), clientID: clientID}
+	s.counts["token "+clientID]++
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "access_token": token, "expires_in": 3600, "ext_expires_in": 3600})
 }
@@ -216,7 +252,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
-	expiry, known := s.tokens[token]
+	tok, known := s.tokens[token]
+	if known {
+		s.counts[r.Method+" "+tok.clientID]++
+	}
 	t := &s.throttle
 	throttled := (t.sustained || t.next > 0) && (!t.readsOnly || r.Method == http.MethodGet)
 	if throttled && t.next > 0 {
@@ -224,7 +263,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	}
 	retryAfter := t.retryAfter
 	s.mu.Unlock()
-	if !known || time.Now().After(expiry) {
+	if !known || time.Now().After(tok.expiry) {
 		s.count("unauthorized")
 		w.Header().Set("WWW-Authenticate", `Bearer authorization_uri="`+s.URL+`adfs", error="invalid_token"`)
 		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or invalid.")
@@ -264,8 +303,8 @@ func requestID() string {
 	return hex.EncodeToString(b)
 }
 
-// certificates makes a CA and a certificate for 127.0.0.1 and localhost signed by it.
-func certificates() (tls.Certificate, *x509.CertPool, []byte, error) {
+// certificates makes a CA and a certificate for ip, 127.0.0.1 and localhost signed by it.
+func certificates(ip net.IP) (tls.Certificate, *x509.CertPool, []byte, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
@@ -285,8 +324,8 @@ func certificates() (tls.Certificate, *x509.CertPool, []byte, error) {
 	if err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip.String()}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{ip, net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
 	if err != nil {
