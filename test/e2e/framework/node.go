@@ -561,9 +561,16 @@ func (w *NodeWorld) WaitDeploymentReady(ctx context.Context, namespace, name str
 		if err := w.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
 			return false, err.Error(), nil
 		}
-		pods = list.Items
-		state += "; pods: " + podStates(pods)
-		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want, state, nil
+		// Pods still terminating (an older ReplicaSet's, an evicted one) are not the rollout's.
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
+		state += "; pods: " + podStates(list.Items)
+		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want &&
+			len(pods) == int(want), state, nil
 	})
 	return pods, err
 }
