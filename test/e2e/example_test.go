@@ -156,7 +156,7 @@ func TestExternalDNSExample_RestartKeepsTheZone(t *testing.T) {
 		stop(ed)
 		ed = start(args)
 		exampleZone(ctx, t, zone, want, ed.Diagnostics, op.Diagnostics)
-		if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
+		if ans := framework.MustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
 			t.Errorf("restart %d: %s answers %s, want %v", i, hostname, ans, chain)
 		}
 		for line := range strings.SplitSeq(strings.TrimPrefix(zone.Log(), before), "\n") {
@@ -178,7 +178,7 @@ func TestExternalDNSExample_RestartKeepsTheZone(t *testing.T) {
 			strings.Join(recs, "\n    "), ed.Diagnostics())
 	} else {
 		t.Logf("control: restarted without --label-filter, the first synchronization emptied the zone; %s answers %s",
-			hostname, mustDig(ctx, t, zone.Query(hostname, "A")))
+			hostname, framework.MustDig(ctx, t, zone.Query(hostname, "A")))
 	}
 	stop(ed)
 	ed = start(args)

@@ -51,7 +51,7 @@ func TestExternalDNSRegionalZones(t *testing.T) {
 	// The authoritative server returns the CNAME and, its target being in the zone, the A record.
 	waitAnswer(ctx, t, created, weu.Query(service, "A"), []string{"CNAME " + gateway + ".", "A " + lbIP}, diag...)
 	waitAnswer(ctx, t, created, weu.Query(gateway, "A"), []string{"A " + lbIP}, diag...)
-	if got := mustDig(ctx, t, weu.Query(service, "CNAME")); !framework.SameRecords(got, []string{"CNAME " + gateway}) {
+	if got := framework.MustDig(ctx, t, weu.Query(service, "CNAME")); !framework.SameRecords(got, []string{"CNAME " + gateway}) {
 		t.Errorf("weu %s CNAME = %s, want the CNAME alone", service, got)
 	}
 
@@ -61,18 +61,18 @@ func TestExternalDNSRegionalZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{service, gateway} {
-		if got := mustDig(ctx, t, neu.Query(name, "A")); len(got.Records) != 0 || got.Status != "NXDOMAIN" {
+		if got := framework.MustDig(ctx, t, neu.Query(name, "A")); len(got.Records) != 0 || got.Status != "NXDOMAIN" {
 			t.Errorf("neu zone answers %s A with %s, want NXDOMAIN: the annotation filter let external-dns-neu publish external-dns-weu's record", name, got)
 		}
 	}
-	if recs := logZone(ctx, t, "after create", neu); len(recs) != 0 {
+	if recs := framework.LogZone(ctx, t, "after create", neu); len(recs) != 0 {
 		t.Errorf("neu zone has %d records, want none", len(recs))
 	}
 
 	// Ownership records: one TXT per managed record, named <prefix><type>-<name>.
-	recs := logZone(ctx, t, "after create", weu)
+	recs := framework.LogZone(ctx, t, "after create", weu)
 	for _, txt := range []string{"weu-p-aks01-cname-api-ns-d-dev-myapp.example.com.", "weu-p-aks01-a-aks01-weu-internal.example.com."} {
-		if !hasRecord(recs, txt, "TXT", "external-dns/owner=external-dns-weu") {
+		if !framework.HasRecord(recs, txt, "TXT", "external-dns/owner=external-dns-weu") {
 			t.Errorf("weu zone lacks ownership TXT %s with owner external-dns-weu", txt)
 		}
 	}
@@ -81,24 +81,14 @@ func TestExternalDNSRegionalZones(t *testing.T) {
 	// the A record.
 	deleted := remove(ctx, t, cluster.Client, cname)
 	waitAnswer(ctx, t, deleted, weu.Query(service, "A"), nil, diag...)
-	if got := mustDig(ctx, t, weu.Query(service, "A")); got.Status != "NXDOMAIN" {
+	if got := framework.MustDig(ctx, t, weu.Query(service, "A")); got.Status != "NXDOMAIN" {
 		t.Errorf("weu %s A after delete = %s, want NXDOMAIN", service, got)
 	}
 	waitAnswer(ctx, t, deleted, weu.Query("weu-p-aks01-cname-api-ns-d-dev-myapp.example.com", "TXT"), nil, diag...)
-	if got := mustDig(ctx, t, weu.Query(gateway, "A")); !framework.SameRecords(got, []string{"A " + lbIP}) {
+	if got := framework.MustDig(ctx, t, weu.Query(gateway, "A")); !framework.SameRecords(got, []string{"A " + lbIP}) {
 		t.Errorf("weu %s A after deleting the CNAME = %s, want A %s", gateway, got, lbIP)
 	}
-	logZone(ctx, t, "after deleting the CNAME DNSEndpoint", weu)
-}
-
-// hasRecord reports whether recs holds a record of the type named name whose data contains data.
-func hasRecord(recs []framework.Record, name, rtype, data string) bool {
-	for _, r := range recs {
-		if strings.EqualFold(r.Name, name) && r.Type == rtype && strings.Contains(r.Data, data) {
-			return true
-		}
-	}
-	return false
+	framework.LogZone(ctx, t, "after deleting the CNAME DNSEndpoint", weu)
 }
 
 // TestOperatorStartsAndStops checks that the harness runs the operator binary against a cluster:

@@ -152,7 +152,7 @@ func TestGatewayAPIBackend_SwitchKeepsTheNameResolving(t *testing.T) {
 	if err := eds["weu"].WaitForSyncSince(ctx, time.Now(), syncTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustDig(ctx, t, weu.Query(target, "A")); !framework.SameRecords(got, []string{"A " + classicIP}) {
+	if got := framework.MustDig(ctx, t, weu.Query(target, "A")); !framework.SameRecords(got, []string{"A " + classicIP}) {
 		t.Errorf("%s A before the Gateway API Gateway has an address = %s, want the address kept", target, got)
 	}
 	ip := gwv1.IPAddressType

@@ -88,28 +88,3 @@ func waitAnswer(ctx context.Context, t *testing.T, since time.Time, q framework.
 	t.Logf("converged in %-7s %s -> %s", d.Round(time.Millisecond), q, shown)
 	return d
 }
-
-// mustDig asks q once.
-func mustDig(ctx context.Context, t *testing.T, q framework.Query) framework.Answer {
-	t.Helper()
-	ans, err := framework.Dig(ctx, q.Port, q.Name, q.Type)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ans
-}
-
-// logZone logs the records updates added to a zone (TXT ownership records included).
-func logZone(ctx context.Context, t *testing.T, title string, b *framework.BindServer) []framework.Record {
-	t.Helper()
-	recs, err := b.ZoneRecords(ctx)
-	if err != nil {
-		t.Fatalf("transferring zone %s from named %q: %v", b.Zone, b.Name, err)
-	}
-	var s strings.Builder
-	for _, r := range recs {
-		s.WriteString("\n    " + r.String())
-	}
-	t.Logf("%s: zone %s on named %q:%s", title, b.Zone, b.Name, s.String())
-	return recs
-}

@@ -201,7 +201,7 @@ func testActive(ctx context.Context, t *testing.T, w *world, a app) {
 
 	// Nothing is published in frc: every ExternalDNS has seen the DNSEndpoints by now.
 	w.waitAllSynced(ctx, t, time.Now())
-	if got := mustDig(ctx, t, w.zones["frc"].Query(a.hostname, "A")); !framework.NXDomain().Matches(got) {
+	if got := framework.MustDig(ctx, t, w.zones["frc"].Query(a.hostname, "A")); !framework.NXDomain().Matches(got) {
 		t.Errorf("zone frc answers %s for %s, want NXDOMAIN (no cluster in frc, none adopts it)", got, a.hostname)
 	}
 	w.assertZone(ctx, t, "weu", append(w.baseline("weu"), w.cnameLines("weu", w.aks01, a.hostname)...))
@@ -273,7 +273,7 @@ func testRegionBound(ctx context.Context, t *testing.T, w *world, a app) {
 		if log := w.zones[r].Log()[len(logs[r]):]; containsUpdate(log, a.hostname, w.aks02.target) {
 			t.Errorf("zone %s: %s was published pointing at %s, whose policy is inactive", r, a.hostname, w.aks02.target)
 		}
-		recs := logZone(ctx, t, "RegionBound", w.zones[r])
+		recs := framework.LogZone(ctx, t, "RegionBound", w.zones[r])
 		assertOwnerTXT(t, recs, w.aks01, r, a.hostname, true)
 		assertOwnerTXT(t, recs, w.aks02, r, a.hostname, false)
 	}
@@ -284,7 +284,7 @@ func testRegionBound(ctx context.Context, t *testing.T, w *world, a app) {
 func assertOwnerTXT(t *testing.T, recs []framework.Record, m *member, region, hostname string, present bool) {
 	t.Helper()
 	name := m.txtPrefix(region) + "cname-" + hostname + "."
-	if got := hasRecord(recs, name, "TXT", "external-dns/owner="+m.owner(region)+","); got != present {
+	if got := framework.HasRecord(recs, name, "TXT", "external-dns/owner="+m.owner(region)+","); got != present {
 		t.Errorf("zone %s: ownership TXT %s with owner %s present = %t, want %t", region, name, m.owner(region), got, present)
 	}
 }
@@ -325,7 +325,7 @@ func testSwitchModes(ctx context.Context, t *testing.T, w *world, a app) {
 	}
 	w.assertStable(ctx, t, "Switch Active->RegionBound(weu)", all)
 	// aks02's ownership record went with its CNAME; aks01's took its place.
-	recs := logZone(ctx, t, "after the switch to RegionBound", w.zones["neu"])
+	recs := framework.LogZone(ctx, t, "after the switch to RegionBound", w.zones["neu"])
 	assertOwnerTXT(t, recs, w.aks02, "neu", a.hostname, false)
 	assertOwnerTXT(t, recs, w.aks01, "neu", a.hostname, true)
 	if log := w.aks01.eds["neu"].Log(); !strings.Contains(log, "Skipping endpoint "+a.hostname) {

@@ -105,7 +105,7 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	if n := strings.Count(strings.TrimPrefix(weu.Log(), before), "updating zone"); n != 0 {
 		t.Errorf("1. named applied %d updates while both clusters' records should have been left alone", n)
 	}
-	recs := logZone(ctx, t, "1. coexistence", weu)
+	recs := framework.LogZone(ctx, t, "1. coexistence", weu)
 	assertTXT(t, recs, prefix+"a-"+gw1+".", true, owner1)
 	assertTXT(t, recs, prefix+"a-"+gw2+".", true, owner2)
 	assertTXT(t, recs, txtName, true, owner1)
@@ -128,7 +128,7 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("3. hand-over: converged %s after the delete; seen: %s", time.Since(at).Round(time.Millisecond), tr)
-	recs = logZone(ctx, t, "3. after the hand-over", weu)
+	recs = framework.LogZone(ctx, t, "3. after the hand-over", weu)
 	assertTXT(t, recs, txtName, true, owner2)
 
 	// 4. aks02 is lost: its ExternalDNS stops, its records stay. aks01 publishes the name again
@@ -171,7 +171,7 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	waitAnswer(ctx, t, at, weu.Query(gw2, "A"), nil, ed1m.Diagnostics, weu.Diagnostics)
 	// The rfc2136 provider deletes the old ownership TXT values by content, and computes that
 	// content with the new owner: aks02's values stay behind, next to aks01's.
-	recs = logZone(ctx, t, "4. after the takeover", weu)
+	recs = framework.LogZone(ctx, t, "4. after the takeover", weu)
 	assertTXT(t, recs, txtName, true, owner1)
 	assertTXT(t, recs, txtName, true, owner2)
 	assertTXT(t, recs, prefix+"a-"+gw2+".", true, owner2)
@@ -205,7 +205,7 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	if n := strings.Count(strings.TrimPrefix(weu.Log(), before), "updating zone"); n != 0 {
 		t.Errorf("4. named applied %d updates after the clean-up, want none", n)
 	}
-	recs = logZone(ctx, t, "4. after the clean-up", weu)
+	recs = framework.LogZone(ctx, t, "4. after the clean-up", weu)
 	assertTXT(t, recs, txtName, true, owner1)
 	assertTXT(t, recs, prefix+"a-"+gw2+".", false, "")
 
@@ -225,9 +225,9 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("6. hand-over back to aks02: converged %s after the delete; seen: %s", time.Since(at).Round(time.Millisecond), tr)
-	recs = logZone(ctx, t, "6. after the hand-over", weu)
+	recs = framework.LogZone(ctx, t, "6. after the hand-over", weu)
 	assertTXT(t, recs, txtName, true, owner2)
-	if hasRecord(recs, txtName, "TXT", "external-dns/owner="+owner1+",") {
+	if framework.HasRecord(recs, txtName, "TXT", "external-dns/owner="+owner1+",") {
 		t.Errorf("6. aks01's ownership TXT value %s is still there after aks01 deleted the record", txtName)
 	}
 }

@@ -283,7 +283,7 @@ func testPublishedEverywhere(ctx context.Context, t *testing.T, w *publicationWo
 	// The records carry their TTLs: the policy's for the CNAME, the platform's default for the
 	// gateway address.
 	for _, r := range worldRegions {
-		ans := mustDig(ctx, t, w.zones[r].Query(a.hostname, "A"))
+		ans := framework.MustDig(ctx, t, w.zones[r].Query(a.hostname, "A"))
 		for _, rec := range ans.Records {
 			want := 300
 			if rec.Type == "CNAME" {

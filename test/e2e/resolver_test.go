@@ -268,7 +268,7 @@ func (w *resolverWorld) setupRoute(ctx context.Context, t *testing.T, a app) *zo
 	if ttl, _ := ans.RecordTTL("CNAME"); ttl < 1 || ttl > resolverTTL {
 		t.Errorf("resolver serves the CNAME with TTL %d, want 1..%d", ttl, resolverTTL)
 	}
-	auth := mustDig(ctx, t, w.zone.Query(a.hostname, "A"))
+	auth := framework.MustDig(ctx, t, w.zone.Query(a.hostname, "A"))
 	for _, r := range auth.Records {
 		if r.TTL != resolverTTL {
 			t.Errorf("authoritative zone serves %s with TTL %d, want the DNSConfiguration's recordTTL %d", r, r.TTL, resolverTTL)
@@ -373,7 +373,7 @@ func testDriftedAfterTTL(ctx context.Context, t *testing.T, w *resolverWorld, a 
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := mustDig(ctx, t, w.zone.Query(a.hostname, "A"))
+	auth := framework.MustDig(ctx, t, w.zone.Query(a.hostname, "A"))
 	if !w.externalChain().Matches(res.Answer) || !res.Recursive() || !w.externalChain().Matches(auth) {
 		t.Errorf("while Pending: dig @resolver %s, dig @authoritative %s; want both %s", res, auth, w.externalChain())
 	}

@@ -61,10 +61,10 @@ func TestExternalDNSRestart_OtherControllersEndpointsNeedALabelFilter(t *testing
 	waitAnswer(ctx, t, at, zone.Query("portal.example.com", "A"), published, ed.Diagnostics)
 
 	ed = restart(ed, annotationOnly)
-	if ans := mustDig(ctx, t, zone.Query("portal.example.com", "A")); ans.Status != "NXDOMAIN" {
+	if ans := framework.MustDig(ctx, t, zone.Query("portal.example.com", "A")); ans.Status != "NXDOMAIN" {
 		t.Errorf("restarted with only --annotation-filter: want its record deleted (ExternalDNS v0.22.0 reads no DNSEndpoint), the zone answers %s", ans)
 	}
-	t.Logf("restarted with only --annotation-filter: %s\n%s", mustDig(ctx, t, zone.Query("portal.example.com", "A")), ed.Diagnostics())
+	t.Logf("restarted with only --annotation-filter: %s\n%s", framework.MustDig(ctx, t, zone.Query("portal.example.com", "A")), ed.Diagnostics())
 
 	ed = restart(ed, labelled)
 	waitAnswer(ctx, t, time.Now(), zone.Query("portal.example.com", "A"), published, ed.Diagnostics)
@@ -73,7 +73,7 @@ func TestExternalDNSRestart_OtherControllersEndpointsNeedALabelFilter(t *testing
 	if err := ed.WaitForSyncSince(ctx, since, syncTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if ans := mustDig(ctx, t, zone.Query("portal.example.com", "A")); !framework.SameRecords(ans, published) {
+	if ans := framework.MustDig(ctx, t, zone.Query("portal.example.com", "A")); !framework.SameRecords(ans, published) {
 		t.Errorf("restarted with --label-filter: want the record kept, the zone answers %s\n%s", ans, ed.Diagnostics())
 	}
 }

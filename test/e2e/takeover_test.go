@@ -82,7 +82,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		ep1 := dnsEndpoint(ns, "api", controller, name, "CNAME", target1)
 		at := create(ctx, t, aks01.Client, ep1)
 		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
-		recs := logZone(ctx, t, "1. aks01 published "+name, weu)
+		recs := framework.LogZone(ctx, t, "1. aks01 published "+name, weu)
 		assertTXT(t, recs, txt1, true, owner)
 
 		// 2. aks02 publishes the same name with its own target: nothing changes.
@@ -92,7 +92,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		if len(obs) != 1 || !framework.SameRecords(obs[0].Answer, []string{"CNAME " + target1}) {
 			t.Errorf("after aks02 published, want %s to stay CNAME %s, observed %v", name, target1, obs)
 		}
-		recs = logZone(ctx, t, "2. aks02 published "+name, weu)
+		recs = framework.LogZone(ctx, t, "2. aks02 published "+name, weu)
 		assertTXT(t, recs, txt1, true, owner)
 		assertTXT(t, recs, txt2, false, "")
 		if log := ed2.Log(); !strings.Contains(log, "Skipping endpoint "+name) || !strings.Contains(log, `because owner id does not match (found: \"\", required: \"`+owner+`\")`) {
@@ -116,7 +116,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		if !handedOver {
 			waitAnswer(ctx, t, at, q, []string{"CNAME " + target2}, diag...)
 		}
-		recs = logZone(ctx, t, "3. aks01 deleted its DNSEndpoint", weu)
+		recs = framework.LogZone(ctx, t, "3. aks01 deleted its DNSEndpoint", weu)
 		assertTXT(t, recs, txt1, false, "")
 		assertTXT(t, recs, txt2, true, owner)
 
@@ -127,7 +127,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		if len(obs) != 1 || !framework.SameRecords(obs[0].Answer, []string{"CNAME " + target2}) {
 			t.Errorf("after aks01 re-published, want %s to stay CNAME %s, observed %v", name, target2, obs)
 		}
-		logZone(ctx, t, "4. aks01 published again", weu)
+		framework.LogZone(ctx, t, "4. aks01 published again", weu)
 	})
 
 	t.Run("SamePrefix", func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 
 		at := create(ctx, t, aks01.Client, dnsEndpoint(ns, "web", controller, name, "CNAME", target1))
 		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
-		recs := logZone(ctx, t, "1. aks01 published "+name, weu)
+		recs := framework.LogZone(ctx, t, "1. aks01 published "+name, weu)
 		assertTXT(t, recs, txt, true, owner)
 
 		// Both instances now own the record and rewrite it on every synchronization. named logs
@@ -159,7 +159,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 			t.Errorf("want the record to flap (each target written at least twice in %s), got %d x %s and %d x %s",
 				observeWindow, adds1, target1, adds2, target2)
 		}
-		recs = logZone(ctx, t, "2. both publish "+name, weu)
+		recs = framework.LogZone(ctx, t, "2. both publish "+name, weu)
 		assertTXT(t, recs, txt, true, owner)
 
 		// 3. Sharing the ownership also breaks names only one cluster publishes: aks02's
@@ -208,11 +208,11 @@ func waitSyncs(ctx context.Context, t *testing.T, since time.Time, eds ...*frame
 // assertTXT checks that the ownership TXT record name exists with the owner, or does not exist.
 func assertTXT(t *testing.T, recs []framework.Record, name string, present bool, owner string) {
 	t.Helper()
-	found := hasRecord(recs, name, "TXT", "heritage=external-dns")
+	found := framework.HasRecord(recs, name, "TXT", "heritage=external-dns")
 	switch {
 	case present && !found:
 		t.Errorf("ownership TXT %s missing", name)
-	case present && !hasRecord(recs, name, "TXT", "external-dns/owner="+owner+","):
+	case present && !framework.HasRecord(recs, name, "TXT", "external-dns/owner="+owner+","):
 		t.Errorf("ownership TXT %s does not name owner %s", name, owner)
 	case !present && found:
 		t.Errorf("ownership TXT %s present, want none", name)

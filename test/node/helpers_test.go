@@ -74,40 +74,6 @@ func operatorDiagnostics(ctx context.Context, w *framework.NodeWorld) func() str
 	return func() string { return w.Diagnostics(ctx, operatorNamespace) }
 }
 
-func mustDig(ctx context.Context, t *testing.T, q framework.Query) framework.Answer {
-	t.Helper()
-	ans, err := framework.Dig(ctx, q.Port, q.Name, q.Type)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ans
-}
-
-// zoneRecords transfers the zone, logs it and returns its records.
-func zoneRecords(ctx context.Context, t *testing.T, title string, b *framework.BindServer) []framework.Record {
-	t.Helper()
-	recs, err := b.ZoneRecords(ctx)
-	if err != nil {
-		t.Fatalf("transferring zone %s from named %q: %v", b.Zone, b.Name, err)
-	}
-	lines := make([]string, 0, len(recs))
-	for _, r := range recs {
-		lines = append(lines, "    "+r.String())
-	}
-	t.Logf("%s: zone %s:\n%s", title, b.Zone, strings.Join(lines, "\n"))
-	return recs
-}
-
-// hasOwnedRecord reports whether recs hold a record name of type rtype whose data contains data.
-func hasOwnedRecord(recs []framework.Record, name, rtype, data string) bool {
-	for _, r := range recs {
-		if strings.EqualFold(r.Name, name) && r.Type == rtype && strings.Contains(r.Data, data) {
-			return true
-		}
-	}
-	return false
-}
-
 func describeAll(fns []func() string) string {
 	parts := make([]string, 0, len(fns))
 	for _, f := range fns {

@@ -310,15 +310,15 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	}
 	t.Logf("step 7: %s -> %s", digCommand, strings.Join(docAnswer, " -> "))
 	chain := []string{"CNAME " + target + ".", "A " + lbIP}
-	if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
+	if ans := framework.MustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
 		fail("%s answers %s, want %v", hostname, ans, chain)
 	}
 	// The records are ExternalDNS' with the walkthrough's owner ID and prefix: it will update and
 	// delete them (the zone only takes updates signed with the key, so it wrote them).
 	owner, prefix := "external-dns/owner="+flag("txt-owner-id"), flag("txt-prefix")
-	recs := zoneRecords(ctx, t, "step 7", zone)
+	recs := framework.LogZone(ctx, t, "step 7", zone)
 	for _, name := range []string{prefix + "cname-" + hostname + ".", prefix + "a-" + target + "."} {
-		if !hasOwnedRecord(recs, name, "TXT", owner) {
+		if !framework.HasRecord(recs, name, "TXT", owner) {
 			fail("the zone has no ownership record %s with %s", name, owner)
 		}
 	}
@@ -372,7 +372,7 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		fail("the HTTPS variant: %v", err)
 	}
 	t.Logf("the HTTPS variant's Istio Gateway: %s", strings.Join(want, "; "))
-	if ans := mustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
+	if ans := framework.MustDig(ctx, t, zone.Query(hostname, "A")); !framework.SameRecords(ans, chain) {
 		fail("after the HTTPS variant, %s answers %s, want %v", hostname, ans, chain)
 	}
 }
