@@ -1,0 +1,48 @@
+package packaging
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// The TLS roots of docs/OPERATOR-GUIDE.md: its values file, given after the AKS values, mounts the
+// ConfigMap read-only next to the workload identity's azure.json Secret and points SSL_CERT_FILE
+// at the file in it; the chart refuses a mount without a path. (The node suite's TestAKS runs
+// the same file against the Azure stand-in.)
+func TestChart_ExtraVolumesMountTheGuidesTLSRoots(t *testing.T) {
+	guide, err := os.ReadFile(repoPath("docs", "OPERATOR-GUIDE.md"))
+	require.NoError(t, err)
+	block, err := framework.BlockWith(string(guide), "extraVolumeMounts:")
+	require.NoError(t, err, "docs/OPERATOR-GUIDE.md shows the TLS roots' values file")
+	values := filepath.Join(t.TempDir(), "tls-roots-values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(block), 0o644))
+
+	d := deploymentOf(t, renderChart(t, "-f", repoPath("docs", "examples", "aks-values.yaml"), "-f", values, "--set", "azure.configSecret=operator-azure"))
+	pod := d.Spec.Template.Spec
+	require.Len(t, pod.Volumes, 2, "the azure.json Secret and the roots")
+	assert.Equal(t, "azure-config", pod.Volumes[0].Name)
+	roots := pod.Volumes[1]
+	require.NotNil(t, roots.ConfigMap, "the roots' volume is the guide's ConfigMap: %+v", roots)
+	assert.Equal(t, "tls-roots", roots.ConfigMap.Name)
+
+	c := pod.Containers[0]
+	assert.Equal(t, []corev1.VolumeMount{
+		{Name: "azure-config", MountPath: "/etc/azure", ReadOnly: true},
+		{Name: roots.Name, MountPath: "/etc/ssl/tls-roots", ReadOnly: true},
+	}, c.VolumeMounts)
+	assert.Contains(t, c.Env, corev1.EnvVar{Name: "SSL_CERT_FILE", Value: "/etc/ssl/tls-roots/roots.pem"},
+		"SSL_CERT_FILE names the file the ConfigMap's key roots.pem becomes")
+	assert.Equal(t, "true", d.Spec.Template.Labels["azure.workload.identity/use"], "the AKS values' workload identity stays")
+
+	_, err = helm(t, "template", releaseName, chartPath, "--kube-version", renderKubeVersion,
+		"--set", "extraVolumes[0].name=roots", "--set", "extraVolumeMounts[0].name=roots")
+	require.Error(t, err, "a mount without mountPath must be rejected")
+	assert.Contains(t, err.Error(), "mountPath")
+}
