@@ -26,6 +26,10 @@ RELEASE_TOOL := $(BIN)/release-tool
 OPM := $(BIN)/opm
 opm_binary = $(BIN)/opm-$(subst /,-,$(1))
 OPM_PLATFORM_BINARIES = $(foreach p,$(IMAGE_PLATFORMS),$(call opm_binary,$(p)))
+# grpc_health_probe for every platform of the catalog image: OLM v0 (v0.38.0, the release OperatorHub
+# clusters run) probes a CatalogSource's pod by exec'ing `grpc_health_probe -addr=:50051` in it.
+grpc_health_probe_binary = $(BIN)/grpc_health_probe-$(subst /,-,$(1))
+GRPC_HEALTH_PROBE_PLATFORM_BINARIES = $(foreach p,$(IMAGE_PLATFORMS),$(call grpc_health_probe_binary,$(p)))
 # cosign signs the pushed images and SHA256SUMS when RELEASE_SIGNING_KEY is set (below).
 COSIGN := $(BIN)/cosign
 
@@ -114,7 +118,7 @@ plugin-archives: ## Build the kubectl plugin's release archives (PLUGIN_PLATFORM
 			-czf $(call plugin_archive,$(p)) $(call plugin_binary,$(p)) LICENSE &&) true
 
 .PHONY: release
-release: release-check image plugin-archives $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
+release: release-check image plugin-archives $(HELM) release-tool $(OPM) $(OPM_PLATFORM_BINARIES) $(GRPC_HEALTH_PROBE_PLATFORM_BINARIES) $(if $(RELEASE_SIGNING_KEY),$(COSIGN)) ## Publish VERSION to REGISTRY: image (by digest), Helm chart (oci://REGISTRY/charts), bundle and catalog images, SBOM and checksums in dist/release.
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	@echo "==> pushing the operator image to $(RELEASE_IMAGE_REPO):v$(VERSION)"
 	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(RELEASE_IMAGE_REPO):v$(VERSION) \
@@ -160,7 +164,7 @@ release: release-check image plugin-archives $(HELM) release-tool $(OPM) $(OPM_P
 	$(OPM) validate $(RELEASE_DIR)/catalog
 	rm -rf $(RELEASE_DIR)/bundle-context
 	$(RELEASE_TOOL) catalog-image --catalog=$(RELEASE_DIR)/catalog --version=v$(VERSION) \
-		$(foreach p,$(IMAGE_PLATFORMS),--opm=$(p)=$(call opm_binary,$(p))) \
+		$(foreach p,$(IMAGE_PLATFORMS),--opm=$(p)=$(call opm_binary,$(p)) --grpc-health-probe=$(p)=$(call grpc_health_probe_binary,$(p))) \
 		--to=$(RELEASE_CATALOG_REPO):v$(VERSION) $(RELEASE_INSECURE) --digest-file=$(RELEASE_DIR)/catalog.digest
 	tar -C $(RELEASE_DIR) --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -czf $(RELEASE_DIR)/service-router-operator-catalog-$(VERSION).tar.gz catalog
 	rm -rf $(RELEASE_DIR)/catalog
@@ -195,6 +199,11 @@ $(OPM): hack/tools/opm/go.mod
 $(BIN)/opm-linux-%: hack/tools/opm/go.mod
 	@echo "==> building opm $(OPM_VERSION) for linux/$* (the catalog image) into bin/ (first run only)"
 	cd hack/tools/opm && CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build $(OPM_BUILD_FLAGS) -o $@ $(OPM_PACKAGE)
+
+# Static (as its own releases are); under a minute of CPU per platform.
+$(BIN)/grpc_health_probe-linux-%: hack/tools/grpc-health-probe/go.mod
+	@echo "==> building grpc_health_probe for linux/$* (the catalog image) into bin/ (first run only)"
+	cd hack/tools/grpc-health-probe && CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -ldflags "-s -w" -o $@ github.com/grpc-ecosystem/grpc-health-probe
 
 .PHONY: opm
 opm: $(OPM) ## Build opm (operator-framework/operator-registry) into bin/.

@@ -22,7 +22,12 @@ import (
 // (quay.io/operator-framework/opm, which this machine cannot pull): opm itself at /bin/opm, built
 // from the Go module proxy for each platform, and the file-based catalog in /configs, named by the
 // label OLM and `opm render` read. It serves the catalog over gRPC on 50051 (`opm serve /configs`),
-// building its cache at start in a temporary directory: a prebuilt cache (`--cache-dir`) would have to be made by running opm for each
+// building its cache at start in a temporary directory. It also carries grpc_health_probe at
+// /bin/grpc_health_probe, with PATH=/bin: OLM v0 (v0.38.0, what OperatorHub clusters run; the
+// registry pod is built in pkg/controller/registry/reconciler/reconciler.go) gives the pod it runs
+// for a CatalogSource startup, readiness and liveness probes that exec `grpc_health_probe
+// -addr=:50051` inside the catalog container; without the binary the pod never becomes Ready and
+// the CatalogSource never READY (test/node/olm_test.go). A prebuilt cache (`--cache-dir`) would have to be made by running opm for each
 // platform at build time, which needs a container runtime; a catalog of one package needs none.
 
 const catalogConfigsLabel = "operators.operatorframework.io.index.configs.v1"
@@ -33,12 +38,19 @@ func catalogImageCommand(args []string) error {
 	version := flags.String("version", "", "version label, e.g. v0.2.0")
 	opms := binaryFlags{}
 	flags.Var(opms, "opm", "OS/ARCH=PATH of a static opm binary; repeat for every platform")
+	probes := binaryFlags{}
+	flags.Var(probes, "grpc-health-probe", "OS/ARCH=PATH of a static grpc_health_probe binary; one for every --opm platform")
 	to := flags.String("to", "", "destination REGISTRY/REPOSITORY:TAG")
 	insecure := flags.Bool("insecure", false, "plain HTTP (a registry on localhost)")
 	digestFile := flags.String("digest-file", "", "file to write the pushed digest to")
 	_ = flags.Parse(args)
 	if *catalogDir == "" || *version == "" || *to == "" || len(opms) == 0 {
 		return errors.New("--catalog, --version, --to and at least one --opm are required")
+	}
+	for platform := range opms {
+		if probes[platform] == "" {
+			return fmt.Errorf("no --grpc-health-probe for %s: OLM's registry pod probes exec grpc_health_probe", platform)
+		}
 	}
 	created, err := sourceDateEpoch()
 	if err != nil {
@@ -69,7 +81,7 @@ func catalogImageCommand(args []string) error {
 		if err != nil {
 			return err
 		}
-		img, err := catalogImage(*p, opms[platform], configs, *version, created)
+		img, err := catalogImage(*p, opms[platform], probes[platform], configs, *version, created)
 		if err != nil {
 			return err
 		}
@@ -87,9 +99,14 @@ func catalogImageCommand(args []string) error {
 	return writeDigestFile(*digestFile, digest.String())
 }
 
-// catalogImage is one platform's image: a layer with opm, a layer with the catalog.
-func catalogImage(platform v1.Platform, opmPath string, configs map[string][]byte, version string, created time.Time) (v1.Image, error) {
+// catalogImage is one platform's image: a layer with opm and grpc_health_probe, a layer with the
+// catalog, one with /tmp.
+func catalogImage(platform v1.Platform, opmPath, probePath string, configs map[string][]byte, version string, created time.Time) (v1.Image, error) {
 	opm, err := os.ReadFile(opmPath)
+	if err != nil {
+		return nil, err
+	}
+	probe, err := os.ReadFile(probePath)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +116,7 @@ func catalogImage(platform v1.Platform, opmPath string, configs map[string][]byt
 		mode      int64
 		createdBy string
 	}{
-		{map[string][]byte{"bin/opm": opm}, 0o755, "make release: COPY opm /bin/opm"},
+		{map[string][]byte{"bin/opm": opm, "bin/grpc_health_probe": probe}, 0o755, "make release: COPY opm grpc_health_probe /bin/"},
 		{configs, 0o644, "make release: COPY catalog /configs"},
 		{nil, 0, "make release: /tmp (opm serve writes its cache to a temporary directory)"},
 	} {
@@ -136,6 +153,8 @@ func catalogImage(platform v1.Platform, opmPath string, configs map[string][]byt
 	cfg.Created = v1.Time{Time: created}
 	cfg.Config.User = User
 	cfg.Config.Entrypoint = []string{"/bin/opm"}
+	// The probes exec grpc_health_probe by name: the runtime looks it up in the container's PATH.
+	cfg.Config.Env = []string{"PATH=/bin"}
 	cfg.Config.Cmd = []string{"serve", "/configs"}
 	cfg.Config.ExposedPorts = map[string]struct{}{"50051/tcp": {}}
 	cfg.Config.Labels = map[string]string{

@@ -13,7 +13,7 @@
 //	release bundle-image --context=DIR --dockerfile=FILE --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
 //	    builds the OLM bundle image bundle.Dockerfile describes (its LABELs, and its COPY lines
 //	    relative to --context) as a single-layer OCI image on scratch, and pushes it.
-//	release catalog-image --catalog=DIR --version=V --opm=OS/ARCH=PATH... --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
+//	release catalog-image --catalog=DIR --version=V --opm=OS/ARCH=PATH... --grpc-health-probe=OS/ARCH=PATH... --to=REGISTRY/REPO:TAG [--insecure] [--digest-file=F]
 //	    builds the multi-architecture file-based catalog image (opm serving DIR from /configs) and
 //	    pushes it.
 //	release krew-manifest --template=hack/krew/router.yaml --version=V --url-base=URL --archive=OS/ARCH=PATH... --output=FILE
