@@ -298,6 +298,21 @@ func TestUpgrade_From010InPodsAsDocumentedKeepsEveryRecord(t *testing.T) {
 		}
 	}
 
+	// The label the filter will select is on 0.1.0's DNSEndpoints already (that is why the
+	// filter can go first): count their records, which ExternalDNS must still read after step 1.
+	var oldEndpoints externaldnsv1alpha1.DNSEndpointList
+	if err := w.Client.List(ctx, &oldEndpoints); err != nil {
+		t.Fatal(err)
+	}
+	records := 0
+	for _, ep := range oldEndpoints.Items {
+		if ep.Labels[naming.LabelController] != controller {
+			t.Errorf("%s's DNSEndpoint %s/%s: label %s=%q, want %q: the label filter would not select it", release010Version,
+				ep.Namespace, ep.Name, naming.LabelController, ep.Labels[naming.LabelController], controller)
+		}
+		records += len(ep.Spec.Endpoints)
+	}
+
 	// From here on nothing published may disappear.
 	objects := watchPublished(ctx, t, w.Client, hostname)
 	uidsBefore := objects.uids()
@@ -330,6 +345,9 @@ func TestUpgrade_From010InPodsAsDocumentedKeepsEveryRecord(t *testing.T) {
 	timings.add("step 1: the new ExternalDNS' first synchronization done", time.Since(started))
 	t.Logf("step 1: ExternalDNS pod %s synchronized with --label-filter=%s: it reads %v endpoints from its source, %v from the zone",
 		edPod.Name, labelFilter, m["external_dns_source_endpoints_total"], m["external_dns_registry_endpoints_total"])
+	if got := m["external_dns_source_endpoints_total"]; got != float64(records) {
+		fail("step 1: ExternalDNS with --label-filter=%s reads %v endpoints from the DNSEndpoints, want the %d records %s published", labelFilter, got, records, release010Version)
+	}
 
 	// Step 2: this tree's image, pushed with the walkthrough's make image-push.
 	started = time.Now()
