@@ -32,7 +32,7 @@ node-packages: ## Make sure containerd, runc, iptables and conntrack are install
 # the kubectl plugin (the homelab walkthrough's `kubectl router status`).
 .PHONY: e2e-node-prerequisites
 e2e-node-prerequisites:
-	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin olm
 
 .PHONY: e2e-node
 e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).

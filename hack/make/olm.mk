@@ -1,0 +1,30 @@
+# OLM v0 (the Operator Lifecycle Manager that OperatorHub clusters run) for the node suite's
+# OperatorHub tests (test/node/olm_test.go): its olm and catalog operators, package server,
+# copy-content and cpb (the bundle unpack Job's util image), built from the
+# operator-lifecycle-manager module v0.38.0 (hack/tools/olm). The test packages them as images in
+# the world's registry and installs OLM from that version's own manifests
+# (deploy/upstream/quickstart/crds.yaml and olm.yaml), only the image references replaced.
+#
+# The paths are defined here, at the top of the file, before any rule that lists them (see the
+# comment at the top of hack/make/tools.mk); node.mk's e2e-node-prerequisites builds `olm`.
+
+OLM_BIN := $(BIN)/olm
+OLM_COMMANDS := $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/package-server $(OLM_BIN)/copy-content $(OLM_BIN)/cpb
+
+##@ OLM (node suite)
+
+# Static, as upstream's image ships them (distroless/static): the images the suite builds hold
+# nothing else. One go build: the five share most of their compiled packages.
+$(OLM_COMMANDS) &: hack/tools/olm/go.mod
+	@echo "==> building OLM v0.38.0 (olm, catalog, package-server, copy-content, cpb) into bin/olm (first run only, a few minutes)"
+	cd hack/tools/olm && CGO_ENABLED=0 $(GO) build -o $(OLM_BIN)/ \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/catalog \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/package-server \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/copy-content \
+		github.com/operator-framework/operator-lifecycle-manager/util/cpb
+	@touch $(OLM_COMMANDS)
+
+.PHONY: olm
+olm: $(OLM_COMMANDS) ## Build OLM v0.38.0's commands for the node suite into bin/olm.
+	@:
