@@ -211,6 +211,13 @@ func (w *NodeWorld) startAPIServer(ctx context.Context) error {
 		"--kubelet-client-certificate="+filepath.Join(p.dir, "admin.crt"),
 		"--kubelet-client-key="+filepath.Join(p.dir, "admin.key"),
 		"--kubelet-preferred-address-types=InternalIP",
+		// The aggregation layer (APIServices such as OLM's packageserver), as kubeadm sets it up.
+		"--requestheader-client-ca-file="+p.FrontProxyCA,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+p.ProxyClientCert, "--proxy-client-key-file="+p.ProxyClientKey,
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1")

@@ -29,34 +29,14 @@ type clusterPKI struct {
 	ServingCert, ServingKey string
 	// ServiceAccountKey and ServiceAccountPub sign and verify service account tokens.
 	ServiceAccountKey, ServiceAccountPub string
+	// FrontProxyCA signs the certificate the API server presents to aggregated API servers
+	// (ProxyClientCert, ProxyClientKey), which they trust for the requesting user's identity.
+	FrontProxyCA, ProxyClientCert, ProxyClientKey string
 }
 
 func newClusterPKI(dir string) (*clusterPKI, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	p := &clusterPKI{dir: dir}
-	var err error
-	if p.caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "service-router-node-world-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
+	p, err := newCA(dir, "service-router-node-world-ca")
 	if err != nil {
-		return nil, err
-	}
-	if p.caCert, err = x509.ParseCertificate(der); err != nil {
-		return nil, err
-	}
-	if p.CA, p.CAKey, err = p.writePair("ca", der, p.caKey); err != nil {
 		return nil, err
 	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(KubernetesServiceIP), net.ParseIP(NodeIP(1)), net.ParseIP(NodeIP(2))}
@@ -77,7 +57,48 @@ func newClusterPKI(dir string) (*clusterPKI, error) {
 		return nil, err
 	}
 	p.ServiceAccountPub = filepath.Join(dir, "sa.pub")
-	return p, writePEM(p.ServiceAccountPub, "PUBLIC KEY", pub)
+	if err := writePEM(p.ServiceAccountPub, "PUBLIC KEY", pub); err != nil {
+		return nil, err
+	}
+	// The aggregation layer's own CA, apart from the cluster's as kubeadm keeps it: an aggregated
+	// API server believes the user headers of whoever presents a certificate of this CA.
+	front, err := newCA(filepath.Join(dir, "front-proxy"), "service-router-node-world-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	p.FrontProxyCA = front.CA
+	p.ProxyClientCert, p.ProxyClientKey, err = front.clientCert("front-proxy-client", "front-proxy-client")
+	return p, err
+}
+
+// newCA makes a certificate authority named cn whose files live in dir.
+func newCA(dir, cn string) (*clusterPKI, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := &clusterPKI{dir: dir}
+	var err error
+	if p.caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
+	if err != nil {
+		return nil, err
+	}
+	if p.caCert, err = x509.ParseCertificate(der); err != nil {
+		return nil, err
+	}
+	p.CA, p.CAKey, err = p.writePair("ca", der, p.caKey)
+	return p, err
 }
 
 // clientCert issues a client certificate for user in groups and returns its files.
