@@ -619,11 +619,16 @@ func (w *NodeWorld) Cluster() *Cluster {
 // InstallIstioCRDs installs Istio's CRDs (the module go.mod selects), as `istioctl install` does:
 // the world runs no Istio, the Istio Gateway stays an object the operator writes and tests read.
 func (w *NodeWorld) InstallIstioCRDs() error {
+	return w.installModuleCRDs(func(c testenv.CRDFiles) string { return c.Istio })
+}
+
+// installModuleCRDs installs the CRDs of the file pick chooses among those testenv installs.
+func (w *NodeWorld) installModuleCRDs(pick func(testenv.CRDFiles) string) error {
 	crds, err := testenv.LocateCRDs()
 	if err != nil {
 		return err
 	}
-	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{Paths: []string{crds.Istio}, ErrorIfPathMissing: true})
+	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{Paths: []string{pick(crds)}, ErrorIfPathMissing: true})
 	return err
 }
 
@@ -683,12 +688,7 @@ func (w *NodeWorld) ContainerLog(pod *corev1.Pod, container string) string {
 
 // InstallExternalDNSCRDs installs the DNSEndpoint CRD of the ExternalDNS module go.mod selects.
 func (w *NodeWorld) InstallExternalDNSCRDs() error {
-	crds, err := testenv.LocateCRDs()
-	if err != nil {
-		return err
-	}
-	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{Paths: []string{crds.ExternalDNS}, ErrorIfPathMissing: true})
-	return err
+	return w.installModuleCRDs(func(c testenv.CRDFiles) string { return c.ExternalDNS })
 }
 
 // prometheusOperatorModule holds the Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule):
