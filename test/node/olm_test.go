@@ -43,6 +43,8 @@ const (
 type olmWorld struct {
 	*framework.NodeWorld
 	root, version string
+	// releaseDir is make release's RELEASE_DIR (the catalog's tarball among its files).
+	releaseDir string
 	// doc is docs/INSTALLATION.md's OLM section with the registry hosts replaced.
 	doc string
 }
@@ -84,8 +86,9 @@ func startOLMWorld(t *testing.T) *olmWorld {
 	}
 	version := string(m[1])
 	start := time.Now()
+	releaseDir := filepath.Join(t.TempDir(), "release")
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "release", "VERSION="+version, "REGISTRY="+w.Registry,
-		"REGISTRY_PLAIN_HTTP=true", "RELEASE_DIR="+filepath.Join(t.TempDir(), "release"))
+		"REGISTRY_PLAIN_HTTP=true", "RELEASE_DIR="+releaseDir)
 	cmd.Dir = root
 	// A make of its own (not a sub-make of `make test`), without the release's signing key.
 	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "RELEASE_SIGNING_KEY=")
@@ -104,7 +107,7 @@ func startOLMWorld(t *testing.T) *olmWorld {
 		t.Fatalf("%s: %v", olmDoc, err)
 	}
 	doc = strings.ReplaceAll(strings.ReplaceAll(doc, olmReleaseRegistry, w.Registry), olmOwnRegistry, w.Registry)
-	return &olmWorld{NodeWorld: w, root: root, version: version, doc: doc}
+	return &olmWorld{NodeWorld: w, root: root, version: version, releaseDir: releaseDir, doc: doc}
 }
 
 // block returns the section's code block containing substr.
@@ -184,30 +187,33 @@ func TestOLM_SubscriberJourney(t *testing.T) {
 		}
 	}
 
-	applySamples(t, w)
+	applySamples(t, w, "config/samples")
 	published := watchPublished(ctx, t, w.Client, samplesHost)
 	published.check(t, "after the samples converged")
 
 	removeAndResubscribe(t, w, published, subscribe)
 }
 
-// applySamples applies config/samples (kustomize, as `kubectl apply -k`) with their namespaces
-// and the ingress Service their Gateway reads (the AKS add-on's, given an address as the load
-// balancer would), and waits for the ServiceRoutes to be Ready.
-func applySamples(t *testing.T, w *olmWorld) {
+// applySamples applies samples (config/samples of a tree; kustomize, as `kubectl apply -k`) with
+// their namespaces and the ingress Service their Gateway reads (the AKS add-on's, given an address
+// as the load balancer would; 0.1.0's samples read it from istio-system), and waits for the
+// ServiceRoutes to be Ready and the Istio Gateway to list both hosts.
+func applySamples(t *testing.T, w *olmWorld, samples string) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := framework.CreateIngressService(ctx, w.Client, framework.IngressService{
-		Namespace: samplesIngressNamespace, Name: "aks-istio-ingressgateway-internal", Controller: samplesController, IPs: []string{"10.123.45.67"},
-	}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{samplesIngressNamespace, "istio-system"} {
+		if _, err := framework.CreateIngressService(ctx, w.Client, framework.IngressService{
+			Namespace: ns, Name: "aks-istio-ingressgateway-internal", Controller: samplesController, IPs: []string{"10.123.45.67"},
+		}); err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatal(err)
+		}
 	}
 	for _, ns := range []string{"istio-system", "myapp"} {
 		if err := framework.EnsureNamespace(ctx, w.Client, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := w.Cluster().RunScript(ctx, "kubectl apply -k config/samples\nkubectl -n myapp wait --for=condition=Ready serviceroute --all --timeout=90s")
+	out, err := w.Cluster().RunScript(ctx, "kubectl apply -k "+samples+"\nkubectl -n myapp wait --for=condition=Ready serviceroute --all --timeout=90s")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, w.diagnose(ctx, operatorNamespace))
 	}
