@@ -10,6 +10,9 @@
 
 OLM_BIN := $(BIN)/olm
 OLM_COMMANDS := $(OLM_BIN)/olm $(OLM_BIN)/catalog $(OLM_BIN)/package-server $(OLM_BIN)/copy-content $(OLM_BIN)/cpb
+# The test of `operator-sdk scorecard` (test/node/olm_scorecard_test.go): the scorecard-test
+# command of operator-sdk's scorecard-test image, from the operator-sdk module of hack/tools/operator-sdk.
+SCORECARD_TEST := $(BIN)/scorecard-test
 
 ##@ OLM (node suite)
 
@@ -25,6 +28,11 @@ $(OLM_COMMANDS) &: hack/tools/olm/go.mod
 		github.com/operator-framework/operator-lifecycle-manager/util/cpb
 	@touch $(OLM_COMMANDS)
 
+# Static: the suite packages it as an image with nothing else in it.
+$(SCORECARD_TEST): hack/tools/operator-sdk/go.mod
+	@echo "==> building operator-sdk's scorecard-test into bin/ (first run only)"
+	cd hack/tools/operator-sdk && CGO_ENABLED=0 $(GO) build -o $@ github.com/operator-framework/operator-sdk/images/scorecard-test
+
 .PHONY: olm
-olm: $(OLM_COMMANDS) ## Build OLM v0.38.0's commands for the node suite into bin/olm.
+olm: $(OLM_COMMANDS) $(OPERATOR_SDK) $(SCORECARD_TEST) ## Build OLM v0.38.0's commands, operator-sdk and scorecard-test for the node suite.
 	@:
