@@ -13,6 +13,7 @@ import (
 	"time"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/service-router/service-router-operator/internal/testenv"
@@ -173,6 +174,7 @@ func TestOLM_SubscriberJourney(t *testing.T) {
 		t.Logf("subscribed, approved and Succeeded in %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
 	}
 	subscribe()
+	checkRegistryPodProbes(t, w)
 	pods, err := w.WaitDeploymentReady(ctx, operatorNamespace, olmDeployment, podTimeout)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, diagnose())
@@ -390,4 +392,29 @@ kubectl -n `+ns+` get operatorgroup own -o jsonpath='{.status}{"\n"}'`)
 	if out, _ := w.Cluster().RunScript(ctx, "kubectl -n "+ns+" get deployments,pods -o name"); strings.TrimSpace(out) != "" {
 		t.Errorf("an operator runs under the OwnNamespace OperatorGroup:\n%s", out)
 	}
+}
+
+// checkRegistryPodProbes shows what the catalog image is Ready through: OLM v0.38.0's pod for the
+// CatalogSource execs grpc_health_probe in the catalog container for its startup, readiness and
+// liveness probes (operator-lifecycle-manager PR #3888, after v0.38.0, turns them into the
+// kubelet's gRPC probes), and the release's catalog image answers it.
+func checkRegistryPodProbes(t *testing.T, w *olmWorld) {
+	t.Helper()
+	ctx := t.Context()
+	var pods corev1.PodList
+	if err := w.Client.List(ctx, &pods, client.InNamespace(framework.OLMNamespace), client.MatchingLabels{"olm.catalogSource": "service-router"}); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the CatalogSource's pod: %v (%d pods)", err, len(pods.Items))
+	}
+	p := pods.Items[0]
+	c := p.Spec.Containers[0]
+	for what, probe := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if probe == nil || probe.Exec == nil || strings.Join(probe.Exec.Command, " ") != "grpc_health_probe -addr=:50051" {
+			t.Errorf("the registry pod's %s probe is not `grpc_health_probe -addr=:50051` but %+v", what, probe)
+		}
+	}
+	out, err := w.Cluster().RunScript(ctx, "kubectl -n "+framework.OLMNamespace+" exec "+p.Name+" -- grpc_health_probe -addr=:50051")
+	if err != nil || !strings.Contains(out, "SERVING") {
+		t.Errorf("grpc_health_probe in the catalog container: %v\n%s", err, out)
+	}
+	t.Logf("the registry pod %s (image %s) is Ready through exec probes: %s", p.Name, c.Image, strings.TrimSpace(out))
 }
