@@ -19,5 +19,8 @@ import (
 func TestMain(m *testing.M) {
 	// envtest's CRD installer logs through controller-runtime; the suite reports what it needs.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(framework.RunInNetworkNamespace(m))
+	os.Exit(framework.RunInNetworkNamespace(m,
+		framework.FetchPrometheusOperatorModule,
+		// The upgrade tests build the 0.1.0 operator.
+		func() error { return framework.FetchModulesOf(release010) }))
 }

@@ -698,15 +698,11 @@ const prometheusOperatorModule = "github.com/prometheus-operator/prometheus-oper
 // InstallPrometheusOperatorCRDs installs the ServiceMonitor and PrometheusRule CRDs of the
 // Prometheus Operator (from its module, through the Go module proxy).
 func (w *NodeWorld) InstallPrometheusOperatorCRDs(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", prometheusOperatorModule).Output()
+	moduleDir, err := downloadModule(ctx, prometheusOperatorModule)
 	if err != nil {
-		return fmt.Errorf("downloading %s: %w", prometheusOperatorModule, err)
+		return err
 	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return fmt.Errorf("downloading %s: %v %s", prometheusOperatorModule, err, mod.Error)
-	}
-	dir := filepath.Join(mod.Dir, "example", "prometheus-operator-crd")
+	dir := filepath.Join(moduleDir, "example", "prometheus-operator-crd")
 	_, err = envtest.InstallCRDs(w.Config, envtest.CRDInstallOptions{ErrorIfPathMissing: true, Paths: []string{
 		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
 		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
@@ -736,4 +732,15 @@ func (w *NodeWorld) PushOperatorImage(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("make image-push: %v\n%s", err, out)
 	}
 	return repo, nil
+}
+
+// downloadModule returns the directory of module@version in the module cache, downloading it
+// first if needed (outside the node world's namespace: it has no network).
+func downloadModule(ctx context.Context, module string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output()
+	var mod struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &mod); err != nil || jsonErr != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %v %s (inside the node world's namespace only modules fetched before, by RunInNetworkNamespace's fetch, are there)", module, err, mod.Error)
+	}
+	return mod.Dir, nil
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,12 +44,14 @@ func NodeIP(i int) string { return nodeNetworkPrefix + strconv.Itoa(1+i) }
 const cgroupRootPrefix = "service-router-node-"
 
 // RunInNetworkNamespace runs the tests of m inside a network namespace and a mount namespace of
-// their own, for TestMain. The test binary creates the network namespace (ip netns add), gives it a
+// their own, for TestMain. Inside there is no network, the Go module proxy included: fetch runs
+// first, outside, for whatever the tests download (modules they read files of or build). The
+// test binary then creates the network namespace (ip netns add), gives it a
 // loopback and the node addresses, re-executes itself inside it (nsenter --net, then unshare
 // --mount: `ip netns exec` would remount /sys and hide the cgroup hierarchies the kubelet needs),
 // and when that run ends kills whatever it left (containerd's shims, the pods' processes in the
 // kubelets' cgroups), removes those cgroups and deletes the namespace. It needs root.
-func RunInNetworkNamespace(m *testing.M) int {
+func RunInNetworkNamespace(m *testing.M, fetch ...func() error) int {
 	if os.Getenv(netnsEnv) != "" {
 		// containerd names each pod's network namespace by a file in /run/netns: a tmpfs of the
 		// suite's own mount namespace keeps them from outliving it on the host.
@@ -61,6 +64,12 @@ func RunInNetworkNamespace(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "the node suite runs a kubelet, containerd and a network namespace: it needs root (run `make test` or `make e2e-node` as root)")
 		return 1
+	}
+	for _, f := range fetch {
+		if err := f(); err != nil {
+			fmt.Fprintf(os.Stderr, "node world: fetching before entering the network namespace: %v\n", err)
+			return 1
+		}
 	}
 	name := fmt.Sprintf("service-router-%d", os.Getpid())
 	if err := createNetworkNamespace(name); err != nil {
@@ -196,4 +205,30 @@ func processes() []int {
 		}
 	}
 	return pids
+}
+
+// FetchPrometheusOperatorModule downloads the module InstallPrometheusOperatorCRDs reads, for
+// RunInNetworkNamespace's fetch.
+func FetchPrometheusOperatorModule() error {
+	_, err := downloadModule(context.Background(), prometheusOperatorModule)
+	return err
+}
+
+// FetchModulesOf downloads every module the go.mod of the repository's commit requires, for tests
+// that build that commit inside the namespace (RunInNetworkNamespace's fetch).
+func FetchModulesOf(commit string) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "modules-of-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	script := fmt.Sprintf("git -C %q archive --format=tar %s go.mod go.sum | tar -x -C %q && cd %q && go mod download", root, commit, dir, dir)
+	if out, err := exec.Command("bash", "-e", "-o", "pipefail", "-c", script).CombinedOutput(); err != nil {
+		return fmt.Errorf("downloading the modules of %s: %v\n%s", commit, err, out)
+	}
+	return nil
 }
