@@ -32,8 +32,10 @@ const (
 // image built from its commit) and the release's 0.2.0 replacing it, as docs/INSTALLATION.md#olm
 // says a catalog keeps the previous bundle; subscribed at 0.1.0 (startingCSV, manual approval);
 // 0.1.0's samples converged; then the pending InstallPlan for 0.2.0 approved: the CSV replaced,
-// 0.2.0's pods Ready, and every DNSEndpoint and Istio Gateway the same object throughout (UIDs
-// polled every 100 ms: none deleted, none recreated).
+// 0.2.0's pods Ready, every DNSEndpoint and Istio Gateway the same object throughout (UIDs
+// polled every 100 ms: none deleted, none recreated), and the real ExternalDNS (--policy=sync)
+// writing the samples' weu zone on BIND never deleting a record (the zone transferred every
+// 200 ms from 0.1.0's records to the end).
 func TestOLM_UpgradeFromThePreviousRelease(t *testing.T) {
 	ctx := t.Context()
 	w := startOLMWorld(t)
@@ -171,8 +173,33 @@ kubectl ` + ns + `patch installplan "$plan" --type merge -p '{"spec":{"approved"
 	if _, err := w.WaitDeploymentReady(ctx, operatorNamespace, olmDeployment, podTimeout); err != nil {
 		t.Fatalf("%v\n%s", err, w.diagnose(ctx, operatorNamespace))
 	}
+	// The samples' weu zone on BIND, written by the real ExternalDNS (--policy=sync, the
+	// controller external-dns-weu the samples name), from 0.1.0's records on.
+	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Cluster().StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: "external-dns-weu", Kubeconfig: w.Kubeconfig}.ForBind(zone)); err != nil {
+		t.Fatal(err)
+	}
 	applySamples(t, w, filepath.Join(old, "config", "samples"))
 	uids := watchUIDs(ctx, t, w)
+	var records map[string]string
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "the samples' records in the zone", func(ctx context.Context) (bool, string, error) {
+		recs, err := zone.ZoneRecords(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		records = olmZoneState(recs)
+		_, api := records[samplesHost+". CNAME"]
+		_, web := records[samplesWebHost+". CNAME"]
+		return api && web, fmt.Sprint(records), nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, zone.Diagnostics())
+	}
+	t.Logf("the zone under 0.1.0: %v", records)
+	watched := watchOLMZone(ctx, t, zone, records)
 
 	// The upgrade, approved.
 	start = time.Now()
@@ -200,6 +227,66 @@ kubectl ` + ns + `patch installplan "$plan" --type merge -p '{"spec":{"approved"
 	}
 	time.Sleep(5 * time.Second)
 	uids.check(t, "through the upgrade")
+	watched.check(t, "through the upgrade")
+}
+
+// olmZoneState maps "name TYPE" to the record's data and TTL, for every record ExternalDNS wrote.
+func olmZoneState(recs []framework.Record) map[string]string {
+	state := map[string]string{}
+	for _, r := range recs {
+		key := strings.ToLower(r.Name) + " " + r.Type
+		state[key] = strings.TrimSpace(state[key] + " " + fmt.Sprintf("%s (ttl %d)", r.Data, r.TTL))
+	}
+	return state
+}
+
+// olmZoneWatch transfers the zone every 200 ms and reports any name and type of the starting records
+// that goes missing (deleted, even for a moment) and any whose data or TTL changes.
+type olmZoneWatch struct {
+	mu               sync.Mutex
+	missing, changed []string
+	transfers        int
+}
+
+func watchOLMZone(ctx context.Context, t *testing.T, zone *framework.BindServer, start map[string]string) *olmZoneWatch {
+	zw := &olmZoneWatch{}
+	watchCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go func() {
+		last := start
+		for watchCtx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			recs, err := zone.ZoneRecords(watchCtx)
+			if err != nil {
+				continue
+			}
+			now := olmZoneState(recs)
+			zw.mu.Lock()
+			zw.transfers++
+			for key, was := range start {
+				got, ok := now[key]
+				switch {
+				case !ok:
+					zw.missing = append(zw.missing, time.Now().Format("15:04:05.000")+" "+key+" missing")
+				case got != last[key]:
+					zw.changed = append(zw.changed, fmt.Sprintf("%s %s: %s -> %s", time.Now().Format("15:04:05.000"), key, was, got))
+				}
+			}
+			zw.mu.Unlock()
+			last = now
+		}
+	}()
+	return zw
+}
+
+func (zw *olmZoneWatch) check(t *testing.T, when string) {
+	t.Helper()
+	zw.mu.Lock()
+	defer zw.mu.Unlock()
+	t.Logf("%s: %d zone transfers watched; records changed: %v", when, zw.transfers, zw.changed)
+	if len(zw.missing) > 0 {
+		t.Errorf("%s: records deleted from the zone:\n%s", when, strings.Join(zw.missing, "\n"))
+	}
 }
 
 // uidWatch records every DNSEndpoint and Istio Gateway by UID and reports any that disappears or
