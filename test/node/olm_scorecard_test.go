@@ -82,6 +82,11 @@ func TestOLM_Scorecard(t *testing.T) {
 	if err := framework.EnsureNamespace(ctx, w.Client, "scorecard"); err != nil {
 		t.Fatal(err)
 	}
+	// The scorecard's pods run as the namespace's default service account, which
+	// kube-controller-manager creates a moment after the namespace (a fresh-clone run lost the race).
+	if out, err := w.Cluster().RunScript(ctx, "kubectl -n scorecard wait --for=create serviceaccount/default --timeout=60s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, operatorSDK, "scorecard", bundle, "--kubeconfig", w.Kubeconfig, "--namespace", "scorecard",
 		"--untar-image", registry+"scorecard-untar:"+scorecardVersion, "--wait-time", "180s", "--output", "text")
