@@ -29,6 +29,10 @@ func main() {
 		if errors.As(err, &tooMany) {
 			os.Exit(preview.ExitTooManyDeletions)
 		}
+		var refused *preview.RefusedError
+		if errors.As(err, &refused) {
+			os.Exit(preview.ExitRefused)
+		}
 		os.Exit(1)
 	}
 }

@@ -22,6 +22,11 @@ import (
 // leave their zones (errors exit with 1).
 const ExitTooManyDeletions = 2
 
+// ExitRefused is the exit code of plan when the API server would refuse a manifest (or, with
+// --delete, find no object for it): a GitOps gate tells a wrong pull request (3) from a broken
+// pipeline (1).
+const ExitRefused = 3
+
 // TooManyDeletionsError is returned by plan when --max-deletions is exceeded.
 type TooManyDeletionsError struct{ Removed, Max int }
 
@@ -156,8 +161,8 @@ func runPlan(ctx context.Context, c client.Reader, namespace string, o planOptio
 }
 
 // PlanFor is `kubectl router plan` without the printing: the cluster's objects read through c,
-// objs overlaid (deleted when del), the operator's decisions run, and the difference. It also
-// returns nothing written anywhere.
+// objs admitted as the API server would (a *RefusedError when it would refuse one) and overlaid
+// (deleted when del), the operator's decisions run, and the difference. It writes nothing.
 func PlanFor(ctx context.Context, c client.Reader, objs []*unstructured.Unstructured, del bool, namespace string, s Settings) (Result, error) {
 	r, _, err := PredictFor(ctx, c, objs, del, namespace, s)
 	return r, err
@@ -170,8 +175,12 @@ func PredictFor(ctx context.Context, c client.Reader, objs []*unstructured.Unstr
 	if err != nil {
 		return Result{}, Prediction{}, err
 	}
+	admitted, err := Admit(ctx, c, current, objs, del, namespace)
+	if err != nil {
+		return Result{}, Prediction{}, err
+	}
 	next := current.DeepCopy()
-	changes, err := Overlay(next, objs, del, namespace, time.Now())
+	changes, err := Overlay(next, admitted, del, namespace, time.Now())
 	if err != nil {
 		return Result{}, Prediction{}, err
 	}

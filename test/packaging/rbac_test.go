@@ -334,10 +334,16 @@ func TestChartRBAC_UserRoles(t *testing.T) {
 	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"routing.router.io"}, Resources: []string{"gateways"}, Verbs: readVerbs}}, gatewayReader.Rules)
 	require.Empty(t, aggregationLabels(gatewayReader.Labels), "gateway-reader is bound where the platform chooses, never aggregated")
 
-	// plan-reader is bound cluster-wide to whoever previews changes: get and list only, and
-	// carried by no built-in role (it reads every namespace and the cluster configuration).
+	// plan-reader is bound cluster-wide to whoever previews changes: get and list only, get of
+	// the operator's own CRDs by name and of no other, and carried by no built-in role (it reads
+	// every namespace and the cluster configuration).
 	planReader := role("service-router-plan-reader")
 	for _, rule := range planReader.Rules {
+		if slices.Contains(rule.APIGroups, "apiextensions.k8s.io") {
+			require.Equal(t, []string{"get"}, rule.Verbs, "plan-reader reads the CRDs it validates with")
+			require.Len(t, rule.ResourceNames, 5, "the operator's five CRDs, no other")
+			continue
+		}
 		require.Equal(t, []string{"get", "list"}, rule.Verbs, "plan-reader only reads")
 	}
 	require.Empty(t, aggregationLabels(planReader.Labels), "plan-reader is bound where the platform chooses, never aggregated")
