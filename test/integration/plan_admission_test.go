@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,14 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		r, err := preview.PlanFor(ctx, viewer, svc, true, ns, preview.DefaultSettings)
 		require.NoError(t, err)
 		require.Equal(t, "ignored", r.Manifests[0].Action)
+	})
+
+	t.Run("without the right to read the CRDs it fails, and does not guess", func(t *testing.T) {
+		older, _ := planViewerWithout(t, "apiextensions.k8s.io")
+		objs := objectsOf(t, fmt.Sprintf(route, "web", "{serviceName: web, gatewayName: gw, environment: dev, application: shop}"))
+		_, _, err := preview.PredictFor(ctx, older, objs, false, ns, preview.DefaultSettings)
+		require.True(t, apierrors.IsForbidden(err), "%v", err)
+		require.ErrorContains(t, err, "reading CustomResourceDefinition serviceroutes.routing.router.io")
 	})
 
 	t.Run("the command prints nothing and says why", func(t *testing.T) {

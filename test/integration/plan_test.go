@@ -263,10 +263,18 @@ func waitNamespacesGone(t testing.TB) {
 // (plan-reader: get and list only), and the user's name.
 func planViewer(t *testing.T) (client.Reader, string) {
 	t.Helper()
+	return planViewerWithout(t, "")
+}
+
+// planViewerWithout is planViewer bound to the documented role without its rules of apiGroup (a
+// role of an earlier release).
+func planViewerWithout(t *testing.T, apiGroup string) (client.Reader, string) {
+	t.Helper()
 	ctx := context.Background()
 	name := "plan-viewer-" + rand.String(5)
 	role := documentedPlanRole(t)
 	role.Name = name
+	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return apiGroup != "" && slices.Contains(r.APIGroups, apiGroup) })
 	require.NotEmpty(t, role.Rules)
 	for _, rule := range role.Rules {
 		require.Subset(t, []string{"get", "list"}, rule.Verbs, "the documented role only reads")
