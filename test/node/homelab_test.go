@@ -214,7 +214,12 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		return strings.ReplaceAll(script, docRegistry[1]+"/", w.Registry+"/")
 	}
 	started := time.Now()
+	unlock, err := framework.LockTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := cl.RunScript(ctx, local(shellBlock("make image image-push")))
+	unlock()
 	if err != nil {
 		t.Fatalf("step 2, the image: %v", err)
 	}

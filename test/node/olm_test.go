@@ -93,7 +93,12 @@ func startOLMWorld(t *testing.T) *olmWorld {
 	cmd.Dir = root
 	// A make of its own (not a sub-make of `make test`), without the release's signing key.
 	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "RELEASE_SIGNING_KEY=")
+	unlock, err := framework.LockTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := cmd.CombinedOutput()
+	unlock()
 	if err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
 	}
@@ -197,18 +202,17 @@ func TestOLM_SubscriberJourney(t *testing.T) {
 }
 
 // applySamples applies samples (config/samples of a tree; kustomize, as `kubectl apply -k`) with
-// their namespaces and the ingress Service their Gateway reads (the AKS add-on's, given an address
-// as the load balancer would; 0.1.0's samples read it from istio-system), and waits for the
-// ServiceRoutes to be Ready and the Istio Gateway to list both hosts.
+// their namespaces and the ingress Service their Gateway reads, where the AKS add-on keeps it
+// (aks-istio-ingress, given an address as the load balancer would; 0.1.0 took a Service of the
+// controller's label from any namespace, 0.2.0 from the Gateway's spec.ingressNamespace), and
+// waits for the ServiceRoutes to be Ready and the Istio Gateway to list both hosts.
 func applySamples(t *testing.T, w *olmWorld, samples string) {
 	t.Helper()
 	ctx := t.Context()
-	for _, ns := range []string{samplesIngressNamespace, "istio-system"} {
-		if _, err := framework.CreateIngressService(ctx, w.Client, framework.IngressService{
-			Namespace: ns, Name: "aks-istio-ingressgateway-internal", Controller: samplesController, IPs: []string{"10.123.45.67"},
-		}); err != nil && !strings.Contains(err.Error(), "already exists") {
-			t.Fatal(err)
-		}
+	if _, err := framework.CreateIngressService(ctx, w.Client, framework.IngressService{
+		Namespace: samplesIngressNamespace, Name: "aks-istio-ingressgateway-internal", Controller: samplesController, IPs: []string{"10.123.45.67"},
+	}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
 	}
 	for _, ns := range []string{"istio-system", "myapp"} {
 		if err := framework.EnsureNamespace(ctx, w.Client, ns); err != nil {

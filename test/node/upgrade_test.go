@@ -4,7 +4,6 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -37,8 +36,8 @@ import (
 // The 0.1.0 release (CHANGELOG: 2026-11-22; no tag, test/packaging's previousRelease) and what
 // says how to upgrade from it.
 const (
-	release010        = "1d8314e87a5e403a05e7537530869618fb4abb52"
-	release010Version = "0.1.0"
+	release010        = testenv.PreviousRelease
+	release010Version = testenv.PreviousReleaseVersion
 	changelogFile     = "CHANGELOG.md"
 	changelogUpgrade  = "### Upgrading to 0.2.0"
 	upgradeHeading    = "### Upgrading" // in docs/INSTALLATION.md
@@ -533,26 +532,12 @@ func withoutLinesContaining(block, substr string) string {
 	return strings.Join(out, "\n")
 }
 
-// archiveRelease010 extracts the 0.1.0 release's tree (git archive: the working tree and the
-// index are left alone) into a temporary directory.
+// archiveRelease010 extracts the 0.1.0 release's tree into a temporary directory.
 func archiveRelease010(t *testing.T, root string) string {
 	t.Helper()
 	dir := t.TempDir()
-	archive := exec.Command("git", "archive", "--format=tar", release010)
-	archive.Dir = root
-	var tarball, stderr bytes.Buffer
-	archive.Stdout, archive.Stderr = &tarball, &stderr
-	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s: the test needs the repository's history (not a shallow clone): %v: %s", release010, err, stderr.String())
-	}
-	untar := exec.Command("tar", "-x", "-C", dir)
-	untar.Stdin = &tarball
-	if out, err := untar.CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v: %s", err, out)
-	}
-	chart, err := os.ReadFile(filepath.Join(dir, "charts/service-router-operator/Chart.yaml"))
-	if err != nil || !bytes.Contains(chart, []byte("\nversion: "+release010Version+"\n")) {
-		t.Fatalf("commit %s is not the %s release (its Chart.yaml: %v)", release010, release010Version, err)
+	if err := testenv.ExtractPreviousRelease(root, dir); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -574,7 +559,7 @@ var release010Dockerfile = []string{
 // /manager) to the registry as service-router-operator:v0.1.0, the chart's default tag. The
 // distroless base under it holds only CA certificates, time zones and /etc/passwd, none of which
 // the operator reads in a cluster; the image here has the binary alone, as this tree's has.
-func pushRelease010Image(ctx context.Context, t *testing.T, tree, registry string) {
+func pushRelease010Image(ctx context.Context, t *testing.T, tree, registry string) string {
 	t.Helper()
 	files := readFile(t, filepath.Join(tree, "Dockerfile")) + readFile(t, filepath.Join(tree, "Makefile"))
 	for _, line := range release010Dockerfile {
@@ -598,6 +583,7 @@ func pushRelease010Image(ctx context.Context, t *testing.T, tree, registry strin
 		t.Fatal(err)
 	}
 	t.Logf("%s image: %s (tag v%s)", release010Version, ref, release010Version)
+	return ref
 }
 
 func readFile(t *testing.T, path string) string {
@@ -900,25 +886,6 @@ func checkCRDsInRelease(ctx context.Context, t *testing.T, c client.Client) {
 			t.Errorf("CRD %s: annotation meta.helm.sh/release-name %q, want %q (taken over by the release)", crd.Name, got, operatorDeployment)
 		}
 	}
-}
-
-// uids returns the UID of every object the watch follows, as last seen ("" once deleted).
-func (pw *publishedWatch) uids() map[string]string {
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	out := make(map[string]string, len(pw.start))
-	for key, state := range pw.start {
-		uid, _, _ := strings.Cut(state, "@")
-		out[key] = uid
-	}
-	return out
-}
-
-// writes returns every change the watch saw (writes in place included).
-func (pw *publishedWatch) writes() []string {
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	return slices.Clone(pw.changes)
 }
 
 // stepTimings collects the journey's timings for one log line each.

@@ -30,30 +30,15 @@ import (
 	"github.com/service-router/service-router-operator/internal/testenv"
 )
 
-// previousRelease is the commit of the 0.1.0 release (CHANGELOG: 2026-11-22, the last commit of
-// that day; there is no tag): its chart installs the CRDs from crds/, and its operator is what
-// published the records an upgrade must keep.
-const (
-	previousRelease        = "1d8314e87a5e403a05e7537530869618fb4abb52"
-	previousReleaseVersion = "0.1.0"
-)
+// The 0.1.0 release an upgrade starts from (testenv.PreviousRelease).
+const previousReleaseVersion = testenv.PreviousReleaseVersion
 
-// checkoutPreviousRelease extracts the repository at previousRelease into a temporary directory
-// (git archive: the working tree and the index are left alone) and returns its path.
+// checkoutPreviousRelease extracts the 0.1.0 release's tree into a temporary directory and
+// returns its path.
 func checkoutPreviousRelease(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	archive := exec.Command("git", "archive", "--format=tar", previousRelease)
-	archive.Dir = repoRoot
-	var tarball, stderr bytes.Buffer
-	archive.Stdout, archive.Stderr = &tarball, &stderr
-	require.NoError(t, archive.Run(), "git archive %s: the test needs the repository's history (not a shallow clone): %s", previousRelease, stderr.String())
-	untar := exec.Command("tar", "-x", "-C", dir)
-	untar.Stdin = &tarball
-	out, err := untar.CombinedOutput()
-	require.NoError(t, err, "tar: %s", out)
-	chart := readFile(t, filepath.Join(dir, chartPath, "Chart.yaml"))
-	require.Contains(t, chart, "\nversion: "+previousReleaseVersion+"\n", "commit %s is not the %s release", previousRelease, previousReleaseVersion)
+	require.NoError(t, testenv.ExtractPreviousRelease(repoRoot, dir))
 	return dir
 }
 

@@ -724,6 +724,11 @@ func (w *NodeWorld) PushOperatorImage(ctx context.Context) (string, error) {
 	}
 	repo := w.Registry + "/service-router-operator"
 	// The chart's default tag is v<appVersion>.
+	unlock, err := LockTree(w.root)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "image-push", "IMG="+repo+":v"+string(appVersion[1]), "REGISTRY_PLAIN_HTTP=true")
 	cmd.Dir = w.root
 	// A make of its own, not a sub-make of `make test` (whose jobserver it would share).
