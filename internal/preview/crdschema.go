@@ -135,18 +135,27 @@ func newCRDSchema(v1 *apiextensionsv1.CustomResourceValidation, namespaced bool)
 // decode is what the API server's decoder does to a custom resource before validating it, with
 // kubectl's strict field validation: an unknown field refuses the request, the rest is defaulted.
 func (s *crdSchema) decode(u *unstructured.Unstructured) error {
-	unknown := structuralpruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	_, _, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	if err != nil {
+		return undecodable(u, err)
+	}
+	unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 	if len(unknown) > 0 {
 		errs := make([]error, len(unknown))
 		for i, path := range unknown {
 			errs[i] = fmt.Errorf("unknown field %q", path)
 		}
-		gvk := u.GroupVersionKind()
-		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, runtime.NewStrictDecodingError(errs)))
+		return undecodable(u, runtime.NewStrictDecodingError(errs))
 	}
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
 	structuraldefaulting.Default(u.Object, s.structural)
 	return nil
+}
+
+// undecodable is the API server's 400 for a request body it cannot decode.
+func undecodable(u *unstructured.Unstructured, err error) error {
+	gvk := u.GroupVersionKind()
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 }
 
 // validate is customResourceStrategy.Validate (old nil: a create) or ValidateUpdate (with the
