@@ -78,6 +78,10 @@ and prints per zone (per ExternalDNS controller) the DNS records that would be c
 retargeted and deleted, the ServiceRoutes whose Ready or Published state would change and why,
 the Istio hosts added and removed, and whether the mass-deletion guard would hold the change.
 
+Manifests the API server would refuse (checked against the CRDs the cluster serves), and with
+--delete objects that do not exist, are reported with the API server's message, and nothing is
+predicted (exit code 3).
+
 Nothing is written. The operator's flags that change its decisions (the guard's, the Istio
 Gateway's byte budget) can be given here when the operator runs with other values.`,
 		Example: `  # What does this pull request change in DNS?
