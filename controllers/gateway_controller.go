@@ -18,6 +18,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
@@ -131,7 +132,8 @@ type backendStep struct {
 func (r *GatewayReconciler) syncBackends(ctx context.Context, gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (plan.Outcome, requeue, error) {
 	istio := backendStep{sync: p.SyncIstio, run: func() (plan.Written, requeue, error) {
 		w, err := r.syncIstioGateway(ctx, gw, p)
-		return w.result("Istio Gateway", "Gateway"), requeueOf(w), err
+		written := w.Result("Istio Gateway", "Gateway")
+		return written, requeueOf(written), err
 	}}
 	api := backendStep{sync: p.SyncGatewayAPI, run: func() (plan.Written, requeue, error) {
 		return r.syncGatewayAPI(ctx, gw, p.GatewayAPI)
@@ -160,20 +162,20 @@ func (r *GatewayReconciler) syncBackends(ctx context.Context, gw *routingv1alpha
 
 // syncIstioGateway makes the generated Istio Gateway match the plan (none when it has no hosts).
 // The current one comes from the cache, which holds only Istio Gateways with the managed-by label.
-func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (written[*istionetworkingv1.Gateway], error) {
+func (r *GatewayReconciler) syncIstioGateway(ctx context.Context, gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (core.Written[*istionetworkingv1.Gateway], error) {
 	var current, want []*istionetworkingv1.Gateway
 	existing := &istionetworkingv1.Gateway{}
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(gw), existing); {
 	case err == nil:
 		current = append(current, existing)
 	case !apierrors.IsNotFound(err):
-		return written[*istionetworkingv1.Gateway]{}, fmt.Errorf("reading Istio Gateway: %w", err)
+		return core.Written[*istionetworkingv1.Gateway]{}, fmt.Errorf("reading Istio Gateway: %w", err)
 	}
 	if len(p.Hosts) > 0 && !plan.UsesGatewayAPI(gw) {
 		want = append(want, desired.IstioGateway(gw, p.Hosts))
 	}
 	kind := desired.IstioGatewayKind(gw.Name)
-	return applyChanges(ctx, r.base, kind, want, current, notice[*istionetworkingv1.Gateway]{target: gw, reason: p.Reason, describe: describeHosts})
+	return applyChanges(ctx, r.base, kind, want, current, core.Notice[*istionetworkingv1.Gateway]{Target: gw, Reason: p.Reason, Describe: describeHosts})
 }
 
 // describeHosts summarises an Istio Gateway for events: "3 host(s)".

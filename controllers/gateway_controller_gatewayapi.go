@@ -16,8 +16,8 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
-	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -38,7 +38,7 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 	}
 	total := plan.Written{Kind: "Gateway API object", Owner: "Gateway"}
 	var rq requeue
-	add := func(w plan.Written, q requeue) {
+	add := func(w plan.Written) {
 		if len(w.Conflicts) > 0 && len(total.Conflicts) == 0 {
 			total.Kind = w.Kind // the message names the kind of the first conflict
 		}
@@ -46,7 +46,7 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 		if total.HeldUntil.IsZero() || (!w.HeldUntil.IsZero() && w.HeldUntil.Before(total.HeldUntil)) {
 			total.HeldUntil = w.HeldUntil
 		}
-		rq = rq.and(q)
+		rq = rq.and(requeueOf(w))
 	}
 
 	var gateways []*gwv1.Gateway
@@ -58,8 +58,8 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 		return total, rq, err
 	}
 	wg, err := applyChanges(ctx, r.base, desired.GatewayAPIGatewayKind(gw.Name), gateways, current,
-		notice[*gwv1.Gateway]{target: gw, reason: routingv1alpha1.ReasonGatewayCreated, describe: describeListeners[*gwv1.Gateway]})
-	add(wg.result("Gateway API Gateway", "Gateway"), requeueOf(wg))
+		core.Notice[*gwv1.Gateway]{Target: gw, Reason: routingv1alpha1.ReasonGatewayCreated, Describe: describeListeners[*gwv1.Gateway]})
+	add(wg.Result("Gateway API Gateway", "Gateway"))
 	if err != nil || len(wg.Conflicts) > 0 {
 		return total, rq, err // no ListenerSet without its parent
 	}
@@ -69,8 +69,8 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 		return total, rq, fmt.Errorf("listing ListenerSets: %w", err)
 	}
 	ws, err := applyChanges(ctx, r.base, desired.ListenerSetKind(gw.Name), want.ListenerSets, listItems(sets.Items),
-		notice[*gwv1.ListenerSet]{target: gw, reason: routingv1alpha1.ReasonGatewayCreated, describe: describeListeners[*gwv1.ListenerSet]})
-	add(ws.result("ListenerSet", "Gateway"), requeueOf(ws))
+		core.Notice[*gwv1.ListenerSet]{Target: gw, Reason: routingv1alpha1.ReasonGatewayCreated, Describe: describeListeners[*gwv1.ListenerSet]})
+	add(ws.Result("ListenerSet", "Gateway"))
 	if err != nil {
 		return total, rq, err
 	}
@@ -80,28 +80,28 @@ func (r *GatewayReconciler) syncGatewayAPI(ctx context.Context, gw *routingv1alp
 		return total, rq, fmt.Errorf("listing HTTPRoutes: %w", err)
 	}
 	wr, err := applyChanges(ctx, r.base, desired.HTTPRouteKind(gw.Name), want.HTTPRoutes, listItems(routes.Items),
-		notice[*gwv1.HTTPRoute]{target: gw, reason: routingv1alpha1.ReasonGatewayCreated, describe: func(*gwv1.HTTPRoute) string { return "redirect to HTTPS" }})
-	add(wr.result("HTTPRoute", "Gateway"), requeueOf(wr))
+		core.Notice[*gwv1.HTTPRoute]{Target: gw, Reason: routingv1alpha1.ReasonGatewayCreated, Describe: func(*gwv1.HTTPRoute) string { return "redirect to HTTPS" }})
+	add(wr.Result("HTTPRoute", "Gateway"))
 	if err != nil {
 		return total, rq, err
 	}
 
 	wgr, err := r.syncReferenceGrants(ctx, gw.Namespace, gw.Name, want.ReferenceGrants, gw)
-	add(wgr.result("ReferenceGrant", "Gateway"), requeueOf(wgr))
+	add(wgr.Result("ReferenceGrant", "Gateway"))
 	return total, rq, err
 }
 
 // syncReferenceGrants makes the ReferenceGrants written for the Gateway namespace/name match
 // want. They live in the Secret's namespace, where no owner reference can point to the Gateway:
 // they are found by their label, and removed here when the Gateway is deleted.
-func (r *GatewayReconciler) syncReferenceGrants(ctx context.Context, namespace, name string, want []*gwv1.ReferenceGrant, eventTarget *routingv1alpha1.Gateway) (written[*gwv1.ReferenceGrant], error) {
+func (r *GatewayReconciler) syncReferenceGrants(ctx context.Context, namespace, name string, want []*gwv1.ReferenceGrant, eventTarget *routingv1alpha1.Gateway) (core.Written[*gwv1.ReferenceGrant], error) {
 	grants := &gwv1.ReferenceGrantList{}
 	if err := r.List(ctx, grants, client.MatchingLabels{desired.LabelGateway: desired.GatewayLabelValue(namespace, name)}); err != nil {
-		return written[*gwv1.ReferenceGrant]{}, fmt.Errorf("listing ReferenceGrants: %w", err)
+		return core.Written[*gwv1.ReferenceGrant]{}, fmt.Errorf("listing ReferenceGrants: %w", err)
 	}
-	n := notice[*gwv1.ReferenceGrant]{reason: routingv1alpha1.ReasonGatewayCreated, describe: func(g *gwv1.ReferenceGrant) string { return "TLS Secret for " + namespace }}
+	n := core.Notice[*gwv1.ReferenceGrant]{Reason: routingv1alpha1.ReasonGatewayCreated, Describe: func(g *gwv1.ReferenceGrant) string { return "TLS Secret for " + namespace }}
 	if eventTarget != nil {
-		n.target = eventTarget
+		n.Target = eventTarget
 	}
 	return applyChanges(ctx, r.base, desired.ReferenceGrantKind(namespace, name), want, listItems(grants.Items), n)
 }
@@ -128,16 +128,6 @@ func cachedGatewayAPIGateway(ctx context.Context, c client.Reader, key client.Ob
 	default:
 		return nil, fmt.Errorf("reading the Gateway API Gateway %s: %w", key, err)
 	}
-}
-
-// gatewayAPIAddresses reads the addresses of the Gateway API Gateway generated for gw (the
-// GatewayAPI backend's load balancer): nil when it does not exist yet or is not the operator's.
-func gatewayAPIAddresses(ctx context.Context, c client.Reader, gw *routingv1alpha1.Gateway) (*ingress.Addresses, error) {
-	current, err := cachedGatewayAPIGateway(ctx, c, client.ObjectKeyFromObject(gw))
-	if err != nil {
-		return nil, err
-	}
-	return plan.GatewayAPIAddresses(gw, current), nil
 }
 
 // describeListeners summarises a Gateway or ListenerSet for events: "3 listener(s)".

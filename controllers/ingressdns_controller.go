@@ -2,11 +2,9 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,8 +18,8 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
-	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -39,74 +37,20 @@ type IngressDNSReconciler struct {
 }
 
 // Reconcile makes the address DNSEndpoints of one (controller, targetPostfix) pair — one per
-// ExternalDNS controller, in the ingress Service's namespace — match plan.Ingress. It has no
-// status of its own: the Gateways report the address, and conflicts go to the oldest Gateway of
-// the pair as events and to the metrics.
+// ExternalDNS controller, in the ingress Service's namespace — match plan.Ingress, through
+// core.Addresses over the informer cache. It has no status of its own: the Gateways report the
+// address, and conflicts go to the oldest Gateway of the pair as events and to the metrics.
 func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
-	if !r.APIs.Served(dnsEndpointKind) {
-		return ctrl.Result{}, nil // reconciled again when the API appears
-	}
-	in, err := r.gather(ctx, pair)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p := plan.Ingress(in)
-	if !p.Sync {
-		return ctrl.Result{}, nil
-	}
-	list := &externaldnsv1alpha1.DNSEndpointList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexEndpointIngress: ingressKey(pair)}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing address DNSEndpoints: %w", err)
-	}
-	// Events go to the oldest Gateway of the pair; when none is left there is nobody to tell.
-	var eventTarget runtime.Object
-	if oldest, ok := plan.Oldest(in.Gateways); ok {
-		eventTarget = oldest
-	}
-	kind := desired.AddressEndpointKind(pair)
-	w, err := applyChanges(ctx, r.base, kind, p.Endpoints, listItems(list.Items),
-		notice[*externaldnsv1alpha1.DNSEndpoint]{target: eventTarget, reason: routingv1alpha1.ReasonGatewayCreated, describe: describeRecords})
-	if err != nil {
+	res, err := core.Addresses(ctx, cacheReads{base: r.base, apis: r.APIs}, applyWith[*externaldnsv1alpha1.DNSEndpoint](r.base), pair)
+	if err != nil || !res.Synced {
 		return r.finish(requeue{}, err)
 	}
-	r.Conflicts.Set(ingressKey(pair), len(w.Conflicts) > 0)
-	if conflicts := w.result("DNSEndpoint", "").Conflicts; len(conflicts) > 0 && eventTarget != nil {
-		e := plan.IngressConflictEvent(conflicts)
-		r.Recorder.Eventf(eventTarget, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	r.Conflicts.Set(ingressKey(pair), len(res.Written.Conflicts) > 0)
+	if len(res.Written.Conflicts) > 0 && res.Oldest != nil {
+		e := plan.IngressConflictEvent(res.Written.Conflicts)
+		r.Recorder.Eventf(res.Oldest, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-	return r.finish(requeueOf(w), nil)
-}
-
-func (r *IngressDNSReconciler) gather(ctx context.Context, pair desired.Ingress) (plan.IngressInputs, error) {
-	in := plan.IngressInputs{Ingress: pair}
-	gateways := &routingv1alpha1.GatewayList{}
-	if err := r.List(ctx, gateways, client.MatchingFields{indexGatewayIngress: ingressKey(pair)}); err != nil {
-		return in, fmt.Errorf("listing Gateways of %s: %w", ingressKey(pair), err)
-	}
-	for i := range gateways.Items {
-		if gateways.Items[i].DeletionTimestamp.IsZero() {
-			in.Gateways = append(in.Gateways, &gateways.Items[i])
-		}
-	}
-	var err error
-	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
-		return in, err
-	}
-	// Only the ingress namespace the oldest Gateway of the pair names is trusted; with no
-	// Gateway left the records go whatever Services exist.
-	decider, found := plan.IngressDecider(in.Gateways)
-	if !found {
-		return in, nil
-	}
-	if plan.UsesGatewayAPI(decider) {
-		return r.gatherGatewayAPI(ctx, in, decider)
-	}
-	svc, err := ingressService(ctx, r, plan.IngressNamespace(decider), pair.Controller)
-	if err != nil || svc == nil {
-		return in, err
-	}
-	in.Service = &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}
-	return in, nil
+	return r.finish(requeueOf(res.Written), nil)
 }
 
 // SetupWithManager registers the controller. Its requests are (controller, targetPostfix) pairs,
@@ -195,23 +139,6 @@ func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
 
 // ensure the reconciler satisfies the typed interface.
 var _ reconcile.TypedReconciler[desired.Ingress] = &IngressDNSReconciler{}
-
-// gatherGatewayAPI reads the address of a pair whose deciding Gateway has backend GatewayAPI: its
-// Gateway API Gateway's status.addresses. The records go to the same namespace as the classic
-// backend's (the decider's ingress namespace), under the same names, so a switch between backends
-// updates them in place. No Gateway API Gateway or no address yet: no Service, and the records
-// are kept.
-func (r *IngressDNSReconciler) gatherGatewayAPI(ctx context.Context, in plan.IngressInputs, decider *routingv1alpha1.Gateway) (plan.IngressInputs, error) {
-	if !r.APIs.gatewayAPIServed() {
-		return in, nil
-	}
-	addrs, err := gatewayAPIAddresses(ctx, r, decider)
-	if err != nil || addrs == nil {
-		return in, err
-	}
-	in.Service = &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *addrs}
-	return in, nil
-}
 
 // watchGatewayAPI follows the address of the Gateway API Gateways (their status) once the API is
 // served: a change maps to the pair of the Gateway that generated it.

@@ -18,14 +18,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
-	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
@@ -96,7 +93,7 @@ type requeue struct {
 }
 
 // requeueOf is the requeue a write step asks for: conflicts and held deletions.
-func requeueOf[T client.Object](w written[T]) requeue {
+func requeueOf(w plan.Written) requeue {
 	return requeue{conflict: len(w.Conflicts) > 0, at: w.HeldUntil}
 }
 
@@ -111,7 +108,7 @@ func (q requeue) and(o requeue) requeue {
 }
 
 // end is the one ending of every reconcile of an object with status, in three steps: it sets the
-// outcome into obj's status (setOutcome), writes the status once, only when it changed, with an
+// outcome into obj's status (plan.SetOutcome), writes the status once, only when it changed, with an
 // optimistic lock (writeStatus), and records the Events of the change once the write succeeded
 // (recordStatusEvents). Then it maps the result to a requeue (finish). Cache lag is a retry, not
 // a failure: it writes no status.
@@ -119,7 +116,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	if err != nil && isOnly(err, errCacheLag) {
 		return b.finish(rq, err)
 	}
-	setOutcome(obj, o, err)
+	plan.SetOutcome(obj, o, err)
 	if b.Versions.Superseded(original) {
 		// Our previous status write replaced this very copy: the cache is behind, and that
 		// write's own event runs this reconcile again on the fresh copy, whether this one found
@@ -133,34 +130,13 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 	return b.finish(rq, errors.Join(err, writeErr))
 }
 
-// setOutcome sets the outcome of a reconcile into obj's status: on success the outcome's phase
-// and Ready condition, stamped with the current generation; on an error Ready=Unknown, reason
-// ReconcileError, with observedGeneration and the phase left where they were, so that nobody
-// takes the old status for the new spec. Ready stays the first condition.
-func setOutcome(obj client.Object, o plan.Outcome, err error) {
-	s := statusFieldsOf(obj)
-	condition := metav1.Condition{Type: conditionReady, Status: metav1.ConditionFalse, Reason: o.Reason, Message: o.Message, ObservedGeneration: obj.GetGeneration()}
-	if err != nil {
-		condition = metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: reasonReconcileError, Message: err.Error(),
-			ObservedGeneration: *s.observedGeneration}
-	} else {
-		if o.Ready {
-			condition.Status = metav1.ConditionTrue
-		}
-		s.setPhase(o.Phase)
-		*s.observedGeneration = obj.GetGeneration()
-	}
-	meta.SetStatusCondition(s.conditions, condition)
-	readyFirst(*s.conditions)
-}
-
 // writeStatus writes obj's status when it differs from original's (the cache's copy), as a merge
 // patch locked to original's resourceVersion. wrote says whether the API server took it. An
 // optimistic-lock conflict, or an event of somebody else's change that went by unseen while the
 // write was in flight, comes back as errCacheLag: the cache is behind, and a short retry settles
 // it.
 func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wrote bool, err error) {
-	before, after := statusFieldsOf(original).status, statusFieldsOf(obj).status
+	before, after := plan.StatusOf(original).Value, plan.StatusOf(obj).Value
 	if equality.Semantic.DeepEqual(before, after) {
 		return false, nil
 	}
@@ -224,50 +200,13 @@ func isOnly(err, target error) bool {
 	return errors.Is(err, target)
 }
 
-// readyFirst moves the Ready condition to the front, where people and scripts look for it, when
-// another condition (Published) was set before the first Ready.
-func readyFirst(conditions []metav1.Condition) {
-	for i := range conditions {
-		if conditions[i].Type == conditionReady {
-			ready := conditions[i]
-			copy(conditions[1:i+1], conditions[:i])
-			conditions[0] = ready
-			return
-		}
-	}
-}
-
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // recordStatusEvents records the Events that the written status change of obj from original
 // announces (plan.StatusEvents). It runs only after a successful write, so that a failed write
 // and its retry announce a change once.
 func recordStatusEvents(rec events.EventRecorder, obj, original client.Object) {
-	for _, e := range plan.StatusEvents(*statusFieldsOf(original).conditions, *statusFieldsOf(obj).conditions) {
+	for _, e := range plan.StatusEvents(*plan.StatusOf(original).Conditions, *plan.StatusOf(obj).Conditions) {
 		rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-}
-
-// statusFields points into the status every kind has: phase, observedGeneration, conditions.
-type statusFields struct {
-	status             any
-	conditions         *[]metav1.Condition
-	observedGeneration *int64
-	setPhase           func(string)
-}
-
-func statusFieldsOf(obj client.Object) statusFields {
-	switch o := obj.(type) {
-	case *clusterv1alpha1.ClusterIdentity:
-		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = clusterv1alpha1.Phase(p) }}
-	case *clusterv1alpha1.DNSConfiguration:
-		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = clusterv1alpha1.Phase(p) }}
-	case *routingv1alpha1.DNSPolicy:
-		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
-	case *routingv1alpha1.Gateway:
-		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
-	case *routingv1alpha1.ServiceRoute:
-		return statusFields{&o.Status, &o.Status.Conditions, &o.Status.ObservedGeneration, func(p string) { o.Status.Phase = routingv1alpha1.Phase(p) }}
-	}
-	panic("statusFieldsOf: not a router.io kind") // the six reconcilers pass only these
 }

@@ -4,56 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	"github.com/service-router/service-router-operator/internal/apply"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/core"
 )
 
 // The write step of every reconciler: the only code that creates, updates or deletes generated
 // objects.
-
-// notice says where a write's events go and how they read.
-type notice[T client.Object] struct {
-	// target receives the events; none are emitted when it is nil.
-	target runtime.Object
-	reason string
-	// describe summarises an object for the event note.
-	describe func(T) string
-}
-
-// written says what an apply did.
-type written[T client.Object] struct {
-	// Applied are the desired objects that now exist as desired.
-	Applied []T
-	// Conflicts are desired objects whose name is taken by a foreign object, left untouched.
-	Conflicts []apply.Conflict
-	// HeldUntil is when the earliest deletion held back by the mass-deletion guard may proceed
-	// (zero when none was held). The objects still exist.
-	HeldUntil time.Time
-}
 
 // applyChanges makes the API server match the desired objects: apply.Diff against the current
 // ones (the cache's copies) decides the writes. It is the only code that creates, updates or
 // deletes generated objects. A create that finds the name taken reads the live object past the
 // cache (the cache holds only managed objects) to tell cache lag, adoption and conflict apart.
 // Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
-func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n notice[T]) (written[T], error) {
+func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n core.Notice[T]) (core.Written[T], error) {
 	for _, obj := range current {
 		if w.Versions.Superseded(obj) {
 			// A copy our last write replaced: the API server has what that write sent, whatever
 			// this reconcile decides from the copy; that write's event runs it again.
-			return written[T]{}, errCacheLag
+			return core.Written[T]{}, errCacheLag
 		}
 	}
 	ch := apply.Diff(k, desired, current)
-	out := written[T]{Applied: ch.Unchanged, Conflicts: ch.Conflicts}
+	out := core.Written[T]{Applied: ch.Unchanged, Conflicts: ch.Conflicts}
 	defer func() {
 		for _, obj := range out.Applied {
 			w.Deletions.Forget(apply.Key(obj)) // wanted again: a held deletion is cancelled
@@ -72,7 +50,7 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 			errs = append(errs, errCacheLag) // somebody else's change went by unseen: look again
 		}
 		out.Applied = append(out.Applied, obj)
-		w.event(n.target, obj, n.reason, "Update", "updated %s %s: %s", k.Name, apply.Key(obj), n.describe(obj))
+		w.event(n.Target, obj, n.Reason, "Update", "updated %s %s: %s", k.Name, apply.Key(obj), n.Describe(obj))
 	}
 	for _, obj := range ch.Create {
 		created, conflict, err := create(ctx, w, k, obj)
@@ -83,7 +61,7 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 			out.Conflicts = append(out.Conflicts, *conflict)
 		default:
 			out.Applied = append(out.Applied, obj)
-			w.event(n.target, created, n.reason, "Create", "created %s %s: %s", k.Name, apply.Key(obj), n.describe(obj))
+			w.event(n.Target, created, n.Reason, "Create", "created %s %s: %s", k.Name, apply.Key(obj), n.Describe(obj))
 		}
 	}
 	for _, obj := range ch.Delete {
@@ -98,9 +76,17 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 			errs = append(errs, writeError("deleting", k.Name, obj, err))
 			continue
 		}
-		w.event(n.target, nil, n.reason, "Delete", "deleted %s %s: %s", k.Name, apply.Key(obj), n.describe(obj))
+		w.event(n.Target, nil, n.Reason, "Delete", "deleted %s %s: %s", k.Name, apply.Key(obj), n.Describe(obj))
 	}
 	return out, errors.Join(errs...)
+}
+
+// applyWith is the operator's core.Apply: applyChanges with b's writer, memory of its own writes,
+// guard and event recorder.
+func applyWith[T client.Object](b base) core.Apply[T] {
+	return func(ctx context.Context, k apply.Kind[T], desired, current []T, n core.Notice[T]) (core.Written[T], error) {
+		return applyChanges(ctx, b, k, desired, current, n)
+	}
 }
 
 // create creates obj. When the name is taken it reads the live object and decides: ours (the
@@ -149,23 +135,4 @@ func (w base) event(target, related runtime.Object, reason, action, note string,
 	if target != nil {
 		w.Recorder.Eventf(target, related, "Normal", reason, action, note, args...)
 	}
-}
-
-// describeRecords summarises an endpoint's records for events: "api.example.com CNAME aks01.example.com".
-func describeRecords(ep *externaldnsv1alpha1.DNSEndpoint) string {
-	var parts []string
-	for _, r := range ep.Spec.Endpoints {
-		parts = append(parts, fmt.Sprintf("%s %s %s", r.DNSName, r.RecordType, strings.Join(r.Targets, ",")))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// result is what the write step found, for the owner's outcome (plan.AfterWrite): kind names the
-// generated objects and owner the kind whose status reports them.
-func (w written[T]) result(kind, owner string) plan.Written {
-	keys := make([]string, len(w.Conflicts))
-	for i, c := range w.Conflicts {
-		keys[i] = c.Key
-	}
-	return plan.Written{Kind: kind, Owner: owner, Conflicts: keys, HeldUntil: w.HeldUntil}
 }

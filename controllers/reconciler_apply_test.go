@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 )
@@ -98,14 +99,14 @@ func current(t *testing.T, c client.Client, names ...string) []*corev1.ConfigMap
 }
 
 // silent is the notice of a write step whose events go nowhere.
-var silent = notice[*corev1.ConfigMap]{describe: func(*corev1.ConfigMap) string { return "" }}
+var silent = core.Notice[*corev1.ConfigMap]{Describe: func(*corev1.ConfigMap) string { return "" }}
 
 func TestApplyChanges_CreatesUpdatesAndDeletesOnlyWhatIsOurs(t *testing.T) {
 	w, c := writeWorld(t, interceptor.Funcs{}, ours("changed", "old"), ours("stale", "x"), ours("same", "1"))
 	before := live(t, c, "changed")
 	want := []*corev1.ConfigMap{ours("new", "1"), ours("changed", "new"), ours("same", "1")}
 	out, err := applyChanges(context.Background(), w, configMapKind, want, current(t, c, "changed", "stale", "same"),
-		notice[*corev1.ConfigMap]{target: &corev1.Namespace{}, reason: "Test", describe: func(cm *corev1.ConfigMap) string { return cm.Data["v"] }})
+		core.Notice[*corev1.ConfigMap]{Target: &corev1.Namespace{}, Reason: "Test", Describe: func(cm *corev1.ConfigMap) string { return cm.Data["v"] }})
 	require.NoError(t, err)
 	assert.Len(t, out.Applied, 3)
 	assert.Empty(t, out.Conflicts)
@@ -130,7 +131,7 @@ func TestApplyChanges_ANameTakenByAnotherIsAConflictAndLeftAlone(t *testing.T) {
 	assert.Equal(t, []apply.Conflict{{Key: "app/api", Why: "ConfigMap exists and is not managed by this owner"}}, out.Conflicts)
 	assert.Empty(t, out.Applied)
 	assert.Equal(t, "theirs", live(t, c, "api").Data["v"], "untouched")
-	assert.Equal(t, requeue{conflict: true}, requeueOf(out), "looked at again: the foreign object's deletion raises no event")
+	assert.Equal(t, requeue{conflict: true}, requeueOf(out.Result("ConfigMap", "Test")), "looked at again: the foreign object's deletion raises no event")
 }
 
 func TestApplyChanges_AnObjectMarkedForAdoptionIsTakenOverInPlace(t *testing.T) {
@@ -189,5 +190,5 @@ func TestApplyChanges_HeldDeletionsKeepTheObject(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, live(t, c, "stale"), "held, not deleted")
 	assert.WithinDuration(t, time.Now().Add(time.Minute), out.HeldUntil, 5*time.Second)
-	assert.Equal(t, requeue{at: out.HeldUntil}, requeueOf(out), "looked at again when the deletion may proceed")
+	assert.Equal(t, requeue{at: out.HeldUntil}, requeueOf(out.Result("ConfigMap", "Test")), "looked at again when the deletion may proceed")
 }

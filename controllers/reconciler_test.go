@@ -18,7 +18,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -88,7 +87,7 @@ func TestSetOutcome_StampsTheGenerationOnlyOnSuccess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			route := routeAtGeneration()
 			route.Status.Conditions = append([]metav1.Condition{published}, route.Status.Conditions...)
-			setOutcome(route, tt.outcome, tt.err)
+			plan.SetOutcome(route, tt.outcome, tt.err)
 			assert.Equal(t, tt.wantPhase, route.Status.Phase)
 			assert.Equal(t, tt.wantObserved, route.Status.ObservedGeneration)
 			require.Len(t, route.Status.Conditions, 2)
@@ -219,9 +218,8 @@ func TestFinish_TheEarliestReasonToLookAgainWins(t *testing.T) {
 
 func TestRequeueOf_ConflictsAndHeldDeletions(t *testing.T) {
 	until := time.Now().Add(time.Minute)
-	assert.Equal(t, requeue{}, requeueOf(written[*routingv1alpha1.ServiceRoute]{}))
-	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(written[*routingv1alpha1.ServiceRoute]{
-		Conflicts: []apply.Conflict{{Key: "app/api"}}, HeldUntil: until}))
+	assert.Equal(t, requeue{}, requeueOf(plan.Written{}))
+	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(plan.Written{Conflicts: []string{"app/api"}, HeldUntil: until}))
 }
 
 // Two write steps in one reconcile (a Gateway's two backends) ask for both of their retries.

@@ -3,10 +3,8 @@ package controllers
 import (
 	"cmp"
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,10 +17,9 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // DefaultServiceRouteWorkers reconcile ServiceRoutes in parallel: routes are independent of each
@@ -49,10 +46,9 @@ type ServiceRouteReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile makes a ServiceRoute's DNSEndpoints (one CNAME per active ExternalDNS controller,
-// named {route}-{controller}, controlled by the route) match what plan.Route decides from the
-// route, the ClusterIdentity, the DNSConfiguration, the namespace's DNSPolicy in force, the
-// Gateway, and what the platform says about namespaces (labels for the Gateway's allowedRoutes,
-// the applications they own), and writes the route's status once. Records are removed only on a definite answer.
+// named {route}-{controller}, controlled by the route) match what plan.Route decides, through
+// core.Route over the informer cache, and writes the route's status once. Records are removed
+// only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// original is the cache's copy (read only); route is the one the reconcile fills in.
 	original := &routingv1alpha1.ServiceRoute{}
@@ -60,69 +56,8 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	route := original.DeepCopy()
-	in, err := r.gather(ctx, route)
-	if err != nil {
-		return r.end(ctx, route, original, plan.Outcome{}, requeue{}, err) // nothing is deleted on a failed read
-	}
-	p := plan.Route(in)
-	var rq requeue
-	if p.Sync {
-		w, err := r.syncEndpoints(ctx, route, p)
-		if err != nil {
-			return r.end(ctx, route, original, p.Outcome, rq, err)
-		}
-		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(w.Applied)
-		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
-		p.Outcome = plan.AfterWrite(p.Outcome, w.result("DNSEndpoint", "ServiceRoute"))
-		rq = requeueOf(w)
-		if err := r.routePublication(ctx, route, in.Configuration, w.Applied); err != nil {
-			return r.end(ctx, route, original, p.Outcome, rq, err)
-		}
-	}
-	return r.end(ctx, route, original, p.Outcome, rq, nil)
-}
-
-func (r *ServiceRouteReconciler) gather(ctx context.Context, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
-	in := plan.RouteInputs{Route: route}
-	var err error
-	// Every input is read only: shallow copies of the cache's objects (base.Cached).
-	if in.Identity, in.Configuration, err = getSingletons(ctx, r.Cached); err != nil {
-		return in, err
-	}
-	in.EndpointsAPIMissing = !r.APIs.Served(dnsEndpointKind)
-	if in.Policy, err = policyInForce(ctx, r.Cached, route.Namespace); err != nil {
-		return in, err
-	}
-	ns, err := getNamespace(ctx, r.Cached, route.Namespace)
-	if err != nil {
-		return in, err
-	}
-	in.NamespaceLabels, in.NamespaceAnnotations = ns.Labels, ns.Annotations
-	if in.ApplicationListedBy, err = namespacesListing(ctx, r.Cached, route.Spec.Application); err != nil {
-		return in, err
-	}
-	gw := &routingv1alpha1.Gateway{}
-	switch err := r.Cached.Get(ctx, plan.GatewayRef(route), gw); {
-	case err == nil:
-		in.Gateway = gw
-	case !apierrors.IsNotFound(err):
-		return in, fmt.Errorf("reading Gateway: %w", err)
-	}
-	if in.Identity != nil {
-		in.Winner, err = r.hostnameWinner(ctx, route, in.Identity)
-	}
-	return in, err
-}
-
-// syncEndpoints writes the plan's DNSEndpoints: the route's current ones come from the cache
-// (by the route label index), the changes from apply.Diff in applyChanges.
-func (r *ServiceRouteReconciler) syncEndpoints(ctx context.Context, route *routingv1alpha1.ServiceRoute, p plan.RoutePlan) (written[*externaldnsv1alpha1.DNSEndpoint], error) {
-	current, err := r.Lookups.endpointsByRoute.Get(routeKey(route.Namespace, route.Name))
-	if err != nil {
-		return written[*externaldnsv1alpha1.DNSEndpoint]{}, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
-	}
-	kind := desired.RouteEndpointKind(route.Name)
-	return applyChanges(ctx, r.base, kind, p.Endpoints, current, notice[*externaldnsv1alpha1.DNSEndpoint]{target: route, reason: p.Reason, describe: describeRecords})
+	res, err := core.Route(ctx, cacheReads{base: r.base, apis: r.APIs, zones: r.Zones}, applyWith[*externaldnsv1alpha1.DNSEndpoint](r.base), route)
+	return r.end(ctx, route, original, res.Outcome, requeueOf(res.Written), err)
 }
 
 // SetupWithManager registers the controller with the watches of the architecture's "What

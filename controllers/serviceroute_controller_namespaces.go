@@ -63,7 +63,7 @@ func (r *ServiceRouteReconciler) namespaceHandler() handler.EventHandler {
 			if ci == nil {
 				continue
 			}
-			claimants, err := r.claimants(ctx, route, ci)
+			claimants, err := claimants(r.Lookups, route, ci)
 			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing hostname claimants")
 				continue

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -175,4 +177,35 @@ func Verified(cfg *clusterv1alpha1.DNSConfiguration, controller string) bool {
 		}
 	}
 	return false
+}
+
+// RouteZones are the zone inputs of a route's publication: one per DNSEndpoint it publishes now
+// (applied), with the copy the route had before the write (current: what ExternalDNS has
+// processed) and the prober's last result for that zone (observed; nil: none).
+func RouteZones(cfg *clusterv1alpha1.DNSConfiguration, applied, current []*externaldnsv1alpha1.DNSEndpoint,
+	observed func(controller string) *verify.Observation) []ZoneInput {
+	byName := make(map[string]*externaldnsv1alpha1.DNSEndpoint, len(current))
+	for _, ep := range current {
+		byName[ep.Namespace+"/"+ep.Name] = ep
+	}
+	zones := make([]ZoneInput, 0, len(applied))
+	for _, ep := range applied {
+		controller := ep.Labels[naming.LabelController]
+		zones = append(zones, ZoneInput{Controller: controller, Region: ep.Labels[naming.LabelRegion], Verified: Verified(cfg, controller),
+			Desired: ep, Current: byName[ep.Namespace+"/"+ep.Name], Observation: observed(controller)})
+	}
+	return zones
+}
+
+// SyncedRouteStatus is the status of a route whose records now follow p: the DNSEndpoints it
+// publishes (applied), its hostnames, and its publication per zone. The Ready condition and the
+// phase are SetOutcome's.
+func SyncedRouteStatus(route *routingv1alpha1.ServiceRoute, p RoutePlan, applied []*externaldnsv1alpha1.DNSEndpoint, zones []ZoneInput) routingv1alpha1.ServiceRouteStatus {
+	s := *route.Status.DeepCopy()
+	s.Endpoints, s.DNSEndpoint = ManagedEndpoints(applied)
+	s.Hostname, s.TargetHostname = p.Hostname, p.Target
+	pub := Publish(zones, s.Zones, route.Generation, "the route publishes no DNS record; the Ready condition says why")
+	s.Zones, s.Published = pub.Zones, pub.Published
+	meta.SetStatusCondition(&s.Conditions, pub.Condition)
+	return s
 }

@@ -1,13 +1,13 @@
 package preview
 
 import (
+	"context"
 	"maps"
 	"slices"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +16,7 @@ import (
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/ingress"
@@ -102,7 +103,7 @@ func Predict(w *World, s Settings) Prediction {
 		routeDeletes = nil
 		next := maps.Clone(endpoints)
 		for _, r := range routes {
-			o, deletes := predictRoute(w, ix, r, endpoints, next)
+			o, deletes := predictRoute(w, ix, r, next)
 			out.Routes[key(r)] = o
 			routeDeletes = append(routeDeletes, deletes...)
 		}
@@ -141,8 +142,9 @@ func Predict(w *World, s Settings) Prediction {
 			out.IstioHosts[key(ig)] = istioHosts(ig) // nobody reconciles it: it stays
 		}
 	}
+	addresses := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api}
 	for _, pair := range pairs(gateways, endpoints) {
-		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(w, pair, gateways, endpoints, api)...)
+		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(addresses, pair, endpoints)...)
 	}
 	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), func(a, b *externaldnsv1alpha1.DNSEndpoint) int {
 		return compareKeys(key(a), key(b))
@@ -152,44 +154,24 @@ func Predict(w *World, s Settings) Prediction {
 	return out
 }
 
-// predictRoute is the ServiceRoute reconcile: gather (what ServiceRouteReconciler.gather reads
-// from the cache, here from ix) → plan.Route → apply.Diff of the route's DNSEndpoints (read from
-// current, written to next) → status. It returns the route's outcome and the deletions the write
-// step asks for.
-func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, current, next map[string]*externaldnsv1alpha1.DNSEndpoint) (RouteOutcome, []string) {
+// predictRoute is the ServiceRoute reconcile, core.Route as the operator runs it, over the world
+// (worldReads) with its writes recorded: the route's DNSEndpoints are read from the index and
+// written to next. It returns the route's outcome and the deletions the write step asks for.
+func predictRoute(w *World, ix *index, r *routingv1alpha1.ServiceRoute, next map[string]*externaldnsv1alpha1.DNSEndpoint) (RouteOutcome, []string) {
 	route := r.DeepCopy()
-	ns := w.Namespaces[route.Namespace]
-	in := plan.RouteInputs{Route: route, Identity: w.Identity, Configuration: w.Configuration, Gateway: ix.gateways[plan.GatewayRef(route)],
-		Policy: ix.policies[route.Namespace], NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations,
-		ApplicationListedBy: ix.listedBy[route.Spec.Application], EndpointsAPIMissing: w.EndpointsAPIMissing}
-	if w.Identity != nil {
-		in.Winner = plan.HostnameWinner(route, ix.claims[ix.sourceLabel(route)], ix.applicationAllowed)
-	}
-	p := plan.Route(in)
-	o := RouteOutcome{Outcome: p.Outcome, Synced: p.Sync}
 	var deletes []string
-	if p.Sync {
-		mine := ix.endpointsByRoute[key(route)]
-		ch := apply.Diff(desired.RouteEndpointKind(route.Name), p.Endpoints, mine)
-		applied := writeChanges("DNSEndpoint", ch, next, &deletes)
-		route.Status.Endpoints, route.Status.DNSEndpoint = plan.ManagedEndpoints(applied)
-		route.Status.Hostname, route.Status.TargetHostname = p.Hostname, p.Target
-		o.Outcome = plan.AfterWrite(p.Outcome, plan.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: conflictKeys(ch.Conflicts)})
-		zones := make([]plan.ZoneInput, 0, len(applied))
-		for _, ep := range applied {
-			controller := ep.Labels[naming.LabelController]
-			zones = append(zones, plan.ZoneInput{Controller: controller, Region: ep.Labels[naming.LabelRegion],
-				Verified: plan.Verified(w.Configuration, controller), Desired: ep, Current: current[key(ep)]})
-		}
-		pub := plan.Publish(zones, route.Status.Zones, route.Generation, "the route publishes no DNS record; the Ready condition says why")
-		route.Status.Zones, route.Status.Published = pub.Zones, pub.Published
-		meta.SetStatusCondition(&route.Status.Conditions, pub.Condition)
+	res, err := core.Route(context.Background(), worldReads{w: w, ix: ix}, record(next, &deletes), route)
+	plan.SetOutcome(route, res.Outcome, err) // the world's reads and writes do not fail
+	return RouteOutcome{Outcome: res.Outcome, Synced: res.Synced, Status: route.Status}, deletes
+}
+
+// record is preview's core.Apply: the writes apply.Diff decides, done in next as if each
+// succeeded, the deletions recorded.
+func record[T client.Object](next map[string]T, deletes *[]string) core.Apply[T] {
+	return func(_ context.Context, k apply.Kind[T], desired, current []T, _ core.Notice[T]) (core.Written[T], error) {
+		ch := apply.Diff(k, desired, current)
+		return core.Written[T]{Applied: writeChanges(k.Name, ch, next, deletes), Conflicts: ch.Conflicts}, nil
 	}
-	meta.SetStatusCondition(&route.Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: conditionStatus(o.Ready),
-		Reason: o.Reason, Message: o.Message, ObservedGeneration: route.Generation})
-	route.Status.Phase = routingv1alpha1.Phase(o.Phase)
-	o.Status = route.Status
-	return o, deletes
 }
 
 // writeChanges applies a diff to next as the write step would when every write succeeds, records
@@ -224,38 +206,11 @@ func conditionStatus(ready bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// predictAddresses is the IngressDNS reconcile of one (controller, targetPostfix) pair: its
-// Gateways, its ingress Service (from the oldest Gateway's ingress namespace only), plan.Ingress,
-// and the address DNSEndpoints through apply.Diff, written to endpoints.
-func predictAddresses(w *World, pair desired.Ingress, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint, api *gatewayAPIObjects) []string {
-	if w.EndpointsAPIMissing {
-		return nil
-	}
-	in := plan.IngressInputs{Ingress: pair, Gateways: pairOf(gateways, pair), Identity: w.Identity, Configuration: w.Configuration}
-	if decider, found := plan.IngressDecider(in.Gateways); found && plan.UsesGatewayAPI(decider) {
-		// IngressDNSReconciler.gatherGatewayAPI: the address of the decider's Gateway API Gateway
-		// as the cluster has it now (a Gateway API Gateway the operator is about to create has
-		// none yet: the records are kept).
-		if addrs := plan.GatewayAPIAddresses(decider, api.current(decider)); addrs != nil && !w.GatewayAPIMissing {
-			in.Service = &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *addrs}
-		}
-	} else if found {
-		if svc := ingressService(w, plan.IngressNamespace(decider), pair.Controller); svc != nil {
-			in.Service = &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}
-		}
-	}
-	p := plan.Ingress(in)
-	if !p.Sync {
-		return nil
-	}
-	var current []*externaldnsv1alpha1.DNSEndpoint
-	for _, ep := range endpoints {
-		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair {
-			current = append(current, ep)
-		}
-	}
+// predictAddresses is the IngressDNS reconcile of one (controller, targetPostfix) pair,
+// core.Addresses over the world: the address DNSEndpoints read from and written to endpoints.
+func predictAddresses(rd worldReads, pair desired.Ingress, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []string {
 	var deletes []string
-	writeChanges("DNSEndpoint", apply.Diff(desired.AddressEndpointKind(pair), p.Endpoints, current), endpoints, &deletes)
+	_, _ = core.Addresses(context.Background(), rd, record(endpoints, &deletes), pair) // the world's reads and writes do not fail
 	return deletes
 }
 
@@ -400,14 +355,12 @@ type index struct {
 	gateways         map[types.NamespacedName]*routingv1alpha1.Gateway
 	routesByGateway  map[types.NamespacedName][]*routingv1alpha1.ServiceRoute
 	endpointsByRoute map[string][]*externaldnsv1alpha1.DNSEndpoint
-	namespaces       map[string]Namespace
-	allowed          map[types.UID]bool
 }
 
 func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) *index {
 	ix := &index{policies: map[string]*routingv1alpha1.DNSPolicy{}, listedBy: map[string][]string{}, claims: map[string][]*routingv1alpha1.ServiceRoute{},
 		gateways: map[types.NamespacedName]*routingv1alpha1.Gateway{}, routesByGateway: map[types.NamespacedName][]*routingv1alpha1.ServiceRoute{},
-		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}, namespaces: w.Namespaces, allowed: map[types.UID]bool{}}
+		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}}
 	byNamespace := map[string][]*routingv1alpha1.DNSPolicy{}
 	for _, p := range w.Policies {
 		byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p)
@@ -453,16 +406,6 @@ func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*rout
 // hostname (the controller's hostname index finds exactly those).
 func (ix *index) sourceLabel(r *routingv1alpha1.ServiceRoute) string {
 	return naming.SourceLabel(r.Spec.ServiceName, ix.letter, r.Spec.Environment, r.Spec.Application)
-}
-
-// applicationAllowed is plan.ApplicationAllowed for a claimant, with its namespace's annotations.
-func (ix *index) applicationAllowed(c *routingv1alpha1.ServiceRoute) bool {
-	if allowed, ok := ix.allowed[c.UID]; ok {
-		return allowed
-	}
-	allowed, _ := plan.ApplicationAllowed(c.Namespace, c.Spec.Application, ix.namespaces[c.Namespace].Annotations, ix.listedBy[c.Spec.Application])
-	ix.allowed[c.UID] = allowed
-	return allowed
 }
 
 func gatewayKey(gw *routingv1alpha1.Gateway) types.NamespacedName {

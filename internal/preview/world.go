@@ -6,14 +6,20 @@
 package preview
 
 import (
+	"context"
+
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // World is everything the operator's reconcilers read, as one snapshot: what the operator's
@@ -107,4 +113,85 @@ func key(o metav1.Object) string {
 		return o.GetName()
 	}
 	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// worldReads is what the reconcile cores read (internal/core), from the world and its index: the
+// reads of the operator's informer cache, which never fail here.
+type worldReads struct {
+	w  *World
+	ix *index
+	// What the prediction has changed so far: the live Gateways, the DNSEndpoints and the
+	// Gateway API objects (set for the entry points' reconciles, which follow the others').
+	gateways  []*routingv1alpha1.Gateway
+	endpoints map[string]*externaldnsv1alpha1.DNSEndpoint
+	api       *gatewayAPIObjects
+}
+
+var _ core.RouteReads = worldReads{}
+
+func (r worldReads) Singletons(context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {
+	return r.w.Identity, r.w.Configuration, nil
+}
+
+func (r worldReads) EndpointsServed() bool { return !r.w.EndpointsAPIMissing }
+
+func (r worldReads) PolicyInForce(_ context.Context, namespace string) (*routingv1alpha1.DNSPolicy, error) {
+	return r.ix.policies[namespace], nil
+}
+
+// NamespaceMetadata of a namespace the world does not hold is empty: a world read from a cluster
+// holds every namespace, and one built from manifests alone knows none.
+func (r worldReads) NamespaceMetadata(_ context.Context, name string) (labels, annotations map[string]string, err error) {
+	ns := r.w.Namespaces[name]
+	return ns.Labels, ns.Annotations, nil
+}
+
+func (r worldReads) NamespacesListing(_ context.Context, application string) ([]string, error) {
+	return r.ix.listedBy[application], nil
+}
+
+func (r worldReads) GatewayNamed(_ context.Context, key types.NamespacedName) (*routingv1alpha1.Gateway, error) {
+	return r.ix.gateways[key], nil
+}
+
+func (r worldReads) Claimants(_ context.Context, route *routingv1alpha1.ServiceRoute, _ *clusterv1alpha1.ClusterIdentity) ([]*routingv1alpha1.ServiceRoute, error) {
+	return r.ix.claims[r.ix.sourceLabel(route)], nil
+}
+
+func (r worldReads) RouteEndpoints(_ context.Context, route *routingv1alpha1.ServiceRoute) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
+	return r.ix.endpointsByRoute[key(route)], nil
+}
+
+// RouteZone: a prediction has no prober results.
+func (r worldReads) RouteZone(*routingv1alpha1.ServiceRoute, string) *verify.Observation { return nil }
+
+var _ core.AddressReads = worldReads{}
+
+func (r worldReads) IngressService(_ context.Context, namespace, controller string) (*corev1.Service, error) {
+	return ingressService(r.w, namespace, controller), nil
+}
+
+func (r worldReads) GatewayAPIServed() bool { return !r.w.GatewayAPIMissing }
+
+// GatewayAPIGateway is the Gateway API Gateway as the cluster has it now: one the operator is
+// about to create has no address yet.
+func (r worldReads) GatewayAPIGateway(_ context.Context, key types.NamespacedName) ([]*gwv1.Gateway, error) {
+	if g, ok := r.api.gateways[key.String()]; ok {
+		return []*gwv1.Gateway{g}, nil
+	}
+	return nil, nil
+}
+
+func (r worldReads) GatewaysOfEntryPoint(_ context.Context, pair desired.Ingress) ([]*routingv1alpha1.Gateway, error) {
+	return pairOf(r.gateways, pair), nil
+}
+
+func (r worldReads) AddressEndpoints(_ context.Context, pair desired.Ingress) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
+	var out []*externaldnsv1alpha1.DNSEndpoint
+	for _, ep := range r.endpoints {
+		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair {
+			out = append(out, ep)
+		}
+	}
+	return out, nil
 }
