@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/verify"
+)
+
+// cacheReads is what the reconcile cores (internal/core) read, from the informer cache: shallow
+// copies of the cache's objects (base.Cached) and its indexes read in place, never changed.
+type cacheReads struct {
+	base
+	apis  *OptionalAPIs
+	zones zoneResults // nil: no verification
+}
+
+var _ core.RouteReads = cacheReads{}
+
+func (c cacheReads) Singletons(ctx context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {
+	return getSingletons(ctx, c.Cached)
+}
+
+func (c cacheReads) EndpointsServed() bool { return c.apis.Served(dnsEndpointKind) }
+
+func (c cacheReads) PolicyInForce(ctx context.Context, namespace string) (*routingv1alpha1.DNSPolicy, error) {
+	return policyInForce(ctx, c.Cached, namespace)
+}
+
+func (c cacheReads) NamespaceMetadata(ctx context.Context, name string) (labels, annotations map[string]string, err error) {
+	ns, err := getNamespace(ctx, c.Cached, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ns.Labels, ns.Annotations, nil
+}
+
+func (c cacheReads) NamespacesListing(ctx context.Context, application string) ([]string, error) {
+	return namespacesListing(ctx, c.Cached, application)
+}
+
+func (c cacheReads) GatewayNamed(ctx context.Context, key types.NamespacedName) (*routingv1alpha1.Gateway, error) {
+	gw := &routingv1alpha1.Gateway{}
+	switch err := c.Cached.Get(ctx, key, gw); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Gateway: %w", err)
+	}
+	return gw, nil
+}
+
+func (c cacheReads) Claimants(ctx context.Context, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) ([]*routingv1alpha1.ServiceRoute, error) {
+	return claimants(c.Lookups, route, ci)
+}
+
+func (c cacheReads) RouteEndpoints(_ context.Context, route *routingv1alpha1.ServiceRoute) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
+	return c.Lookups.endpointsByRoute.Get(routeKey(route.Namespace, route.Name))
+}
+
+func (c cacheReads) RouteZone(route *routingv1alpha1.ServiceRoute, controller string) *verify.Observation {
+	if c.zones == nil {
+		return nil
+	}
+	if o, ok := c.zones.Route(verify.RouteKey{Namespace: route.Namespace, Name: route.Name, Controller: controller}); ok {
+		return &o
+	}
+	return nil
+}
+
+// claimants lists the ServiceRoutes whose hostname equals route's, route included. They are the
+// cache's own objects: read them, never change them.
+func claimants(l *lookups, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) ([]*routingv1alpha1.ServiceRoute, error) {
+	label := naming.SourceLabel(route.Spec.ServiceName, ci.Spec.EnvironmentLetter, route.Spec.Environment, route.Spec.Application)
+	var out []*routingv1alpha1.ServiceRoute
+	for _, key := range naming.ClaimKeys(label, ci.Spec.EnvironmentLetter) {
+		claiming, err := l.routesByHostname.Get(key)
+		if err != nil {
+			return nil, fmt.Errorf("listing ServiceRoutes claiming %s: %w", label, err)
+		}
+		out = append(out, claiming...)
+	}
+	return out, nil
+}
+
+var _ core.AddressReads = cacheReads{}
+
+func (c cacheReads) IngressService(ctx context.Context, namespace, controller string) (*corev1.Service, error) {
+	return ingressService(ctx, c.Client, namespace, controller)
+}
+
+func (c cacheReads) GatewayAPIServed() bool { return c.apis.gatewayAPIServed() }
+
+func (c cacheReads) GatewayAPIGateway(ctx context.Context, key types.NamespacedName) ([]*gwv1.Gateway, error) {
+	return cachedGatewayAPIGateway(ctx, c.Client, key)
+}
+
+func (c cacheReads) GatewaysOfEntryPoint(ctx context.Context, pair desired.Ingress) ([]*routingv1alpha1.Gateway, error) {
+	gateways := &routingv1alpha1.GatewayList{}
+	if err := c.List(ctx, gateways, client.MatchingFields{indexGatewayIngress: ingressKey(pair)}); err != nil {
+		return nil, fmt.Errorf("listing Gateways of %s: %w", ingressKey(pair), err)
+	}
+	var out []*routingv1alpha1.Gateway
+	for i := range gateways.Items {
+		if gateways.Items[i].DeletionTimestamp.IsZero() {
+			out = append(out, &gateways.Items[i])
+		}
+	}
+	return out, nil
+}
+
+func (c cacheReads) AddressEndpoints(ctx context.Context, pair desired.Ingress) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
+	list := &externaldnsv1alpha1.DNSEndpointList{}
+	if err := c.List(ctx, list, client.MatchingFields{indexEndpointIngress: ingressKey(pair)}); err != nil {
+		return nil, err
+	}
+	return listItems(list.Items), nil
+}
