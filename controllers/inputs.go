@@ -116,21 +116,6 @@ func namespacesListing(ctx context.Context, c client.Reader, application string)
 	return names, nil
 }
 
-// applicationAllowed reports whether route may use its application in its namespace
-// (plan.ApplicationAllowed), with the namespaces read from the cache.
-func applicationAllowed(ctx context.Context, c client.Reader, route *routingv1alpha1.ServiceRoute) (bool, error) {
-	ns, err := getNamespace(ctx, c, route.Namespace)
-	if err != nil {
-		return false, err
-	}
-	listedBy, err := namespacesListing(ctx, c, route.Spec.Application)
-	if err != nil {
-		return false, err
-	}
-	allowed, _ := plan.ApplicationAllowed(route.Namespace, route.Spec.Application, ns.Annotations, listedBy)
-	return allowed, nil
-}
-
 // listItems returns pointers to a list's items (no copies: the items are the caller's).
 func listItems[T any](items []T) []*T {
 	out := make([]*T, len(items))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,7 +105,14 @@ func (c cacheReads) IngressService(ctx context.Context, namespace, controller st
 func (c cacheReads) GatewayAPIServed() bool { return c.apis.gatewayAPIServed() }
 
 func (c cacheReads) GatewayAPIGateway(ctx context.Context, key types.NamespacedName) ([]*gwv1.Gateway, error) {
-	return cachedGatewayAPIGateway(ctx, c.Client, key)
+	existing := &gwv1.Gateway{}
+	switch err := c.Get(ctx, key, existing); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the Gateway API Gateway %s: %w", key, err)
+	}
+	return []*gwv1.Gateway{existing}, nil
 }
 
 func (c cacheReads) GatewaysOfEntryPoint(ctx context.Context, pair desired.Ingress) ([]*routingv1alpha1.Gateway, error) {
@@ -127,4 +135,57 @@ func (c cacheReads) AddressEndpoints(ctx context.Context, pair desired.Ingress) 
 		return nil, err
 	}
 	return listItems(list.Items), nil
+}
+
+var _ core.GatewayReads = cacheReads{}
+
+func (c cacheReads) IstioServed() bool { return c.apis.Served(istioGatewayKind) }
+
+func (c cacheReads) RoutesOfGateway(_ context.Context, gw *routingv1alpha1.Gateway) ([]*routingv1alpha1.ServiceRoute, error) {
+	return c.Lookups.routesByGateway.Get(client.ObjectKeyFromObject(gw).String())
+}
+
+func (c cacheReads) IstioGateway(ctx context.Context, key types.NamespacedName) ([]*istionetworkingv1.Gateway, error) {
+	existing := &istionetworkingv1.Gateway{}
+	switch err := c.Get(ctx, key, existing); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Istio Gateway: %w", err)
+	}
+	return []*istionetworkingv1.Gateway{existing}, nil
+}
+
+func (c cacheReads) ListenerSets(ctx context.Context, namespace string) ([]*gwv1.ListenerSet, error) {
+	sets := &gwv1.ListenerSetList{}
+	if err := c.List(ctx, sets, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return listItems(sets.Items), nil
+}
+
+func (c cacheReads) HTTPRoutes(ctx context.Context, namespace string) ([]*gwv1.HTTPRoute, error) {
+	routes := &gwv1.HTTPRouteList{}
+	if err := c.List(ctx, routes, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return listItems(routes.Items), nil
+}
+
+func (c cacheReads) ReferenceGrants(ctx context.Context, namespace, name string) ([]*gwv1.ReferenceGrant, error) {
+	grants := &gwv1.ReferenceGrantList{}
+	if err := c.List(ctx, grants, client.MatchingLabels{desired.LabelGateway: desired.GatewayLabelValue(namespace, name)}); err != nil {
+		return nil, err
+	}
+	return listItems(grants.Items), nil
+}
+
+func (c cacheReads) TargetZone(source string) *verify.Observation {
+	if c.zones == nil {
+		return nil
+	}
+	if o, ok := c.zones.Target(source); ok {
+		return &o
+	}
+	return nil
 }

@@ -92,11 +92,9 @@ func Addresses(ctx context.Context, rd AddressReads, endpoints Apply[*externaldn
 
 // EntryPointAddress is where the addresses of an entry point come from; the pair's oldest Gateway
 // (plan.IngressDecider) decides for all of them, and nothing a later Gateway says changes it.
-// With backend GatewayAPI: its Gateway API Gateway's status.addresses; otherwise the ingress
-// LoadBalancer Service of its ingress namespace (serviceName is that Service's namespace/name).
-// nil when there is none yet: the records are kept.
+// With backend GatewayAPI: its Gateway API Gateway's status.addresses; otherwise
+// entryPointService. nil when there is none yet: the records are kept.
 func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *plan.IngressService, serviceName string, err error) {
-	namespace := plan.IngressNamespace(decider)
 	if plan.UsesGatewayAPI(decider) {
 		if !rd.GatewayAPIServed() {
 			return nil, "", nil
@@ -106,11 +104,17 @@ func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *rout
 			return nil, "", err
 		}
 		if a := plan.GatewayAPIAddresses(decider, current); a != nil {
-			return &plan.IngressService{Namespace: namespace, Addresses: *a}, "", nil
+			return &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *a}, "", nil
 		}
 		return nil, "", nil
 	}
-	svc, err := rd.IngressService(ctx, namespace, decider.Spec.Controller)
+	return entryPointService(ctx, rd, decider)
+}
+
+// entryPointService is the classic backend's address source: the ingress LoadBalancer Service of
+// the decider's ingress namespace (serviceName: its namespace/name); nil when there is none.
+func entryPointService(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *plan.IngressService, serviceName string, err error) {
+	svc, err := rd.IngressService(ctx, plan.IngressNamespace(decider), decider.Spec.Controller)
 	if err != nil || svc == nil {
 		return nil, "", err
 	}

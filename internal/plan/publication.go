@@ -209,3 +209,56 @@ func SyncedRouteStatus(route *routingv1alpha1.ServiceRoute, p RoutePlan, applied
 	meta.SetStatusCondition(&s.Conditions, pub.Condition)
 	return s
 }
+
+// GatewayZones are the zone inputs of a Gateway's publication: the address DNSEndpoint of its
+// target hostname for each ExternalDNS controller that has one (written by the IngressDNS
+// reconcile), in the DNSConfiguration's order, with the prober's last result for it (observed, by
+// the DNSEndpoint's namespace/name; nil: none).
+func GatewayZones(cfg *clusterv1alpha1.DNSConfiguration, target string, addresses []*externaldnsv1alpha1.DNSEndpoint,
+	observed func(source string) *verify.Observation) []ZoneInput {
+	if target == "" {
+		return nil
+	}
+	byController := map[string]*externaldnsv1alpha1.DNSEndpoint{}
+	for _, ep := range addresses {
+		if addressName(ep) == target {
+			byController[ep.Labels[naming.LabelController]] = ep
+		}
+	}
+	var zones []ZoneInput
+	for _, c := range ControllersOf(cfg) {
+		if ep := byController[c.Name]; ep != nil {
+			zones = append(zones, ZoneInput{Controller: c.Name, Region: c.Region, Verified: Verified(cfg, c.Name), Desired: ep, Current: ep,
+				Observation: observed(ep.Namespace + "/" + ep.Name)})
+		}
+	}
+	return zones
+}
+
+// addressName is the target hostname of a gateway address DNSEndpoint, "" for other objects.
+func addressName(ep *externaldnsv1alpha1.DNSEndpoint) string {
+	if _, ok := desired.IngressOfLabels(ep.Labels); !ok || len(ep.Spec.Endpoints) == 0 || ep.Spec.Endpoints[0] == nil {
+		return ""
+	}
+	return ep.Spec.Endpoints[0].DNSName
+}
+
+// GatewayStatus is the status of a Gateway after a reconcile that decided p, but for the outcome
+// (SetOutcome's): its target hostname, address and host count, the host admission's cutoff
+// (status.hostLimit and the HostLimit condition, both absent while every route fits), the
+// listener conflicts and the publication per zone.
+func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1alpha1.GatewayHostLimit, zones []ZoneInput) routingv1alpha1.GatewayStatus {
+	s := *gw.Status.DeepCopy()
+	s.TargetHostname, s.LoadBalancerIP, s.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
+	s.HostLimit = limit
+	if c := HostLimitCondition(gw, limit); c != nil {
+		meta.SetStatusCondition(&s.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&s.Conditions, routingv1alpha1.ConditionHostLimit)
+	}
+	s.ListenerConflicts = p.ListenerConflicts
+	pub := Publish(zones, s.Zones, gw.Generation, "no address record is published for the gateway's target hostname; the Ready condition says why")
+	s.Zones, s.Published = pub.Zones, pub.Published
+	meta.SetStatusCondition(&s.Conditions, pub.Condition)
+	return s
+}

@@ -127,24 +127,18 @@ func Predict(w *World, s Settings) Prediction {
 	api := newGatewayAPIObjects(w)
 	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
 	out.OperatorDeletes = append(out.OperatorDeletes, api.forget(w, gateways)...)
+	istio := byKeyOf(w.IstioGateways)
+	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, gateways)...)
+	rd := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api, istio: istio}
 	for _, gw := range gateways {
-		hosts, deletes := predictGateway(w, gw, gateways, ix.routesByGateway[gatewayKey(gw)], s.HostBudget, api, &out)
-		if hosts != nil {
-			out.IstioHosts[key(gw)] = hosts
-		}
-		out.OperatorDeletes = append(out.OperatorDeletes, deletes...)
+		out.OperatorDeletes = append(out.OperatorDeletes, predictGateway(rd, gw, s.HostBudget, &out)...)
 	}
 	api.into(&out)
-	for _, ig := range w.IstioGateways {
-		if ownerGone(ig, "Gateway", gateways) || namespaceGone(w, ig) {
-			out.GarbageCollected = append(out.GarbageCollected, "Istio Gateway "+key(ig))
-		} else if _, decided := out.Gateways[key(ig)]; !decided {
-			out.IstioHosts[key(ig)] = istioHosts(ig) // nobody reconciles it: it stays
-		}
+	for k, ig := range istio {
+		out.IstioHosts[k] = istioHosts(ig)
 	}
-	addresses := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api}
 	for _, pair := range pairs(gateways, endpoints) {
-		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(addresses, pair, endpoints)...)
+		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(rd, pair, endpoints)...)
 	}
 	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), func(a, b *externaldnsv1alpha1.DNSEndpoint) int {
 		return compareKeys(key(a), key(b))
@@ -189,14 +183,6 @@ func writeChanges[T client.Object](kind string, ch apply.Changes[T], next map[st
 		applied = append(applied, obj)
 	}
 	return applied
-}
-
-func conflictKeys(conflicts []apply.Conflict) []string {
-	keys := make([]string, len(conflicts))
-	for i, c := range conflicts {
-		keys[i] = c.Key
-	}
-	return keys
 }
 
 func conditionStatus(ready bool) metav1.ConditionStatus {

@@ -120,11 +120,13 @@ func key(o metav1.Object) string {
 type worldReads struct {
 	w  *World
 	ix *index
-	// What the prediction has changed so far: the live Gateways, the DNSEndpoints and the
-	// Gateway API objects (set for the entry points' reconciles, which follow the others').
+	// What the prediction has changed so far: the live Gateways, the DNSEndpoints, the Gateway
+	// API objects and the Istio Gateways (for the Gateways' and entry points' reconciles, which
+	// follow the routes').
 	gateways  []*routingv1alpha1.Gateway
 	endpoints map[string]*externaldnsv1alpha1.DNSEndpoint
 	api       *gatewayAPIObjects
+	istio     map[string]*istionetworkingv1.Gateway
 }
 
 var _ core.RouteReads = worldReads{}
@@ -195,3 +197,33 @@ func (r worldReads) AddressEndpoints(_ context.Context, pair desired.Ingress) ([
 	}
 	return out, nil
 }
+
+var _ core.GatewayReads = worldReads{}
+
+func (r worldReads) IstioServed() bool { return !r.w.IstioAPIMissing }
+
+func (r worldReads) RoutesOfGateway(_ context.Context, gw *routingv1alpha1.Gateway) ([]*routingv1alpha1.ServiceRoute, error) {
+	return r.ix.routesByGateway[gatewayKey(gw)], nil
+}
+
+func (r worldReads) IstioGateway(_ context.Context, key types.NamespacedName) ([]*istionetworkingv1.Gateway, error) {
+	if ig, ok := r.istio[key.String()]; ok {
+		return []*istionetworkingv1.Gateway{ig}, nil
+	}
+	return nil, nil
+}
+
+func (r worldReads) ListenerSets(_ context.Context, namespace string) ([]*gwv1.ListenerSet, error) {
+	return inNamespace(sortedValues(r.api.sets), namespace), nil
+}
+
+func (r worldReads) HTTPRoutes(_ context.Context, namespace string) ([]*gwv1.HTTPRoute, error) {
+	return inNamespace(sortedValues(r.api.routes), namespace), nil
+}
+
+func (r worldReads) ReferenceGrants(_ context.Context, namespace, name string) ([]*gwv1.ReferenceGrant, error) {
+	return r.api.grantsOf(namespace, name), nil
+}
+
+// TargetZone: a prediction has no prober results.
+func (r worldReads) TargetZone(string) *verify.Observation { return nil }
