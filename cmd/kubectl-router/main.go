@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/service-router/service-router-operator/internal/admission"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -29,7 +30,7 @@ func main() {
 		if errors.As(err, &tooMany) {
 			os.Exit(preview.ExitTooManyDeletions)
 		}
-		var refused *preview.RefusedError
+		var refused *admission.RefusedError
 		if errors.As(err, &refused) {
 			os.Exit(preview.ExitRefused)
 		}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,34 +160,6 @@ func runPlan(ctx context.Context, c client.Reader, namespace string, o planOptio
 		return &TooManyDeletionsError{Removed: r.RecordsRemoved, Max: o.maxDeletions}
 	}
 	return nil
-}
-
-// PlanFor is `kubectl router plan` without the printing: the cluster's objects read through c,
-// objs admitted as the API server would (a *RefusedError when it would refuse one) and overlaid
-// (deleted when del), the operator's decisions run, and the difference. It writes nothing.
-func PlanFor(ctx context.Context, c client.Reader, objs []*unstructured.Unstructured, del bool, namespace string, s Settings) (Result, error) {
-	r, _, err := PredictFor(ctx, c, objs, del, namespace, s)
-	return r, err
-}
-
-// PredictFor is PlanFor returning the prediction as well: the full state the operator
-// converges to (what the integration test compares with the cluster after applying).
-func PredictFor(ctx context.Context, c client.Reader, objs []*unstructured.Unstructured, del bool, namespace string, s Settings) (Result, Prediction, error) {
-	current, err := Load(ctx, c)
-	if err != nil {
-		return Result{}, Prediction{}, err
-	}
-	admitted, err := Admit(ctx, c, current, objs, del, namespace)
-	if err != nil {
-		return Result{}, Prediction{}, err
-	}
-	next := current.DeepCopy()
-	changes, err := Overlay(next, admitted, del, namespace, time.Now())
-	if err != nil {
-		return Result{}, Prediction{}, err
-	}
-	p := Predict(next, s)
-	return Compare(current, p, s, changes), p, nil
 }
 
 func newStatusCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -179,7 +180,7 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 		c.Object = u.GetNamespace() + "/" + u.GetName()
 	}
 	switch {
-	case gvk.GroupKind() == clusterv1alpha1.GroupVersion.WithKind("ClusterIdentity").GroupKind():
+	case gvk.GroupKind() == identityGK:
 		if u.GetName() != clusterv1alpha1.ClusterIdentityName {
 			return ignored(c, "the operator reads only ClusterIdentity "+clusterv1alpha1.ClusterIdentityName), nil
 		}
@@ -188,7 +189,7 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 			return c, err
 		}
 		w.Identity, c.Action = overlaySingleton(w.Identity, obj, del, now, func(o *clusterv1alpha1.ClusterIdentity) any { return o.Spec })
-	case gvk.GroupKind() == clusterv1alpha1.GroupVersion.WithKind("DNSConfiguration").GroupKind():
+	case gvk.GroupKind() == configurationGK:
 		if u.GetName() != clusterv1alpha1.DNSConfigurationName {
 			return ignored(c, "the operator reads only DNSConfiguration "+clusterv1alpha1.DNSConfigurationName), nil
 		}
@@ -197,14 +198,14 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 			return c, err
 		}
 		w.Configuration, c.Action = overlaySingleton(w.Configuration, obj, del, now, func(o *clusterv1alpha1.DNSConfiguration) any { return o.Spec })
-	case gvk.GroupKind() == routingv1alpha1.GroupVersion.WithKind("DNSPolicy").GroupKind():
+	case gvk.GroupKind() == policyGK:
 		namespaced()
 		obj := &routingv1alpha1.DNSPolicy{}
 		if err := convert(u, obj); err != nil {
 			return c, err
 		}
 		w.Policies, c.Action = overlayList(w.Policies, obj, del, now, func(o *routingv1alpha1.DNSPolicy) any { return o.Spec })
-	case gvk.GroupKind() == routingv1alpha1.GroupVersion.WithKind("ServiceRoute").GroupKind():
+	case gvk.GroupKind() == routeGK:
 		namespaced()
 		obj := &routingv1alpha1.ServiceRoute{}
 		if err := convert(u, obj); err != nil {
@@ -212,7 +213,7 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 		}
 		obj.Status = routingv1alpha1.ServiceRouteStatus{}
 		w.Routes, c.Action = overlayList(w.Routes, obj, del, now, func(o *routingv1alpha1.ServiceRoute) any { return o.Spec })
-	case gvk.GroupKind() == routingv1alpha1.GroupVersion.WithKind("Gateway").GroupKind():
+	case gvk.GroupKind() == gatewayGK:
 		namespaced()
 		obj := &routingv1alpha1.Gateway{}
 		if err := convert(u, obj); err != nil {
@@ -220,9 +221,9 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 		}
 		obj.Status = routingv1alpha1.GatewayStatus{}
 		w.Gateways, c.Action = overlayList(w.Gateways, obj, del, now, func(o *routingv1alpha1.Gateway) any { return o.Spec })
-	case gvk.Group == "" && gvk.Kind == "Namespace":
+	case gvk.GroupKind() == namespaceGK:
 		c.Action = overlayNamespace(w, u, del)
-	case gvk.Group == "" && gvk.Kind == "Service":
+	case gvk.GroupKind() == serviceGK:
 		namespaced()
 		obj := &corev1.Service{}
 		if err := convert(u, obj); err != nil {
@@ -256,7 +257,7 @@ func convert(u *unstructured.Unstructured, obj any) error {
 // object is the typed pointer of a kind the preview overlays.
 type object[T any] interface {
 	*T
-	metav1.Object
+	client.Object
 }
 
 // overlaySingleton overlays a cluster-scoped singleton (nil: it does not exist).

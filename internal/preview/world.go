@@ -1,8 +1,3 @@
-// Package preview is what `kubectl router plan` and `kubectl router status` compute: the objects
-// the operator reads, taken as one snapshot (World), overlaid with manifests that are not applied
-// yet, and run through the operator's own decisions (internal/plan, internal/apply,
-// internal/guard) to the state the operator converges to (Predict). Compare turns the prediction
-// into what changes per zone. Nothing here writes to a cluster; only Load reads one.
 package preview
 
 import (
@@ -11,7 +6,9 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -86,6 +83,62 @@ func (w *World) DeepCopy() *World {
 		out.Namespaces[name] = Namespace{Labels: cloneMap(ns.Labels), Annotations: cloneMap(ns.Annotations)}
 	}
 	return out
+}
+
+var (
+	identityGK      = clusterv1alpha1.GroupVersion.WithKind("ClusterIdentity").GroupKind()
+	configurationGK = clusterv1alpha1.GroupVersion.WithKind("DNSConfiguration").GroupKind()
+	policyGK        = routingv1alpha1.GroupVersion.WithKind("DNSPolicy").GroupKind()
+	routeGK         = routingv1alpha1.GroupVersion.WithKind("ServiceRoute").GroupKind()
+	gatewayGK       = routingv1alpha1.GroupVersion.WithKind("Gateway").GroupKind()
+	namespaceGK     = schema.GroupKind{Kind: "Namespace"}
+	serviceGK       = schema.GroupKind{Kind: "Service"}
+)
+
+// Object is the world's object of a kind, namespace and name (nil: none), and whether the world
+// holds every object of that kind and name, so that nil means it does not exist (admission asks
+// the cluster otherwise).
+func (w *World) Object(gk schema.GroupKind, namespace, name string) (client.Object, bool) {
+	switch gk {
+	case identityGK:
+		return singleton(w.Identity, name, clusterv1alpha1.ClusterIdentityName)
+	case configurationGK:
+		return singleton(w.Configuration, name, clusterv1alpha1.DNSConfigurationName)
+	case policyGK:
+		return find(w.Policies, namespace, name), true
+	case routeGK:
+		return find(w.Routes, namespace, name), true
+	case gatewayGK:
+		return find(w.Gateways, namespace, name), true
+	case namespaceGK:
+		if _, ok := w.Namespaces[name]; ok {
+			return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
+		}
+		return nil, true
+	case serviceGK:
+		// The world holds only the Services labelled istio.
+		svc := find(w.Services, namespace, name)
+		return svc, svc != nil
+	}
+	return nil, false
+}
+
+// singleton is a cluster-scoped singleton (nil: missing) if name is its name: the operator reads
+// no other object of its kind.
+func singleton[T any, P object[T]](obj P, name, its string) (client.Object, bool) {
+	if name != its || obj == nil {
+		return nil, name == its
+	}
+	return obj, true
+}
+
+func find[P client.Object](list []P, ns, name string) client.Object {
+	for _, o := range list {
+		if o.GetNamespace() == ns && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
 }
 
 func copyAll[T any](in []*T, deepCopy func(*T) *T) []*T {

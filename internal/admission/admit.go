@@ -1,11 +1,16 @@
-package preview
+// Package admission is what the API server would do with a manifest before storing it, so that
+// `kubectl router plan` refuses what the API server refuses: the operator's kinds decoded, defaulted
+// and validated against the CRDs the cluster serves with kube-apiserver's own code
+// (k8s.io/apiextensions-apiserver), the metadata of Namespaces and Services validated, and with
+// --delete the objects looked up. It reads the CRDs and, where the objects plan predicts from do not
+// say, whether an object exists; it writes nothing.
+package admission
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -17,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
-	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 )
 
 // RefusedError says the API server would refuse manifests (or, with --delete, find no object for
@@ -45,6 +49,13 @@ var (
 	serviceGK   = schema.GroupKind{Kind: "Service"}
 )
 
+// Existing are the objects that exist, as plan reads them (preview's World).
+type Existing interface {
+	// Object is the live object of a kind, namespace and name (nil: none), and whether that
+	// answer is definite: false when the objects do not hold every object of that kind and name.
+	Object(gk schema.GroupKind, namespace, name string) (obj client.Object, definite bool)
+}
+
 // Admit returns objs as the API server would store them, or a *RefusedError naming each one it
 // would refuse. Applying: the operator's kinds are decoded (unknown fields refused, defaults
 // applied) and validated against the CRDs the cluster serves; Namespaces and Services, which plan
@@ -52,9 +63,9 @@ var (
 // (their other fields are validated by kube-apiserver code no plugin can import: `kubectl apply
 // --dry-run=server` checks them); kinds the operator does not read change no prediction and are
 // not checked. Deleting: each object of a kind plan reads must exist, as `kubectl delete -f` says.
-func Admit(ctx context.Context, c client.Reader, w *World, objs []*unstructured.Unstructured, del bool, namespace string) ([]*unstructured.Unstructured, error) {
+func Admit(ctx context.Context, c client.Reader, existing Existing, objs []*unstructured.Unstructured, del bool, namespace string) ([]*unstructured.Unstructured, error) {
 	if del {
-		errs, err := notFound(ctx, c, w, objs, namespace)
+		errs, err := notFound(ctx, c, existing, objs, namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -64,16 +75,16 @@ func Admit(ctx context.Context, c client.Reader, w *World, objs []*unstructured.
 	if err != nil {
 		return nil, err
 	}
-	return schemas.Admit(ctx, w, objs, namespace)
+	return schemas.Admit(ctx, existing, objs, namespace)
 }
 
 // Admit is the apply half of Admit, with the CRDs' schemas at hand.
-func (s Schemas) Admit(ctx context.Context, w *World, objs []*unstructured.Unstructured, namespace string) ([]*unstructured.Unstructured, error) {
+func (s Schemas) Admit(ctx context.Context, existing Existing, objs []*unstructured.Unstructured, namespace string) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, len(objs))
 	var errs []error
 	for i, u := range objs {
 		var err error
-		out[i], err = s.admitOne(ctx, w, u, namespace)
+		out[i], err = s.admitOne(ctx, existing, u, namespace)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -84,7 +95,7 @@ func (s Schemas) Admit(ctx context.Context, w *World, objs []*unstructured.Unstr
 	return out, nil
 }
 
-func (s Schemas) admitOne(ctx context.Context, w *World, u *unstructured.Unstructured, namespace string) (*unstructured.Unstructured, error) {
+func (s Schemas) admitOne(ctx context.Context, existing Existing, u *unstructured.Unstructured, namespace string) (*unstructured.Unstructured, error) {
 	gvk := u.GroupVersionKind()
 	switch gk := gvk.GroupKind(); {
 	case ours(gk.Group):
@@ -92,7 +103,7 @@ func (s Schemas) admitOne(ctx context.Context, w *World, u *unstructured.Unstruc
 		if !ok {
 			return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: []string{gvk.Version}}
 		}
-		return crd.admit(ctx, w, u, namespace)
+		return crd.admit(ctx, existing, u, namespace)
 	case gk == namespaceGK:
 		return u, invalid(u, metavalidation.ValidateObjectMetaAccessor(u, false, metavalidation.ValidateNamespaceName, field.NewPath("metadata")))
 	case gk == serviceGK:
@@ -104,13 +115,13 @@ func (s Schemas) admitOne(ctx context.Context, w *World, u *unstructured.Unstruc
 
 // admit decodes and validates one custom resource as the API server would create it, or update
 // the live object of that name.
-func (s *crdSchema) admit(ctx context.Context, w *World, u *unstructured.Unstructured, namespace string) (*unstructured.Unstructured, error) {
+func (s *crdSchema) admit(ctx context.Context, existing Existing, u *unstructured.Unstructured, namespace string) (*unstructured.Unstructured, error) {
 	u = placed(u, namespace, s.namespaced)
 	if err := s.decode(u); err != nil {
 		return nil, err
 	}
 	unstructured.RemoveNestedField(u.Object, "status") // the status subresource: a create or update drops it after decoding
-	current, _ := inWorld(w, u)
+	current, _ := existing.Object(u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName())
 	var old *unstructured.Unstructured
 	if current != nil {
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
@@ -147,7 +158,7 @@ func placed(u *unstructured.Unstructured, namespace string, namespaced bool) *un
 
 // notFound is what `kubectl delete -f` reports for the manifests whose object does not exist,
 // among the kinds plan reads (the others it may not read, and their deletion predicts nothing).
-func notFound(ctx context.Context, c client.Reader, w *World, objs []*unstructured.Unstructured, namespace string) ([]error, error) {
+func notFound(ctx context.Context, c client.Reader, existing Existing, objs []*unstructured.Unstructured, namespace string) ([]error, error) {
 	var errs []error
 	for _, u := range objs {
 		gk := u.GroupVersionKind().GroupKind()
@@ -161,7 +172,7 @@ func notFound(ctx context.Context, c client.Reader, w *World, objs []*unstructur
 			continue
 		}
 		u = placed(u, namespace, gk.Group != clusterv1alpha1.GroupVersion.Group && gk != namespaceGK)
-		exists, err := existsIn(ctx, c, w, u)
+		exists, err := existsIn(ctx, c, existing, u)
 		if err != nil {
 			return nil, err
 		}
@@ -172,10 +183,11 @@ func notFound(ctx context.Context, c client.Reader, w *World, objs []*unstructur
 	return errs, nil
 }
 
-// existsIn answers from the world where it holds every object of the kind, and otherwise (a
-// Service not labelled istio, a singleton's kind under another name) asks the cluster.
-func existsIn(ctx context.Context, c client.Reader, w *World, u *unstructured.Unstructured) (bool, error) {
-	if obj, complete := inWorld(w, u); complete {
+// existsIn answers from the objects plan predicts from where they hold every object of the kind
+// and name, and otherwise (a Service not labelled istio, a singleton's kind under another name)
+// asks the cluster.
+func existsIn(ctx context.Context, c client.Reader, existing Existing, u *unstructured.Unstructured) (bool, error) {
+	if obj, definite := existing.Object(u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName()); definite {
 		return obj != nil, nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
@@ -187,47 +199,4 @@ func existsIn(ctx context.Context, c client.Reader, w *World, u *unstructured.Un
 		return false, fmt.Errorf("reading %s %s: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
 	}
 	return true, nil
-}
-
-// inWorld is the world's object of u's kind, namespace and name (nil: none), and whether the world
-// holds every object of that kind and name, so that nil means it does not exist.
-func inWorld(w *World, u *unstructured.Unstructured) (client.Object, bool) {
-	ns, name := u.GetNamespace(), u.GetName()
-	switch gk := u.GroupVersionKind().GroupKind(); gk {
-	case clusterv1alpha1.GroupVersion.WithKind("ClusterIdentity").GroupKind():
-		if name != clusterv1alpha1.ClusterIdentityName || w.Identity == nil {
-			return nil, name == clusterv1alpha1.ClusterIdentityName
-		}
-		return w.Identity, true
-	case clusterv1alpha1.GroupVersion.WithKind("DNSConfiguration").GroupKind():
-		if name != clusterv1alpha1.DNSConfigurationName || w.Configuration == nil {
-			return nil, name == clusterv1alpha1.DNSConfigurationName
-		}
-		return w.Configuration, true
-	case routingv1alpha1.GroupVersion.WithKind("DNSPolicy").GroupKind():
-		return find(w.Policies, ns, name), true
-	case routingv1alpha1.GroupVersion.WithKind("ServiceRoute").GroupKind():
-		return find(w.Routes, ns, name), true
-	case routingv1alpha1.GroupVersion.WithKind("Gateway").GroupKind():
-		return find(w.Gateways, ns, name), true
-	case namespaceGK:
-		if _, ok := w.Namespaces[name]; ok {
-			return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
-		}
-		return nil, true
-	case serviceGK:
-		// The world holds only the Services labelled istio.
-		svc := find(w.Services, ns, name)
-		return svc, svc != nil
-	}
-	return nil, false
-}
-
-func find[P client.Object](list []P, ns, name string) client.Object {
-	for _, o := range list {
-		if o.GetNamespace() == ns && o.GetName() == name {
-			return o
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package preview
+package admission
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func readCRD(ctx context.Context, c client.Reader, name string) (*apiextensionsv
 	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, ErrNotInstalled
+			return nil, fmt.Errorf("CustomResourceDefinition %s is not installed: install the operator's CRDs first (docs/INSTALLATION.md)", name)
 		}
 		return nil, fmt.Errorf("reading CustomResourceDefinition %s, to validate the manifests as the API server does (the plan reader role grants it, docs/PLUGIN.md): %w", name, err)
 	}

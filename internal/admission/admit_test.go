@@ -1,4 +1,4 @@
-package preview
+package admission_test
 
 import (
 	"context"
@@ -8,14 +8,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/admission"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/preview"
 )
 
 // bundledCRDs are the CRDs of config/crd/bases: what a cluster with this release serves.
@@ -35,16 +44,16 @@ func bundledCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	return crds
 }
 
-func bundledSchemas(t *testing.T) Schemas {
+func bundledSchemas(t *testing.T) admission.Schemas {
 	t.Helper()
-	s, err := SchemasOf(bundledCRDs(t)...)
+	s, err := admission.SchemasOf(bundledCRDs(t)...)
 	require.NoError(t, err)
 	return s
 }
 
 // refusals are the messages of Admit's refusal, none when it admits.
 func refusals(err error) []string {
-	var refused *RefusedError
+	var refused *admission.RefusedError
 	if !errors.As(err, &refused) {
 		return nil
 	}
@@ -55,10 +64,33 @@ func refusals(err error) []string {
 	return out
 }
 
+// world is what plan predicts from: namespaces app and istio-system, DNSPolicy app/dns,
+// ServiceRoute app/r0 and the ingress Service istio-system/ingress.
+func world() *preview.World {
+	return &preview.World{
+		Namespaces: map[string]preview.Namespace{"app": {}, "istio-system": {}},
+		Policies: []*routingv1alpha1.DNSPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "app"},
+			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive}}},
+		Routes: []*routingv1alpha1.ServiceRoute{{ObjectMeta: metav1.ObjectMeta{Name: "r0", Namespace: "app", Generation: 1},
+			Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: "svc0", GatewayName: "gw", GatewayNamespace: "istio-system", Environment: "dev", Application: "shop"}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "ingress", Namespace: "istio-system",
+			Labels: map[string]string{naming.IngressServiceSelector: "ingress"}}}},
+	}
+}
+
+func manifests(t *testing.T, docs ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
+	require.NoError(t, err)
+	return objs
+}
+
 const (
 	dnsLabelRule    = "must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	notAllValidated = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
 	webRoute        = "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: web}\nspec: %s"
+	routeYAML       = "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: %s}\nspec: {serviceName: %s, gatewayName: gw, gatewayNamespace: istio-system, environment: dev, application: shop}"
+	policyYAML      = "apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: app}\nspec: %s"
 )
 
 // The messages are the API server's own (test/integration's TestPlan_RefusesWhatTheAPIServerRefuses
@@ -103,7 +135,7 @@ func TestAdmit_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 				`DNSPolicy.routing.router.io "other" is invalid: spec.sourceRegion: Invalid value: sourceRegion is required in RegionBound mode: without it every cluster would write every regional zone`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := bundledSchemas(t).Admit(context.Background(), baseWorld(1), manifests(t, tc.docs...), "app")
+			_, err := bundledSchemas(t).Admit(context.Background(), world(), manifests(t, tc.docs...), "app")
 			if tc.want == nil {
 				require.NoError(t, err)
 				return
@@ -117,7 +149,7 @@ func TestAdmit_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 // The API server defaults before it stores: a manifest that leaves a defaulted field out changes
 // nothing, and the prediction starts from the stored values.
 func TestAdmit_AppliesTheCRDsDefaults(t *testing.T) {
-	w := baseWorld(1)
+	w := world()
 	objs := manifests(t, "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: r0}\nspec: {serviceName: svc0, gatewayName: gw, environment: dev, application: shop}",
 		"apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw2, namespace: istio-system}\nspec: {controller: ingress, targetPostfix: other}")
 	admitted, err := bundledSchemas(t).Admit(context.Background(), w, objs, "app")
@@ -126,7 +158,7 @@ func TestAdmit_AppliesTheCRDsDefaults(t *testing.T) {
 	assert.Equal(t, "IstioGateway", admitted[1].Object["spec"].(map[string]any)["backend"])
 	assert.NotContains(t, admitted[0].Object, "status", "a create drops the status")
 	assert.Empty(t, objs[0].GetNamespace(), "the manifests read are not changed")
-	changes, err := Overlay(w.DeepCopy(), admitted, false, "app", t0)
+	changes, err := preview.Overlay(w.DeepCopy(), admitted, false, "app", time.Now())
 	require.NoError(t, err)
 	assert.Equal(t, "unchanged", changes[0].Action)
 }
@@ -134,7 +166,7 @@ func TestAdmit_AppliesTheCRDsDefaults(t *testing.T) {
 // Kubernetes 1.30 and later ratchet: an update keeping a value the CRD's rules now refuse (a rule
 // tightened by an upgrade) is admitted; changing it to another refused value is not.
 func TestAdmit_RatchetsWhatAnUpdateDoesNotChange(t *testing.T) {
-	w := baseWorld(1)
+	w := world()
 	w.Routes[0].Spec.ServiceName = "Old_Name"
 	route := "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: r0}\nspec: {serviceName: %s, gatewayName: gw, environment: %s, application: shop}"
 	s := bundledSchemas(t)
@@ -181,7 +213,7 @@ func TestAdmit_DeletingWhatDoesNotExistIsNotFound(t *testing.T) {
 		{name: "a kind plan does not read is not checked", doc: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Admit(context.Background(), cluster, baseWorld(1), manifests(t, tc.doc), true, "app")
+			_, err := admission.Admit(context.Background(), cluster, world(), manifests(t, tc.doc), true, "app")
 			if tc.want == nil {
 				require.NoError(t, err)
 				return
@@ -196,7 +228,7 @@ func TestCRDNames_AreTheOperatorsCRDs(t *testing.T) {
 	want := map[schema.GroupKind]string{}
 	for _, crd := range bundledCRDs(t) {
 		want[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd.Name
-		assert.Equal(t, schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}, resourceOf(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}))
+		assert.Equal(t, schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}, admission.ResourceOf(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}))
 	}
-	assert.Equal(t, want, crdNames)
+	assert.Equal(t, want, admission.CRDNames)
 }
