@@ -202,10 +202,10 @@ func compareZones(current *World, p Prediction) []Zone {
 		z := zone(ep.Labels[naming.LabelController], ep.Labels[naming.LabelRegion])
 		r := Record{DNSEndpoint: k, Owner: ownerOf(ep)}
 		if b != nil {
-			r.Before = records(b)
+			r.Before = RecordLines(b)
 		}
 		if a != nil {
-			r.After = records(a)
+			r.After = RecordLines(a)
 		}
 		switch {
 		case b == nil:
@@ -276,8 +276,8 @@ func ownerOf(ep *externaldnsv1alpha1.DNSEndpoint) string {
 	return ""
 }
 
-// records are a DNSEndpoint's records, one line each: "name TYPE target,target (TTL s)".
-func records(ep *externaldnsv1alpha1.DNSEndpoint) []string {
+// RecordLines are a DNSEndpoint's records, one line each: "name TYPE target,target (TTL s)".
+func RecordLines(ep *externaldnsv1alpha1.DNSEndpoint) []string {
 	out := make([]string, 0, len(ep.Spec.Endpoints))
 	for _, r := range ep.Spec.Endpoints {
 		line := fmt.Sprintf("%s %s %s", r.DNSName, r.RecordType, strings.Join(r.Targets, ","))
@@ -291,7 +291,7 @@ func records(ep *externaldnsv1alpha1.DNSEndpoint) []string {
 
 func compareRoutes(current *World, p Prediction) []RouteChange {
 	before := map[string]RouteState{}
-	for _, r := range live(current.Routes) {
+	for _, r := range Live(current.Routes) {
 		before[key(r)] = stateOf(r.Status)
 	}
 	after := map[string]RouteState{}
@@ -470,7 +470,7 @@ func specs[T metav1.Object](objs []T, spec func(T) any) map[string]any {
 
 func compareGateways(current *World, p Prediction) []GatewayChange {
 	before := map[string]GatewayState{}
-	for _, gw := range live(current.Gateways) {
+	for _, gw := range Live(current.Gateways) {
 		s := GatewayState{Exists: true}
 		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil {
 			s.Ready, s.Reason, s.Message = string(c.Status), c.Reason, c.Message

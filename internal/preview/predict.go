@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +18,6 @@ import (
 	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/guard"
-	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 )
@@ -83,8 +81,8 @@ func Predict(w *World, s Settings) Prediction {
 		s.HostBudget = plan.DefaultIstioGatewayBudget
 	}
 	out := Prediction{IstioHosts: map[string][]string{}, Routes: map[string]RouteOutcome{}, Gateways: map[string]plan.GatewayPlan{}}
-	routes := live(w.Routes)
-	gateways := live(w.Gateways)
+	routes := Live(w.Routes)
+	gateways := Live(w.Gateways)
 	endpoints := map[string]*externaldnsv1alpha1.DNSEndpoint{}
 	for _, ep := range w.Endpoints {
 		endpoints[key(ep)] = ep
@@ -200,18 +198,6 @@ func predictAddresses(rd worldReads, pair desired.Ingress, endpoints map[string]
 	return deletes
 }
 
-// ingressService is the ingress LoadBalancer Service of controller in namespace (see
-// ingress.SelectService); nil when there is none.
-func ingressService(w *World, namespace, controller string) *corev1.Service {
-	var candidates []corev1.Service
-	for _, svc := range w.Services {
-		if svc.Namespace == namespace && svc.Labels[naming.IngressServiceSelector] == controller {
-			candidates = append(candidates, *svc)
-		}
-	}
-	return ingress.SelectService(candidates)
-}
-
 func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
 	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
 }
@@ -244,29 +230,8 @@ func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldn
 	})
 }
 
-func gatewayOf(gateways []*routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) *routingv1alpha1.Gateway {
-	ref := plan.GatewayRef(r)
-	for _, gw := range gateways {
-		if gw.Namespace == ref.Namespace && gw.Name == ref.Name {
-			return gw
-		}
-	}
-	return nil
-}
-
-// routesOf are the routes referencing gw.
-func routesOf(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute) []*routingv1alpha1.ServiceRoute {
-	ref := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
-	var out []*routingv1alpha1.ServiceRoute
-	for _, r := range routes {
-		if plan.GatewayRef(r) == ref {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func inNamespace[T metav1.Object](objs []T, namespace string) []T {
+// InNamespace are the objects in namespace.
+func InNamespace[T metav1.Object](objs []T, namespace string) []T {
 	var out []T
 	for _, o := range objs {
 		if o.GetNamespace() == namespace {
@@ -276,8 +241,8 @@ func inNamespace[T metav1.Object](objs []T, namespace string) []T {
 	return out
 }
 
-// live are the objects not being deleted (the reconcilers skip the others), sorted.
-func live[T metav1.Object](objs []T) []T {
+// Live are the objects not being deleted (the reconcilers skip the others), sorted.
+func Live[T metav1.Object](objs []T) []T {
 	var out []T
 	for _, o := range objs {
 		if o.GetDeletionTimestamp() == nil {

@@ -46,14 +46,6 @@ func byKeyOf[T client.Object](objs []T) map[string]T {
 	return out
 }
 
-// current is the managed Gateway API Gateway of gw's name, if any (cachedGatewayAPIGateway).
-func (a *gatewayAPIObjects) current(gw *routingv1alpha1.Gateway) []*gwv1.Gateway {
-	if g, ok := a.gateways[gw.Namespace+"/"+gw.Name]; ok {
-		return []*gwv1.Gateway{g}
-	}
-	return nil
-}
-
 // grantsOf are the ReferenceGrants labelled for the Gateway namespace/name, in every namespace.
 func (a *gatewayAPIObjects) grantsOf(namespace, name string) []*gwv1.ReferenceGrant {
 	var out []*gwv1.ReferenceGrant

@@ -1,21 +1,12 @@
 package preview
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 )
-
-// WriteJSON writes the result for machines (`-o json`).
-func WriteJSON(w io.Writer, r Result) error { return writeJSON(w, r) }
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // WriteTable writes the result for people: the manifests, then per zone the records created (+),
 // retargeted (~) and deleted (-), the routes whose state changes and why, the Istio hosts, the
@@ -115,6 +106,9 @@ func WriteTable(w io.Writer, r Result) error {
 	p.line("Plan: %d DNSEndpoint(s) to create, %d to retarget, %d to delete; %d DNS name(s) leave their zone.", created, retargeted, deleted, r.RecordsRemoved)
 	return p.err
 }
+
+// orNone is s, or "(none)" when it is empty.
+func orNone(s string) string { return cmp.Or(s, "(none)") }
 
 type printer struct {
 	w   io.Writer

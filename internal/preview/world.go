@@ -16,6 +16,8 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/ingress"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -141,6 +143,18 @@ func find[P client.Object](list []P, ns, name string) client.Object {
 	return nil
 }
 
+// IngressService is the ingress LoadBalancer Service of controller in namespace (see
+// ingress.SelectService); nil when there is none.
+func (w *World) IngressService(namespace, controller string) *corev1.Service {
+	var candidates []corev1.Service
+	for _, svc := range w.Services {
+		if svc.Namespace == namespace && svc.Labels[naming.IngressServiceSelector] == controller {
+			candidates = append(candidates, *svc)
+		}
+	}
+	return ingress.SelectService(candidates)
+}
+
 func copyAll[T any](in []*T, deepCopy func(*T) *T) []*T {
 	out := make([]*T, len(in))
 	for i, o := range in {
@@ -223,7 +237,7 @@ func (r worldReads) RouteZone(*routingv1alpha1.ServiceRoute, string) *verify.Obs
 var _ core.AddressReads = worldReads{}
 
 func (r worldReads) IngressService(_ context.Context, namespace, controller string) (*corev1.Service, error) {
-	return ingressService(r.w, namespace, controller), nil
+	return r.w.IngressService(namespace, controller), nil
 }
 
 func (r worldReads) GatewayAPIServed() bool { return !r.w.GatewayAPIMissing }
@@ -267,11 +281,11 @@ func (r worldReads) IstioGateway(_ context.Context, key types.NamespacedName) ([
 }
 
 func (r worldReads) ListenerSets(_ context.Context, namespace string) ([]*gwv1.ListenerSet, error) {
-	return inNamespace(sortedValues(r.api.sets), namespace), nil
+	return InNamespace(sortedValues(r.api.sets), namespace), nil
 }
 
 func (r worldReads) HTTPRoutes(_ context.Context, namespace string) ([]*gwv1.HTTPRoute, error) {
-	return inNamespace(sortedValues(r.api.routes), namespace), nil
+	return InNamespace(sortedValues(r.api.routes), namespace), nil
 }
 
 func (r worldReads) ReferenceGrants(_ context.Context, namespace, name string) ([]*gwv1.ReferenceGrant, error) {

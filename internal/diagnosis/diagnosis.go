@@ -1,23 +1,35 @@
-package preview
+// Package diagnosis is `kubectl router status`: one hostname's (or ServiceRoute's) whole path and
+// the first thing wrong on it, a gateway target hostname's address records in every zone, and the
+// cluster at a glance, from the objects the operator reads (preview's World, read once by
+// preview.Load). It reads statuses the operator and ExternalDNS wrote, and decides nothing the
+// operator decides otherwise: the policy in force, the host budget and the entry point's address
+// source are the operator's own functions.
+package diagnosis
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/desired"
-	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/policy"
+	"github.com/service-router/service-router-operator/internal/preview"
 )
 
 // DocsBase is where the troubleshooting guide is published; status links each problem to it.
@@ -63,10 +75,10 @@ type RoutePath struct {
 
 // FindRoute finds a route by namespace/name, by name in namespace, or by hostname (the one in
 // its status, else the one it would generate).
-func FindRoute(w *World, arg, namespace string) (*routingv1alpha1.ServiceRoute, error) {
+func FindRoute(w *preview.World, arg, namespace string) (*routingv1alpha1.ServiceRoute, error) {
 	var matches []*routingv1alpha1.ServiceRoute
 	ns, name, qualified := strings.Cut(arg, "/")
-	for _, r := range live(w.Routes) {
+	for _, r := range preview.Live(w.Routes) {
 		switch {
 		case qualified && r.Namespace == ns && r.Name == name,
 			!qualified && r.Namespace == namespace && r.Name == arg,
@@ -86,19 +98,19 @@ func FindRoute(w *World, arg, namespace string) (*routingv1alpha1.ServiceRoute, 
 	return oldest, nil
 }
 
-func hostnameOf(w *World, r *routingv1alpha1.ServiceRoute) string {
+func hostnameOf(w *preview.World, r *routingv1alpha1.ServiceRoute) string {
 	id := w.Identity.Spec
 	return naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)
 }
 
 // PathOf describes a route's whole path from the cluster's objects, and the first thing wrong.
-func PathOf(w *World, r *routingv1alpha1.ServiceRoute) RoutePath {
+func PathOf(w *preview.World, r *routingv1alpha1.ServiceRoute) RoutePath {
 	p := RoutePath{Route: key(r), Hostname: r.Status.Hostname, Target: r.Status.TargetHostname, Phase: string(r.Status.Phase),
 		Ready: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady), Published: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionPublished)}
 	if r.Status.Published != "" {
 		p.Published = r.Status.Published + " zones; " + p.Published
 	}
-	pol, hasPolicy := plan.Oldest(inNamespace(w.Policies, r.Namespace))
+	pol, hasPolicy := plan.Oldest(preview.InNamespace(w.Policies, r.Namespace))
 	switch {
 	case !hasPolicy:
 		p.Policy = "none: namespace " + r.Namespace + " has no DNSPolicy"
@@ -108,7 +120,7 @@ func PathOf(w *World, r *routingv1alpha1.ServiceRoute) RoutePath {
 		d := policy.Decide(pol.Spec, plan.IdentityOf(w.Identity), plan.ControllersOf(w.Configuration))
 		p.Policy = fmt.Sprintf("%s (%s): %s", pol.Name, pol.Spec.Mode, d.Message)
 	}
-	gw := gatewayOf(live(w.Gateways), r)
+	gw := gatewayOf(preview.Live(w.Gateways), r)
 	ref := plan.GatewayRef(r)
 	if gw == nil {
 		p.Gateway = ref.String() + ": does not exist"
@@ -120,7 +132,10 @@ func PathOf(w *World, r *routingv1alpha1.ServiceRoute) RoutePath {
 			p.Listener = listenerOf(w, gw, r)
 		}
 	}
-	eps := byKey(w.Endpoints)
+	eps := map[string]*externaldnsv1alpha1.DNSEndpoint{}
+	for _, ep := range w.Endpoints {
+		eps[key(ep)] = ep
+	}
 	zones := map[string]routingv1alpha1.ZoneStatus{}
 	for _, z := range r.Status.Zones {
 		zones[z.Controller] = z
@@ -191,8 +206,8 @@ const noListener = "none"
 // listenerOf describes the generated listener of r's hostname on gw (backend GatewayAPI): the
 // ListenerSet gw owns for r's namespace that holds it, and the Conflicted, Accepted and
 // Programmed conditions the Gateway API implementation reports on it.
-func listenerOf(w *World, gw *routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) string {
-	in := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, inNamespace(w.ListenerSets, gw.Namespace), nil)
+func listenerOf(w *preview.World, gw *routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) string {
+	in := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, preview.InNamespace(w.ListenerSets, gw.Namespace), nil)
 	for _, s := range in.ListenerSets {
 		if s.Labels[naming.LabelSourceNamespace] != r.Namespace {
 			continue
@@ -227,10 +242,10 @@ func processed(ep *externaldnsv1alpha1.DNSEndpoint) bool {
 }
 
 // addressRecords are the records of an entry point's address DNSEndpoint for one controller.
-func addressRecords(w *World, pair desired.Ingress, controller string) []string {
+func addressRecords(w *preview.World, pair desired.Ingress, controller string) []string {
 	for _, ep := range w.Endpoints {
 		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == controller {
-			return records(ep)
+			return preview.RecordLines(ep)
 		}
 	}
 	return nil
@@ -266,16 +281,11 @@ func conditionLine(conditions []metav1.Condition, t string) string {
 	return fmt.Sprintf("%s %s", c.Status, c.Reason)
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
+func orNone(s string) string { return cmp.Or(s, "(none)") }
 
 // WritePath writes a route's path for people.
 func WritePath(w io.Writer, p RoutePath) error {
-	pr := &printer{w: w}
+	pr := &lines{}
 	pr.line("ServiceRoute %s", p.Route)
 	pr.line("  hostname   %s → %s", orNone(p.Hostname), orNone(p.Target))
 	pr.line("  ready      %s (phase %s)", p.Ready, orNone(p.Phase))
@@ -289,7 +299,7 @@ func WritePath(w io.Writer, p RoutePath) error {
 	if len(p.Zones) == 0 {
 		pr.line("Zones: none (the route publishes no DNS record)")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(pr, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ZONE\tREGION\tDNSENDPOINT\tPROCESSED\tVERIFIED\tLAST ANSWER\tTARGET ADDRESS")
 		for _, z := range p.Zones {
 			ep := z.DNSEndpoint
@@ -299,10 +309,10 @@ func WritePath(w io.Writer, p RoutePath) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Controller, z.Region, ep, yesNo(z.Processed), orNone(z.State),
 				orNone(strings.TrimSpace(z.Answer+" "+z.LastChecked)), orNone(strings.Join(z.Addresses, "; ")))
 		}
-		pr.err = tw.Flush()
+		_ = tw.Flush() // to memory: it cannot fail
 	}
 	pr.firstProblem(p.Problem, "Nothing is wrong: every zone has the record, ExternalDNS processed it, and the target has its address.")
-	return pr.err
+	return pr.to(w)
 }
 
 func yesNo(b bool) string {
@@ -339,7 +349,7 @@ type GatewaySummary struct {
 
 // SummaryOf summarises the cluster: routes by Ready state, zones by verification state, held
 // deletions and each Gateway's host budget (budget: the operator's --istio-gateway-max-bytes).
-func SummaryOf(w *World, budget int) Summary {
+func SummaryOf(w *preview.World, budget int) Summary {
 	s := Summary{Routes: map[string]int{}, Identity: "missing", Configuration: "missing", Deletions: "no deletion is held"}
 	if w.Identity != nil {
 		s.Identity = conditionLine(w.Identity.Status.Conditions, clusterv1alpha1.ConditionReady)
@@ -363,20 +373,20 @@ func SummaryOf(w *World, budget int) Summary {
 				c.Name, c.Region, z.Published, z.Routes, z.Pending, z.Drifted, z.Unreachable))
 		}
 	}
-	routes := live(w.Routes)
+	routes := preview.Live(w.Routes)
 	for _, r := range routes {
 		s.Routes[conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady)]++
 	}
 	if budget <= 0 {
 		budget = plan.DefaultIstioGatewayBudget
 	}
-	for _, gw := range live(w.Gateways) {
+	for _, gw := range preview.Live(w.Gateways) {
 		admitted := plan.GatewayHosts(gw, routesOf(gw, routes), budget)
 		g := GatewaySummary{Gateway: key(gw), Ready: conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
 			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1), Budget: budget, Backend: string(routingv1alpha1.BackendIstioGateway)}
 		if plan.UsesGatewayAPI(gw) {
 			g.Backend = string(routingv1alpha1.BackendGatewayAPI)
-			sets := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, inNamespace(w.ListenerSets, gw.Namespace), nil).ListenerSets
+			sets := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, preview.InNamespace(w.ListenerSets, gw.Namespace), nil).ListenerSets
 			g.ListenerSets = len(sets)
 			for _, s := range sets {
 				g.MostListeners = max(g.MostListeners, len(s.Spec.Listeners))
@@ -392,7 +402,7 @@ func SummaryOf(w *World, budget int) Summary {
 
 // WriteSummary writes the cluster summary for people.
 func WriteSummary(w io.Writer, s Summary) error {
-	p := &printer{w: w}
+	p := &lines{}
 	p.line("ClusterIdentity   %s", s.Identity)
 	p.line("DNSConfiguration  %s", s.Configuration)
 	p.line("Deletions         %s", s.Deletions)
@@ -427,7 +437,7 @@ func WriteSummary(w io.Writer, s Summary) error {
 		}
 		p.line("  %s: %s; %d host(s), about %d of %d bytes (%d%%)%s", g.Gateway, g.Ready, g.Hosts, g.Bytes, g.Budget, g.Bytes*100/max(g.Budget, 1), left)
 	}
-	return p.err
+	return p.to(w)
 }
 
 // TargetPath is a gateway target hostname's path: `kubectl router status <target hostname>`.
@@ -444,9 +454,9 @@ type TargetPath struct {
 
 // FindTarget returns the Gateways whose target hostname is target, the one deciding the entry
 // point first; none when it is no Gateway's.
-func FindTarget(w *World, target string) []*routingv1alpha1.Gateway {
+func FindTarget(w *preview.World, target string) []*routingv1alpha1.Gateway {
 	var out []*routingv1alpha1.Gateway
-	for _, gw := range live(w.Gateways) {
+	for _, gw := range preview.Live(w.Gateways) {
 		if gw.Status.TargetHostname == target {
 			out = append(out, gw)
 		}
@@ -461,7 +471,7 @@ func FindTarget(w *World, target string) []*routingv1alpha1.Gateway {
 
 // TargetPathOf describes a target hostname's address records in every zone of the
 // DNSConfiguration, and the first thing wrong. gateways share the target (FindTarget).
-func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
+func TargetPathOf(w *preview.World, gateways []*routingv1alpha1.Gateway) TargetPath {
 	decider := gateways[0]
 	p := TargetPath{Target: decider.Status.TargetHostname}
 	for _, gw := range gateways {
@@ -477,7 +487,7 @@ func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
 		z := ZonePath{Controller: c.Name, Region: c.Region}
 		for _, ep := range w.Endpoints {
 			if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == c.Name {
-				z.DNSEndpoint, z.Exists, z.Processed, z.Addresses = key(ep), true, processed(ep), records(ep)
+				z.DNSEndpoint, z.Exists, z.Processed, z.Addresses = key(ep), true, processed(ep), preview.RecordLines(ep)
 			}
 		}
 		if s, ok := zones[c.Name]; ok {
@@ -510,57 +520,114 @@ func TargetPathOf(w *World, gateways []*routingv1alpha1.Gateway) TargetPath {
 }
 
 // addressSource says where the entry point decided by decider takes its address from, and what
-// it holds now (the same reads as the IngressDNS reconciler).
-func addressSource(w *World, decider *routingv1alpha1.Gateway) string {
+// it holds now: the IngressDNS reconciler's own rule (core.EntryPointAddress) over the world.
+func addressSource(w *preview.World, decider *routingv1alpha1.Gateway) string {
+	addrs, service, _ := core.EntryPointAddress(context.Background(), worldAddress{w}, decider) // the world's reads do not fail
 	if plan.UsesGatewayAPI(decider) {
-		name := "Gateway API Gateway " + decider.Namespace + "/" + decider.Name
-		if w.GatewayAPIMissing {
+		name := "Gateway API Gateway " + key(decider)
+		switch {
+		case w.GatewayAPIMissing:
 			return name + ": the Gateway API is not installed; the records are kept"
-		}
-		a := plan.GatewayAPIAddresses(decider, newGatewayAPIObjects(w).current(decider))
-		if a == nil || a.Empty() {
+		case addrs == nil || addrs.Addresses.Empty():
 			return name + " status.addresses: none yet; the records are kept"
 		}
-		return fmt.Sprintf("%s status.addresses: %s", name, a.Primary())
+		return fmt.Sprintf("%s status.addresses: %s", name, addrs.Addresses.Primary())
 	}
-	svc := ingressService(w, plan.IngressNamespace(decider), decider.Spec.Controller)
-	if svc == nil {
+	switch {
+	case addrs == nil:
 		return fmt.Sprintf("no LoadBalancer Service labelled %s=%s in namespace %s; the records are kept", naming.IngressServiceSelector, decider.Spec.Controller, plan.IngressNamespace(decider))
+	case addrs.Addresses.Empty():
+		return fmt.Sprintf("Service %s: no load balancer address yet; the records are kept", service)
 	}
-	a := ingress.ServiceAddresses(svc)
-	if a.Empty() {
-		return fmt.Sprintf("Service %s: no load balancer address yet; the records are kept", key(svc))
+	return fmt.Sprintf("Service %s: %s", service, addrs.Addresses.Primary())
+}
+
+// worldAddress is what an entry point's address is read from (core.AddressSourceReads), in the
+// world as the cluster has it.
+type worldAddress struct{ w *preview.World }
+
+func (r worldAddress) IngressService(_ context.Context, namespace, controller string) (*corev1.Service, error) {
+	return r.w.IngressService(namespace, controller), nil
+}
+
+func (r worldAddress) GatewayAPIServed() bool { return !r.w.GatewayAPIMissing }
+
+func (r worldAddress) GatewayAPIGateway(_ context.Context, name types.NamespacedName) ([]*gwv1.Gateway, error) {
+	var out []*gwv1.Gateway
+	for _, g := range r.w.GatewayAPIGateways {
+		if g.Namespace == name.Namespace && g.Name == name.Name {
+			out = append(out, g)
+		}
 	}
-	return fmt.Sprintf("Service %s: %s", key(svc), a.Primary())
+	return out, nil
 }
 
 // WriteTargetPath writes a target hostname's path for people.
 func WriteTargetPath(w io.Writer, p TargetPath) error {
-	pr := &printer{w: w}
+	pr := &lines{}
 	pr.line("Gateway target %s", p.Target)
 	for _, g := range p.Gateways {
 		pr.line("  gateway  %s", g)
 	}
 	pr.line("  address  %s", p.Address)
 	pr.line("")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(pr, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ZONE\tREGION\tDNSENDPOINT\tPROCESSED\tVERIFIED\tLAST ANSWER\tRECORDS")
 	for _, z := range p.Zones {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", z.Controller, z.Region, orNone(z.DNSEndpoint), yesNo(z.Processed), orNone(z.State),
 			orNone(z.Answer), orNone(strings.Join(z.Addresses, "; ")))
 	}
-	pr.err = tw.Flush()
+	_ = tw.Flush() // to memory: it cannot fail
 	pr.firstProblem(p.Problem, "Nothing is wrong: every zone has the address record and ExternalDNS processed it.")
-	return pr.err
+	return pr.to(w)
+}
+
+// lines is an output gathered in memory (its writes cannot fail), then written at once.
+type lines struct{ strings.Builder }
+
+func (l *lines) line(format string, args ...any) { fmt.Fprintf(l, format+"\n", args...) }
+
+func (l *lines) to(w io.Writer) error {
+	_, err := io.WriteString(w, l.String())
+	return err
 }
 
 // firstProblem prints the first thing that is wrong, with the guide to read, or what is right.
-func (p *printer) firstProblem(problem *Problem, nothingWrong string) {
-	p.line("")
+func (l *lines) firstProblem(problem *Problem, nothingWrong string) {
+	l.line("")
 	if problem == nil {
-		p.line("%s", nothingWrong)
+		l.line("%s", nothingWrong)
 		return
 	}
-	p.line("First problem: %s: %s", problem.Reason, problem.Message)
-	p.line("  see %s", problem.Doc)
+	l.line("First problem: %s: %s", problem.Reason, problem.Message)
+	l.line("  see %s", problem.Doc)
+}
+
+// key is namespace/name of an object.
+func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
+	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+}
+
+func gatewayOf(gateways []*routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) *routingv1alpha1.Gateway {
+	ref := plan.GatewayRef(r)
+	for _, gw := range gateways {
+		if gw.Namespace == ref.Namespace && gw.Name == ref.Name {
+			return gw
+		}
+	}
+	return nil
+}
+
+// routesOf are the routes referencing gw.
+func routesOf(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRoute) []*routingv1alpha1.ServiceRoute {
+	ref := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
+	var out []*routingv1alpha1.ServiceRoute
+	for _, r := range routes {
+		if plan.GatewayRef(r) == ref {
+			out = append(out, r)
+		}
+	}
+	return out
 }

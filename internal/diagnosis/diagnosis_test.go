@@ -1,9 +1,11 @@
-package preview
+package diagnosis
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,16 +17,85 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/preview"
 )
 
-// healthy is a converged world as it looks once ExternalDNS processed every DNSEndpoint and
-// verification found every zone published.
-func healthy(t *testing.T) *World {
-	w := converge(t, baseWorld(2))
+// cluster is the cluster of the tests, as manifests: region weu with ExternalDNS controllers in weu
+// and neu, the Gateway gw in istio-system (backend %s) with its ingress Service at 10.0.0.1, and
+// namespace app with an Active DNSPolicy and the routes r0 and r1 of application shop.
+const cluster = `apiVersion: cluster.router.io/v1alpha1
+kind: ClusterIdentity
+metadata: {name: cluster-identity}
+spec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}
+---
+apiVersion: cluster.router.io/v1alpha1
+kind: DNSConfiguration
+metadata: {name: dns-config}
+spec: {externalDNSControllers: [{name: external-dns-weu, region: weu}, {name: external-dns-neu, region: neu}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: istio-system}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: routing.router.io/v1alpha1
+kind: Gateway
+metadata: {name: gw, namespace: istio-system}
+spec: {controller: ingress, credentialName: cert, targetPostfix: internal, backend: %[1]s}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ingress, namespace: istio-system, labels: {istio: ingress}}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 10.0.0.1}]}}
+---
+apiVersion: routing.router.io/v1alpha1
+kind: DNSPolicy
+metadata: {name: dns}
+spec: {mode: Active}
+---
+apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: r0}
+spec: {serviceName: svc0, gatewayName: gw, gatewayNamespace: istio-system, environment: dev, application: shop}
+---
+apiVersion: routing.router.io/v1alpha1
+kind: ServiceRoute
+metadata: {name: r1}
+spec: {serviceName: svc1, gatewayName: gw, gatewayNamespace: istio-system, environment: dev, application: shop}`
+
+const (
+	host0  = "svc0-ns-d-dev-shop.example.com"
+	target = "aks01-weu-internal.example.com"
+)
+
+// healthy is the cluster with gw's backend as the operator leaves it (its prediction), once
+// ExternalDNS processed every DNSEndpoint and verification found every zone published; with the
+// GatewayAPI backend the Gateway API Gateway reports the address 10.0.0.1.
+func healthy(t *testing.T, backend routingv1alpha1.GatewayBackend) *preview.World {
+	t.Helper()
+	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(fmt.Sprintf(cluster, backend)))
+	require.NoError(t, err)
+	w := &preview.World{}
+	_, err = preview.Overlay(w, objs, false, "app", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	p := preview.Predict(w, preview.DefaultSettings)
+	if backend == routingv1alpha1.BackendGatewayAPI {
+		require.Len(t, p.GatewayAPIGateways, 1)
+		ip := gwv1.IPAddressType
+		p.GatewayAPIGateways[0].Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: "10.0.0.1"}}
+		w.GatewayAPIGateways, w.ListenerSets = p.GatewayAPIGateways, p.ListenerSets
+		p = preview.Predict(w, preview.DefaultSettings) // the address records follow the address
+	}
+	w.Endpoints = p.Endpoints
 	for _, ep := range w.Endpoints {
 		ep.Generation, ep.Status.ObservedGeneration = 1, 1
 	}
 	for _, r := range w.Routes {
+		r.Status = p.Routes[key(r)].Status
 		for i := range r.Status.Zones {
 			r.Status.Zones[i].State = routingv1alpha1.ZonePublished
 			r.Status.Zones[i].Answer = "CNAME aks01-weu-internal.example.com"
@@ -32,41 +103,41 @@ func healthy(t *testing.T) *World {
 		r.Status.ObservedGeneration = r.Generation
 	}
 	meta.SetStatusCondition(&w.Gateways[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: routingv1alpha1.ReasonGatewayCreated})
-	w.Gateways[0].Status.TargetHostname, w.Gateways[0].Status.LoadBalancerIP = "aks01-weu-internal.example.com", "10.0.0.1"
+	w.Gateways[0].Status.TargetHostname, w.Gateways[0].Status.LoadBalancerIP = target, "10.0.0.1"
 	return w
 }
 
 func TestPathOf_FirstProblemAlongThePath(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
-		breakIt    func(w *World)
+		breakIt    func(w *preview.World)
 		wantReason string
 		wantAnchor string
 	}{
-		{"nothing wrong", func(*World) {}, "", ""},
-		{"the route's own decision comes first", func(w *World) {
+		{"nothing wrong", func(*preview.World) {}, "", ""},
+		{"the route's own decision comes first", func(w *preview.World) {
 			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonHostnameConflict, Message: "claimed"})
 		}, routingv1alpha1.ReasonHostnameConflict, "#servicerouterhostnameconflict"},
-		{"a reason without a runbook links the route table", func(w *World) {
+		{"a reason without a runbook links the route table", func(w *preview.World) {
 			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonDNSPolicyInactive, Message: "elsewhere"})
 		}, routingv1alpha1.ReasonDNSPolicyInactive, "#serviceroute"},
-		{"a status behind its spec", func(w *World) { w.Routes[0].Generation = 2 }, "StatusBehind", "#servicerouteroperatornotreconciling"},
-		{"the Gateway without a load balancer", func(w *World) {
+		{"a status behind its spec", func(w *preview.World) { w.Routes[0].Generation = 2 }, "StatusBehind", "#servicerouteroperatornotreconciling"},
+		{"the Gateway without a load balancer", func(w *preview.World) {
 			meta.SetStatusCondition(&w.Gateways[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonLoadBalancerNotFound, Message: "no Service"})
 		}, routingv1alpha1.ReasonLoadBalancerNotFound, "#serviceroutergatewaywithoutloadbalancer"},
-		{"ExternalDNS has not read the record", func(w *World) { w.Endpoints[indexOf(w, "app/r0-external-dns-weu")].Generation = 2 }, "NotProcessed", "#servicerouterzonenotpublishing"},
-		{"the zone answers something else", func(w *World) {
+		{"ExternalDNS has not read the record", func(w *preview.World) { w.Endpoints[indexOf(w, "app/r0-external-dns-weu")].Generation = 2 }, "NotProcessed", "#servicerouterzonenotpublishing"},
+		{"the zone answers something else", func(w *preview.World) {
 			w.Routes[0].Status.Zones[0].State, w.Routes[0].Status.Zones[0].Answer = routingv1alpha1.ZoneDrifted, "CNAME old.example.com"
 		}, routingv1alpha1.ReasonZonesDrifted, "#servicerouterzonedrifted"},
-		{"the target has no address in the zone", func(w *World) {
+		{"the target has no address in the zone", func(w *preview.World) {
 			w.Endpoints = slices.DeleteFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return ep.Labels[naming.LabelIstioController] != "" })
 		}, "AddressRecordMissing", "#serviceroutergatewaywithoutloadbalancer"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := healthy(t)
+			w := healthy(t, routingv1alpha1.BackendIstioGateway)
 			tt.breakIt(w)
 			p := PathOf(w, w.Routes[0])
 			if tt.wantReason == "" {
@@ -80,12 +151,12 @@ func TestPathOf_FirstProblemAlongThePath(t *testing.T) {
 	}
 }
 
-func indexOf(w *World, k string) int {
+func indexOf(w *preview.World, k string) int {
 	return slices.IndexFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return key(ep) == k })
 }
 
 func TestPathOf_EveryZoneWithItsRecordAndTarget(t *testing.T) {
-	w := healthy(t)
+	w := healthy(t, routingv1alpha1.BackendIstioGateway)
 	p := PathOf(w, w.Routes[0])
 	assert.Equal(t, "svc0-ns-d-dev-shop.example.com", p.Hostname)
 	assert.Equal(t, []ZonePath{{Controller: "external-dns-weu", Region: "weu", DNSEndpoint: "app/r0-external-dns-weu", Exists: true, Processed: true,
@@ -100,7 +171,7 @@ func TestPathOf_EveryZoneWithItsRecordAndTarget(t *testing.T) {
 }
 
 func TestFindRoute_ByNameNamespaceOrHostname(t *testing.T) {
-	w := healthy(t)
+	w := healthy(t, routingv1alpha1.BackendIstioGateway)
 	for _, arg := range []string{"r1", "app/r1", "svc1-ns-d-dev-shop.example.com"} {
 		r, err := FindRoute(w, arg, "app")
 		require.NoError(t, err, arg)
@@ -116,7 +187,7 @@ func TestFindRoute_ByNameNamespaceOrHostname(t *testing.T) {
 }
 
 func TestSummaryOf_RoutesZonesDeletionsAndBudget(t *testing.T) {
-	w := healthy(t)
+	w := healthy(t, routingv1alpha1.BackendIstioGateway)
 	meta.SetStatusCondition(&w.Configuration.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionTrue,
 		Reason: clusterv1alpha1.ReasonMassDeletionHeld, Message: "12 DNSEndpoint deletion(s) ... are held"})
 	w.Configuration.Status.Verification = []clusterv1alpha1.ZoneVerificationStatus{{Controller: "external-dns-weu", Routes: 2, Published: 2}}
@@ -134,7 +205,7 @@ func TestSummaryOf_RoutesZonesDeletionsAndBudget(t *testing.T) {
 }
 
 func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
-	w := healthy(t)
+	w := healthy(t, routingv1alpha1.BackendIstioGateway)
 	gateways := FindTarget(w, "aks01-weu-internal.example.com")
 	require.Len(t, gateways, 1)
 	p := TargetPathOf(w, gateways)
@@ -157,19 +228,9 @@ func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
 	assert.Empty(t, FindTarget(w, "nothing.example.com"))
 }
 
-// healthyGatewayAPI is healthy with gw on the GatewayAPI backend, its Gateway API Gateway at
-// 10.0.0.1.
-func healthyGatewayAPI(t *testing.T) *World {
-	w := gatewayAPIWorld(t, 2, "10.0.0.1")
-	h := healthy(t)
-	h.Gateways[0].Spec.Backend = routingv1alpha1.BackendGatewayAPI
-	h.GatewayAPIGateways, h.ListenerSets, h.IstioGateways = w.GatewayAPIGateways, w.ListenerSets, nil
-	return h
-}
-
 func TestStatus_GatewayAPIBackend(t *testing.T) {
 	t.Run("the route's listener and what the implementation says of it", func(t *testing.T) {
-		w := healthyGatewayAPI(t)
+		w := healthy(t, routingv1alpha1.BackendGatewayAPI)
 		set := w.ListenerSets[0]
 		for _, l := range set.Spec.Listeners {
 			set.Status.Listeners = append(set.Status.Listeners, gwv1.ListenerEntryStatus{Name: l.Name, Conditions: []metav1.Condition{
@@ -184,7 +245,7 @@ func TestStatus_GatewayAPIBackend(t *testing.T) {
 		assert.Contains(t, b.String(), "  listener   ListenerSet istio-system/gw.app")
 	})
 	t.Run("no listener for the hostname is the first problem", func(t *testing.T) {
-		w := healthyGatewayAPI(t)
+		w := healthy(t, routingv1alpha1.BackendGatewayAPI)
 		w.ListenerSets = nil
 		p := PathOf(w, w.Routes[0])
 		require.NotNil(t, p.Problem)
@@ -193,7 +254,7 @@ func TestStatus_GatewayAPIBackend(t *testing.T) {
 		assert.Contains(t, p.Problem.Message, "no ListenerSet of Gateway istio-system/gw lists "+host0)
 	})
 	t.Run("the summary counts ListenerSets and listeners", func(t *testing.T) {
-		s := SummaryOf(healthyGatewayAPI(t), 0)
+		s := SummaryOf(healthy(t, routingv1alpha1.BackendGatewayAPI), 0)
 		require.Len(t, s.Gateways, 1)
 		assert.Equal(t, GatewaySummary{Gateway: "istio-system/gw", Ready: "True GatewayCreated", Hosts: 2, Bytes: s.Gateways[0].Bytes, Budget: s.Gateways[0].Budget,
 			Backend: "GatewayAPI", ListenerSets: 1, MostListeners: 2}, s.Gateways[0])
@@ -202,12 +263,12 @@ func TestStatus_GatewayAPIBackend(t *testing.T) {
 		assert.Contains(t, b.String(), "istio-system/gw: True GatewayCreated; backend GatewayAPI; 2 host(s) in 1 ListenerSet(s), the fullest with 2 of 64 listeners")
 	})
 	t.Run("the target's address comes from the Gateway API Gateway", func(t *testing.T) {
-		w := healthyGatewayAPI(t)
+		w := healthy(t, routingv1alpha1.BackendGatewayAPI)
 		p := TargetPathOf(w, FindTarget(w, target))
 		assert.Equal(t, "Gateway API Gateway istio-system/gw status.addresses: 10.0.0.1", p.Address)
 		w.GatewayAPIGateways[0].Status.Addresses = nil
 		assert.Equal(t, "Gateway API Gateway istio-system/gw status.addresses: none yet; the records are kept", TargetPathOf(w, FindTarget(w, target)).Address)
-		w = healthy(t)
+		w = healthy(t, routingv1alpha1.BackendIstioGateway)
 		assert.Equal(t, "Service istio-system/ingress: 10.0.0.1", TargetPathOf(w, FindTarget(w, target)).Address)
 	})
 }
