@@ -29,7 +29,8 @@ type GatewayReconciler struct {
 	// Window coalesces the route changes feeding each Gateway (gateway_controller_coalesce.go;
 	// required: Setup makes it from Options.GatewayCoalesce).
 	Window *gatewayWindow
-	// HostBudget is the byte budget of one Istio Gateway (gateway_controller_hostlimit.go).
+	// HostBudget is the byte budget of one Istio Gateway (plan.GatewayHosts admits the oldest
+	// routes within it; the others report GatewayHostLimit).
 	HostBudget int
 	// Zones are the verification results (nil: none).
 	Zones zoneResults

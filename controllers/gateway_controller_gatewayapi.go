@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -65,6 +66,12 @@ func (r *GatewayReconciler) watchGatewayAPI(mgr ctrl.Manager, c controller.Contr
 				if desired.GatewayLabelValue(req.Namespace, req.Name) == v {
 					out = append(out, req)
 				}
+			}
+			// No Gateway of that name: it was deleted while the operator was down (the
+			// informer's first list brings the grant here) or its deletion went by. A request for
+			// it finds it gone, and forgetGatewayAPI removes the grant.
+			if ns, name, ok := desired.GatewayOfGrant(o); ok && len(out) == 0 && desired.IsManaged(o) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 			}
 			return out
 		}), ownwrite.EchoFilter(r.Versions)))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,25 @@ const LabelListenerSetShard = "router.io/listener-set"
 // LabelGateway marks a ReferenceGrant with the Gateway (namespace.name) it was written for: it
 // lives in another namespace than its Gateway, where no owner reference can point.
 const LabelGateway = "router.io/gateway"
+
+// AnnotationGateway names the Gateway (namespace/name) a ReferenceGrant was written for in full:
+// LabelGateway's value is shortened when long, and the grant must lead back to its Gateway after
+// that is gone (GatewayOfGrant).
+const AnnotationGateway = "router.io/gateway"
+
+// GatewayOfGrant is the Gateway a managed ReferenceGrant was written for: from AnnotationGateway,
+// else from LabelGateway when that is not shortened. ok is false when neither says.
+func GatewayOfGrant(grant metav1.Object) (namespace, name string, ok bool) {
+	if namespace, name, ok = strings.Cut(grant.GetAnnotations()[AnnotationGateway], "/"); ok && namespace != "" && name != "" {
+		return namespace, name, true
+	}
+	if v := grant.GetLabels()[LabelGateway]; len(v) < 63 { // a shortened value has 63 characters
+		if namespace, name, ok = strings.Cut(v, "."); ok && namespace != "" && name != "" {
+			return namespace, name, true
+		}
+	}
+	return "", "", false
+}
 
 // namespaceNameLabel is set by the API server on every Namespace to its name, and cannot be
 // changed: a selector on it names exactly one namespace.
@@ -301,7 +321,7 @@ func referenceGrant(gw *routingv1alpha1.Gateway, secretNamespace string) *gwv1.R
 		ObjectMeta: metav1.ObjectMeta{Name: ReferenceGrantName(gw), Namespace: secretNamespace, Labels: map[string]string{
 			naming.LabelManagedBy: naming.ManagedByValue,
 			LabelGateway:          GatewayLabelValue(gw.Namespace, gw.Name),
-		}},
+		}, Annotations: map[string]string{AnnotationGateway: gw.Namespace + "/" + gw.Name}},
 		Spec: gwv1.ReferenceGrantSpec{
 			From: []gwv1.ReferenceGrantFrom{
 				{Group: gatewayAPIGroup, Kind: "Gateway", Namespace: ns},

@@ -282,3 +282,34 @@ func TestGatewayAPIKinds_OwnedOnlyWhenControlledByTheGateway(t *testing.T) {
 	assert.Equal(t, "kept", merged.Labels["team"])
 	assert.Len(t, merged.Spec.Listeners, 2)
 }
+
+func TestGatewayOfGrant(t *testing.T) {
+	long := strings.Repeat("n", 40)
+	for _, tt := range []struct {
+		name                string
+		labels, annotations map[string]string
+		wantNamespace       string
+		wantName            string
+		wantOK              bool
+	}{
+		{"the annotation names it in full", map[string]string{LabelGateway: GatewayLabelValue("istio-system", long+long)},
+			map[string]string{AnnotationGateway: "istio-system/" + long + long}, "istio-system", long + long, true},
+		{"a grant from before the annotation: the label when not shortened", map[string]string{LabelGateway: "istio-system.default.gateway"}, nil,
+			"istio-system", "default.gateway", true},
+		{"a shortened label says nothing", map[string]string{LabelGateway: GatewayLabelValue("istio-system", long+long)}, nil, "", "", false},
+		{"no label, no annotation", nil, nil, "", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			grant := &gwv1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, Annotations: tt.annotations}}
+			ns, name, ok := GatewayOfGrant(grant)
+			if ns != tt.wantNamespace || name != tt.wantName || ok != tt.wantOK {
+				t.Errorf("GatewayOfGrant = %q, %q, %v; want %q, %q, %v", ns, name, ok, tt.wantNamespace, tt.wantName, tt.wantOK)
+			}
+		})
+	}
+	// What the operator writes leads back to its Gateway.
+	gw := &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: long + long}}
+	if ns, name, ok := GatewayOfGrant(referenceGrant(gw, "aks-istio-ingress")); !ok || ns != gw.Namespace || name != gw.Name {
+		t.Errorf("the written grant leads to %s/%s (%v), want its Gateway", ns, name, ok)
+	}
+}

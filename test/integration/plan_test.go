@@ -236,6 +236,66 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false}})
 }
 
+// TestPlan_GatewayDeletedWhileTheOperatorWasDown settles what a Gateway leaves that the garbage
+// collector cannot see: the ReferenceGrant its GatewayAPI backend wrote in the ingress namespace
+// (the TLS Secret's), where no owner reference can point. The Gateway is deleted while the
+// operator is stopped; the plan of the cluster as it then is predicts the grant's deletion, and the
+// operator started again converges to the plan: it deletes the grant, found through its
+// annotation when the informer first lists it.
+func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
+	useControlPlane(t, startControlPlane(t, testenv.Options{ControllerManager: true, GatewayAPICRDs: true}))
+	f := newFixture(t)
+	stop := startOperator(t, env.Config)
+	viewer, _ := planViewer(t)
+	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
+	gatewayNS := newNamespace(t, "gwapi")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gatewayNS}}) })
+	setup := []string{
+		"apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata: {name: cluster-identity}\nspec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}",
+		"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}]}",
+		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw, namespace: %s}\nspec: {controller: %s, credentialName: cert, targetPostfix: internal, backend: GatewayAPI, ingressNamespace: %s}",
+			gatewayNS, f.controller, f.gatewayNS),
+	}
+	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"a GatewayAPI Gateway whose Secret is in the ingress namespace", false, setup, true}})
+	grants := func() []string {
+		list := &gwv1.ReferenceGrantList{}
+		require.NoError(t, env.Client.List(f.ctx, list, client.InNamespace(f.gatewayNS)))
+		var names []string
+		for _, g := range list.Items {
+			names = append(names, g.Name)
+		}
+		return names
+	}
+	written := grants()
+	require.Len(t, written, 1, "the GatewayAPI backend grants its listeners the Secret of the ingress namespace")
+
+	stop()
+	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNS, Name: "gw"}}))
+	waitFor(t, "the Gateway and what it owns gone", func() string {
+		list := &gwv1.GatewayList{}
+		require.NoError(t, env.Client.List(f.ctx, list, client.InNamespace(gatewayNS)))
+		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: gatewayNS, Name: "gw"}, &routingv1alpha1.Gateway{}); err == nil || len(list.Items) > 0 {
+			return fmt.Sprintf("Gateway still there (%v), %d Gateway API Gateways", err, len(list.Items))
+		}
+		return ""
+	}, waitTimeout)
+	require.Equal(t, written, grants(), "the garbage collector leaves the grant in the other namespace")
+
+	result, prediction, err := preview.PredictFor(f.ctx, viewer, nil, false, f.ns, preview.DefaultSettings)
+	require.NoError(t, err)
+	require.Contains(t, prediction.OperatorDeletes, "ReferenceGrant "+f.gatewayNS+"/"+written[0], "the plan:\n%s", tableOf(t, result))
+	require.Empty(t, prediction.ReferenceGrants)
+
+	startOperator(t, env.Config)
+	waitFor(t, "the operator to delete the orphaned grant, as planned", func() string {
+		if left := grants(); len(left) > 0 {
+			return fmt.Sprintf("still there: %v", left)
+		}
+		return ""
+	}, waitTimeout)
+	require.Equal(t, f.predicted(prediction), f.observed())
+}
+
 // waitNamespacesGone waits until no namespace is being deleted: the plan is of the whole cluster,
 // and the objects of other tests' namespaces still being deleted would add to it (and to the
 // guard's counts).
