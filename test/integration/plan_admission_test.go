@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"github.com/service-router/service-router-operator/internal/admission"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -50,7 +52,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		} {
 			objs := objectsOf(t, manifest)
 			_, _, err := preview.PredictFor(ctx, viewer, objs, false, ns, preview.DefaultSettings)
-			var refused *preview.RefusedError
+			var refused *admission.RefusedError
 			require.ErrorAs(t, err, &refused, manifest)
 			require.Len(t, refused.Errors, 1)
 			apiErr := env.Client.Create(ctx, inNamespace(objs[0], ns), client.FieldValidation("Strict"))
@@ -63,7 +65,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		objs := objectsOf(t, fmt.Sprintf(route, "web", "{serviceName: web, gatewayName: gw, environment: dev, application: shop}"))
 		world, err := preview.Load(ctx, viewer)
 		require.NoError(t, err)
-		admitted, err := preview.Admit(ctx, viewer, world, objs, false, ns)
+		admitted, err := admission.Admit(ctx, viewer, world, objs, false, ns)
 		require.NoError(t, err)
 		stored := inNamespace(objs[0], ns)
 		require.NoError(t, env.Client.Create(ctx, stored, client.FieldValidation("Strict")))
@@ -79,7 +81,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		} {
 			objs := objectsOf(t, manifest)
 			_, _, err := preview.PredictFor(ctx, viewer, objs, true, ns, preview.DefaultSettings)
-			var refused *preview.RefusedError
+			var refused *admission.RefusedError
 			require.ErrorAs(t, err, &refused, manifest)
 			apiErr := env.Client.Delete(ctx, inNamespace(objs[0], ns))
 			require.Error(t, apiErr)
@@ -106,10 +108,10 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "route.yaml"), []byte(fmt.Sprintf(route, "web", "{serviceName: Web_V2, gatewayName: gw, environment: dev, application: shop}")), 0o644))
 		var out, errOut strings.Builder
-		cmd := preview.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd := app.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		cmd.SetArgs([]string{"plan", "-f", dir, "-n", ns})
 		err := cmd.ExecuteContext(ctx)
-		var refused *preview.RefusedError
+		var refused *admission.RefusedError
 		require.ErrorAs(t, err, &refused)
 		require.Empty(t, out.String(), "no prediction")
 		require.Contains(t, err.Error(), `ServiceRoute.routing.router.io "web" is invalid: spec.serviceName: Invalid value: "Web_V2": serviceName must be a DNS label`)

@@ -28,6 +28,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/cmd/kubectl-router/app"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
@@ -249,7 +250,9 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 	viewer, _ := planViewer(t)
 	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
 	gatewayNS := newNamespace(t, "gwapi")
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gatewayNS}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gatewayNS}})
+	})
 	setup := []string{
 		"apiVersion: cluster.router.io/v1alpha1\nkind: ClusterIdentity\nmetadata: {name: cluster-identity}\nspec: {region: weu, cluster: aks01, domain: example.com, environmentLetter: d}",
 		"apiVersion: cluster.router.io/v1alpha1\nkind: DNSConfiguration\nmetadata: {name: dns-config}\nspec: {externalDNSControllers: [{name: external-dns-weu, region: weu}]}",
@@ -585,7 +588,7 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 		[]byte("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns}\nspec: {mode: RegionBound, sourceRegion: neu}\n"), 0o644))
 	run := func(args ...string) (string, error) {
 		var out, errOut strings.Builder
-		cmd := preview.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd := app.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		cmd.SetArgs(args)
 		err := cmd.ExecuteContext(f.ctx)
 		return out.String() + errOut.String(), err
@@ -594,7 +597,7 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 	// The plan is of the whole cluster: objects other tests left on the shared control plane may
 	// add lines; this test's lines are there, whatever else is.
 	out, err := run("plan", "-f", dir, "-n", f.ns, "--max-deletions", "0")
-	var tooMany *preview.TooManyDeletionsError
+	var tooMany *app.TooManyDeletionsError
 	require.ErrorAs(t, err, &tooMany, out)
 	require.GreaterOrEqual(t, tooMany.Removed, 1)
 	for _, want := range []string{
