@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,7 +157,12 @@ func Compare(current *World, p Prediction, s Settings, manifests []Change) Resul
 	if out.Manifests == nil {
 		out.Manifests = []Change{}
 	}
-	out.Zones = compareZones(current, p)
+	// The generated objects the garbage collector removes, as "<kind> namespace/name".
+	gc := map[string]bool{}
+	for _, k := range p.GarbageCollected {
+		gc[k] = true
+	}
+	out.Zones = compareZones(current, p, gc)
 	for _, z := range out.Zones {
 		out.RecordsRemoved += z.RecordsRemoved
 	}
@@ -164,14 +170,14 @@ func Compare(current *World, p Prediction, s Settings, manifests []Change) Resul
 	out.Gateways = append(out.Gateways, compareGateways(current, p)...)
 	out.IstioHosts = append(out.IstioHosts, compareHosts(current, p)...)
 	out.GatewayAPIHosts = append(out.GatewayAPIHosts, compareListeners(current, p)...)
-	out.Objects = append(out.Objects, compareObjects(current, p)...)
+	out.Objects = append(out.Objects, compareObjects(current, p, gc)...)
 	out.Guard = verdict(current, p, s)
 	return out
 }
 
-func compareZones(current *World, p Prediction) []Zone {
-	before := byKey(current.Endpoints)
-	after := byKey(p.Endpoints)
+func compareZones(current *World, p Prediction, gc map[string]bool) []Zone {
+	before := byKeyOf(current.Endpoints)
+	after := byKeyOf(p.Endpoints)
 	zones := map[string]*Zone{}
 	var order []string
 	zone := func(controller, region string) *Zone {
@@ -188,10 +194,6 @@ func compareZones(current *World, p Prediction) []Zone {
 		for _, c := range current.Configuration.Spec.ExternalDNSControllers {
 			zone(c.Name, c.Region)
 		}
-	}
-	gc := map[string]bool{}
-	for _, k := range p.GarbageCollected {
-		gc[strings.TrimPrefix(k, "DNSEndpoint ")] = true
 	}
 	for _, k := range sortedKeys(before, after) {
 		b, a := before[k], after[k]
@@ -211,7 +213,7 @@ func compareZones(current *World, p Prediction) []Zone {
 		case b == nil:
 			z.Created = append(z.Created, r)
 		case a == nil:
-			if gc[k] {
+			if gc["DNSEndpoint "+k] {
 				r.By = "garbage collector"
 			}
 			z.Deleted = append(z.Deleted, r)
@@ -243,14 +245,6 @@ func compareZones(current *World, p Prediction) []Zone {
 			}
 		}
 		out = append(out, *z)
-	}
-	return out
-}
-
-func byKey(eps []*externaldnsv1alpha1.DNSEndpoint) map[string]*externaldnsv1alpha1.DNSEndpoint {
-	out := make(map[string]*externaldnsv1alpha1.DNSEndpoint, len(eps))
-	for _, ep := range eps {
-		out[key(ep)] = ep
 	}
 	return out
 }
@@ -298,14 +292,19 @@ func compareRoutes(current *World, p Prediction) []RouteChange {
 	for k, o := range p.Routes {
 		after[k] = stateOf(o.Status)
 	}
-	var out []RouteChange
+	return changes(before, after, func(b, a RouteState) bool {
+		return b.Ready == a.Ready && b.Reason == a.Reason && b.PublishedReason == a.PublishedReason && slices.Equal(b.Zones, a.Zones) && b.Exists == a.Exists &&
+			b.Hostname == a.Hostname && b.Target == a.Target
+	}, func(k string, b, a RouteState) RouteChange { return RouteChange{Route: k, Before: b, After: a} })
+}
+
+// changes are change's of the keys whose state is not the same before and after, in order.
+func changes[S, C any](before, after map[string]S, same func(b, a S) bool, change func(k string, b, a S) C) []C {
+	var out []C
 	for _, k := range sortedKeys(before, after) {
-		b, a := before[k], after[k]
-		if b.Ready == a.Ready && b.Reason == a.Reason && b.PublishedReason == a.PublishedReason && slices.Equal(b.Zones, a.Zones) && b.Exists == a.Exists &&
-			b.Hostname == a.Hostname && b.Target == a.Target {
-			continue
+		if b, a := before[k], after[k]; !same(b, a) {
+			out = append(out, change(k, b, a))
 		}
-		out = append(out, RouteChange{Route: k, Before: b, After: a})
 	}
 	return out
 }
@@ -329,15 +328,15 @@ func compareHosts(current *World, p Prediction) []HostChange {
 	for _, ig := range current.IstioGateways {
 		before[key(ig)] = istioHosts(ig)
 	}
-	var out []HostChange
-	for _, k := range sortedKeys(before, p.IstioHosts) {
-		b, a := before[k], p.IstioHosts[k]
-		c := HostChange{Gateway: k, Added: minus(a, b), Removed: minus(b, a)}
-		if len(c.Added) > 0 || len(c.Removed) > 0 {
-			out = append(out, c)
-		}
-	}
-	return out
+	return hostChanges(before, p.IstioHosts, func(k string, added, removed []string) HostChange {
+		return HostChange{Gateway: k, Added: added, Removed: removed}
+	})
+}
+
+// hostChanges are change's of the keys whose hosts differ from before to after, in order.
+func hostChanges[C any](before, after map[string][]string, change func(k string, added, removed []string) C) []C {
+	return changes(before, after, func(b, a []string) bool { return len(minus(a, b))+len(minus(b, a)) == 0 },
+		func(k string, b, a []string) C { return change(k, minus(a, b), minus(b, a)) })
 }
 
 // minus are the elements of a not in b, sorted.
@@ -402,23 +401,14 @@ func hostnamesOf[L any](listeners []L, hostname func(L) *gwv1.Hostname) []string
 func compareListeners(current *World, p Prediction) []ListenerChange {
 	before := listenerHosts(current.GatewayAPIGateways, current.ListenerSets)
 	after := listenerHosts(p.GatewayAPIGateways, p.ListenerSets)
-	var out []ListenerChange
-	for _, k := range sortedKeys(before, after) {
-		c := ListenerChange{Object: k, Added: minus(after[k], before[k]), Removed: minus(before[k], after[k])}
-		if len(c.Added) > 0 || len(c.Removed) > 0 {
-			out = append(out, c)
-		}
-	}
-	return out
+	return hostChanges(before, after, func(k string, added, removed []string) ListenerChange {
+		return ListenerChange{Object: k, Added: added, Removed: removed}
+	})
 }
 
 // compareObjects lists the generated objects other than DNSEndpoints that the operator (or the
 // garbage collector) creates, changes or deletes.
-func compareObjects(current *World, p Prediction) []ObjectChange {
-	gc := map[string]bool{}
-	for _, k := range p.GarbageCollected {
-		gc[k] = true
-	}
+func compareObjects(current *World, p Prediction, gc map[string]bool) []ObjectChange {
 	var out []ObjectChange
 	add := func(kind string, before, after map[string]any) {
 		for _, k := range sortedKeys(before, after) {
@@ -440,10 +430,7 @@ func compareObjects(current *World, p Prediction) []ObjectChange {
 			out = append(out, c)
 		}
 	}
-	istioBefore := map[string]any{}
-	for _, ig := range current.IstioGateways {
-		istioBefore[key(ig)] = istioHosts(ig)
-	}
+	istioBefore := specs(current.IstioGateways, func(ig *istionetworkingv1.Gateway) any { return istioHosts(ig) })
 	istioAfter := map[string]any{}
 	for k, hosts := range p.IstioHosts {
 		istioAfter[k] = hosts
@@ -481,13 +468,7 @@ func compareGateways(current *World, p Prediction) []GatewayChange {
 	for k, o := range p.Gateways {
 		after[k] = GatewayState{Exists: true, Ready: string(conditionStatus(o.Ready)), Reason: o.Reason, Message: o.Message}
 	}
-	var out []GatewayChange
-	for _, k := range sortedKeys(before, after) {
-		b, a := before[k], after[k]
-		if b.Exists == a.Exists && b.Ready == a.Ready && b.Reason == a.Reason {
-			continue
-		}
-		out = append(out, GatewayChange{Gateway: k, Before: b, After: a})
-	}
-	return out
+	return changes(before, after, func(b, a GatewayState) bool {
+		return b.Exists == a.Exists && b.Ready == a.Ready && b.Reason == a.Reason
+	}, func(k string, b, a GatewayState) GatewayChange { return GatewayChange{Gateway: k, Before: b, After: a} })
 }

@@ -65,24 +65,17 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 		return nil, err
 	}
 	w.Services = pointers(services.Items)
-	managed := client.MatchingLabels{naming.LabelManagedBy: naming.ManagedByValue}
 	endpoints := &externaldnsv1alpha1.DNSEndpointList{}
-	switch err := list(ctx, c, endpoints, "DNSEndpoints", managed); {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		w.EndpointsAPIMissing = true
-	case err != nil:
+	if w.EndpointsAPIMissing, err = listOptional(ctx, c, endpoints, "DNSEndpoints"); err != nil {
 		return nil, err
 	}
 	w.Endpoints = pointers(endpoints.Items)
 	istio := &istionetworkingv1.GatewayList{}
-	switch err := list(ctx, c, istio, "Istio Gateways", managed); {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		w.IstioAPIMissing = true
-	case err != nil:
+	if w.IstioAPIMissing, err = listOptional(ctx, c, istio, "Istio Gateways"); err != nil {
 		return nil, err
 	}
 	w.IstioGateways = istio.Items
-	if err := loadGatewayAPI(ctx, c, w, managed); err != nil {
+	if err := loadGatewayAPI(ctx, c, w); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -91,40 +84,39 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 // loadGatewayAPI reads the managed Gateway API objects of the GatewayAPI backend. The operator
 // uses that backend only when all four kinds are served (controllers.OptionalAPIs); one missing
 // kind makes the API missing, and the kinds that are served are still read (what exists is kept).
-func loadGatewayAPI(ctx context.Context, c client.Reader, w *World, managed client.MatchingLabels) error {
-	missing := func(err error) (bool, error) {
-		switch {
-		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-			w.GatewayAPIMissing = true
-			return true, nil
-		case err != nil:
-			return false, err
+func loadGatewayAPI(ctx context.Context, c client.Reader, w *World) error {
+	gateways, sets, routes, grants := &gwv1.GatewayList{}, &gwv1.ListenerSetList{}, &gwv1.HTTPRouteList{}, &gwv1.ReferenceGrantList{}
+	for _, l := range []struct {
+		list client.ObjectList
+		what string
+	}{{gateways, "Gateway API Gateways"}, {sets, "ListenerSets"}, {routes, "HTTPRoutes"}} {
+		missing, err := listOptional(ctx, c, l.list, l.what)
+		if err != nil {
+			return err
 		}
-		return false, nil
+		w.GatewayAPIMissing = w.GatewayAPIMissing || missing
 	}
-	gateways := &gwv1.GatewayList{}
-	if _, err := missing(list(ctx, c, gateways, "Gateway API Gateways", managed)); err != nil {
+	var err error
+	if w.ReferenceGrantAPIMissing, err = listOptional(ctx, c, grants, "ReferenceGrants"); err != nil {
 		return err
 	}
-	w.GatewayAPIGateways = pointers(gateways.Items)
-	sets := &gwv1.ListenerSetList{}
-	if _, err := missing(list(ctx, c, sets, "ListenerSets", managed)); err != nil {
-		return err
-	}
-	w.ListenerSets = pointers(sets.Items)
-	routes := &gwv1.HTTPRouteList{}
-	if _, err := missing(list(ctx, c, routes, "HTTPRoutes", managed)); err != nil {
-		return err
-	}
-	w.HTTPRoutes = pointers(routes.Items)
-	grants := &gwv1.ReferenceGrantList{}
-	notServed, err := missing(list(ctx, c, grants, "ReferenceGrants", managed))
-	if err != nil {
-		return err
-	}
-	w.ReferenceGrantAPIMissing = notServed
-	w.ReferenceGrants = pointers(grants.Items)
+	w.GatewayAPIMissing = w.GatewayAPIMissing || w.ReferenceGrantAPIMissing
+	w.GatewayAPIGateways, w.ListenerSets = pointers(gateways.Items), pointers(sets.Items)
+	w.HTTPRoutes, w.ReferenceGrants = pointers(routes.Items), pointers(grants.Items)
 	return nil
+}
+
+// listOptional lists the objects of an optional API (DNSEndpoint, Istio Gateway, the Gateway API
+// kinds) that the operator manages (managed-by label): missing, and no error, when the API is not
+// served, as the operator records it.
+func listOptional(ctx context.Context, c client.Reader, l client.ObjectList, what string) (missing bool, err error) {
+	switch err := list(ctx, c, l, what, client.MatchingLabels{naming.LabelManagedBy: naming.ManagedByValue}); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, nil
 }
 
 // ErrNotInstalled says the operator's own APIs are not served: there is nothing to preview.

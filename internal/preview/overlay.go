@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,54 +180,33 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 		}
 		c.Object = u.GetNamespace() + "/" + u.GetName()
 	}
+	var err error
 	switch {
 	case gvk.GroupKind() == identityGK:
 		if u.GetName() != clusterv1alpha1.ClusterIdentityName {
 			return ignored(c, "the operator reads only ClusterIdentity "+clusterv1alpha1.ClusterIdentityName), nil
 		}
-		obj := &clusterv1alpha1.ClusterIdentity{}
-		if err := convert(u, obj); err != nil {
-			return c, err
-		}
-		w.Identity, c.Action = overlaySingleton(w.Identity, obj, del, now, func(o *clusterv1alpha1.ClusterIdentity) any { return o.Spec })
+		w.Identity, c.Action, err = overlaySingleton(w.Identity, u, del, now, func(o *clusterv1alpha1.ClusterIdentity) *clusterv1alpha1.ClusterIdentitySpec { return &o.Spec })
 	case gvk.GroupKind() == configurationGK:
 		if u.GetName() != clusterv1alpha1.DNSConfigurationName {
 			return ignored(c, "the operator reads only DNSConfiguration "+clusterv1alpha1.DNSConfigurationName), nil
 		}
-		obj := &clusterv1alpha1.DNSConfiguration{}
-		if err := convert(u, obj); err != nil {
-			return c, err
-		}
-		w.Configuration, c.Action = overlaySingleton(w.Configuration, obj, del, now, func(o *clusterv1alpha1.DNSConfiguration) any { return o.Spec })
+		w.Configuration, c.Action, err = overlaySingleton(w.Configuration, u, del, now, func(o *clusterv1alpha1.DNSConfiguration) *clusterv1alpha1.DNSConfigurationSpec { return &o.Spec })
 	case gvk.GroupKind() == policyGK:
 		namespaced()
-		obj := &routingv1alpha1.DNSPolicy{}
-		if err := convert(u, obj); err != nil {
-			return c, err
-		}
-		w.Policies, c.Action = overlayList(w.Policies, obj, del, now, func(o *routingv1alpha1.DNSPolicy) any { return o.Spec })
+		w.Policies, c.Action, err = overlayList(w.Policies, u, del, now, func(o *routingv1alpha1.DNSPolicy) *routingv1alpha1.DNSPolicySpec { return &o.Spec })
 	case gvk.GroupKind() == routeGK:
 		namespaced()
-		obj := &routingv1alpha1.ServiceRoute{}
-		if err := convert(u, obj); err != nil {
-			return c, err
-		}
-		obj.Status = routingv1alpha1.ServiceRouteStatus{}
-		w.Routes, c.Action = overlayList(w.Routes, obj, del, now, func(o *routingv1alpha1.ServiceRoute) any { return o.Spec })
+		w.Routes, c.Action, err = overlayList(w.Routes, u, del, now, func(o *routingv1alpha1.ServiceRoute) *routingv1alpha1.ServiceRouteSpec { return &o.Spec })
 	case gvk.GroupKind() == gatewayGK:
 		namespaced()
-		obj := &routingv1alpha1.Gateway{}
-		if err := convert(u, obj); err != nil {
-			return c, err
-		}
-		obj.Status = routingv1alpha1.GatewayStatus{}
-		w.Gateways, c.Action = overlayList(w.Gateways, obj, del, now, func(o *routingv1alpha1.Gateway) any { return o.Spec })
+		w.Gateways, c.Action, err = overlayList(w.Gateways, u, del, now, func(o *routingv1alpha1.Gateway) *routingv1alpha1.GatewaySpec { return &o.Spec })
 	case gvk.GroupKind() == namespaceGK:
 		c.Action = overlayNamespace(w, u, del)
 	case gvk.GroupKind() == serviceGK:
 		namespaced()
 		obj := &corev1.Service{}
-		if err := convert(u, obj); err != nil {
+		if err := convert(u.Object, obj); err != nil {
 			return c, err
 		}
 		c.Action = overlayService(w, obj, del, now)
@@ -242,7 +222,7 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 	default:
 		return ignored(c, "not read by the operator"), nil
 	}
-	return c, nil
+	return c, err
 }
 
 func ignored(c Change, note string) Change {
@@ -250,8 +230,8 @@ func ignored(c Change, note string) Change {
 	return c
 }
 
-func convert(u *unstructured.Unstructured, obj any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true)
+func convert(content map[string]any, obj any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(content, obj, true)
 }
 
 // object is the typed pointer of a kind the preview overlays.
@@ -261,33 +241,40 @@ type object[T any] interface {
 }
 
 // overlaySingleton overlays a cluster-scoped singleton (nil: it does not exist).
-func overlaySingleton[T any, P object[T]](live P, obj P, del bool, now time.Time, spec func(P) any) (P, string) {
-	list, action := overlayList([]P{live}, obj, del, now, spec)
+func overlaySingleton[T any, P object[T], S any](live P, u *unstructured.Unstructured, del bool, now time.Time, spec func(P) *S) (P, string, error) {
+	list, action, err := overlayList([]P{live}, u, del, now, spec)
 	if live == nil {
 		list = slices.DeleteFunc(list, func(p P) bool { return p == nil })
 	}
 	if len(list) == 0 {
-		return nil, action
+		return nil, action, err
 	}
-	return list[0], action
+	return list[0], action, err
 }
 
-// overlayList overlays obj on the objects of its kind: replaced in place (keeping identity and
-// status), added (new, the youngest), or removed.
-func overlayList[T any, P object[T]](list []P, obj P, del bool, now time.Time, spec func(P) any) ([]P, string) {
+// overlayList overlays u on the objects of its kind: replaced in place (the manifest decides the
+// spec, the cluster the identity and status), added (new, the youngest), or removed. spec is
+// where the kind keeps its spec.
+func overlayList[T any, P object[T], S any](list []P, u *unstructured.Unstructured, del bool, now time.Time, spec func(P) *S) ([]P, string, error) {
+	obj := P(new(T))
+	content := maps.Clone(u.Object)
+	delete(content, "status") // the status subresource: the API server drops it from a create or an update
+	if err := convert(content, obj); err != nil {
+		return list, "", err
+	}
 	i := slices.IndexFunc(list, func(o P) bool {
 		return o != nil && o.GetNamespace() == obj.GetNamespace() && o.GetName() == obj.GetName()
 	})
 	switch {
 	case del && i < 0:
-		return list, "absent"
+		return list, "absent", nil
 	case del:
-		return slices.Delete(slices.Clone(list), i, i+1), "delete"
+		return slices.Delete(slices.Clone(list), i, i+1), "delete", nil
 	case i < 0:
 		obj.SetUID(types.UID(previewUID + key(obj)))
 		obj.SetCreationTimestamp(metav1.NewTime(now))
 		obj.SetGeneration(1)
-		return append(slices.Clone(list), obj), "create"
+		return append(slices.Clone(list), obj), "create", nil
 	}
 	live := list[i]
 	action := "unchanged"
@@ -295,57 +282,23 @@ func overlayList[T any, P object[T]](list []P, obj P, del bool, now time.Time, s
 	if !equality.Semantic.DeepEqual(spec(live), spec(obj)) {
 		action, generation = "change", generation+1
 	}
-	withStatus := replaceSpec(live, obj)
+	withStatus := live.DeepCopyObject().(P)
+	*spec(withStatus) = *spec(obj)
 	withStatus.SetGeneration(generation)
 	withStatus.SetLabels(mergeMaps(live.GetLabels(), obj.GetLabels()))
 	withStatus.SetAnnotations(mergeMaps(live.GetAnnotations(), obj.GetAnnotations()))
 	out := slices.Clone(list)
 	out[i] = withStatus
-	return out, action
-}
-
-// replaceSpec returns a copy of live with obj's spec: the manifest decides the spec, the cluster
-// the identity and status.
-func replaceSpec[T any, P object[T]](live, obj P) P {
-	var out any
-	switch l := any(live).(type) {
-	case *clusterv1alpha1.ClusterIdentity:
-		c := l.DeepCopy()
-		c.Spec = any(obj).(*clusterv1alpha1.ClusterIdentity).Spec
-		out = c
-	case *clusterv1alpha1.DNSConfiguration:
-		c := l.DeepCopy()
-		c.Spec = any(obj).(*clusterv1alpha1.DNSConfiguration).Spec
-		out = c
-	case *routingv1alpha1.DNSPolicy:
-		c := l.DeepCopy()
-		c.Spec = any(obj).(*routingv1alpha1.DNSPolicy).Spec
-		out = c
-	case *routingv1alpha1.ServiceRoute:
-		c := l.DeepCopy()
-		c.Spec = any(obj).(*routingv1alpha1.ServiceRoute).Spec
-		out = c
-	case *routingv1alpha1.Gateway:
-		c := l.DeepCopy()
-		c.Spec = any(obj).(*routingv1alpha1.Gateway).Spec
-		out = c
-	default:
-		panic(fmt.Sprintf("preview: no spec rule for %T", live))
-	}
-	return out.(P)
+	return out, action, nil
 }
 
 func mergeMaps(live, manifest map[string]string) map[string]string {
 	if len(live) == 0 && len(manifest) == 0 {
 		return nil
 	}
-	out := cloneMap(live)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for k, v := range manifest {
-		out[k] = v
-	}
+	out := make(map[string]string, len(live)+len(manifest))
+	maps.Copy(out, live)
+	maps.Copy(out, manifest)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -83,18 +84,8 @@ func Predict(w *World, s Settings) Prediction {
 	out := Prediction{IstioHosts: map[string][]string{}, Routes: map[string]RouteOutcome{}, Gateways: map[string]plan.GatewayPlan{}}
 	routes := Live(w.Routes)
 	gateways := Live(w.Gateways)
-	endpoints := map[string]*externaldnsv1alpha1.DNSEndpoint{}
-	for _, ep := range w.Endpoints {
-		endpoints[key(ep)] = ep
-	}
-	// Generated objects whose owner or namespace is gone are the garbage collector's (or the
-	// namespace controller's) to remove.
-	for k, ep := range endpoints {
-		if ownerGone(ep, "ServiceRoute", routes) || namespaceGone(w, ep) {
-			delete(endpoints, k)
-			out.GarbageCollected = append(out.GarbageCollected, "DNSEndpoint "+k)
-		}
-	}
+	endpoints := byKeyOf(w.Endpoints)
+	out.GarbageCollected = collectGone(w, "DNSEndpoint", endpoints, "ServiceRoute", routes)
 	ix := newIndex(w, routes, gateways, endpoints)
 	var routeDeletes []string
 	for round := 0; round < hostLimitRounds; round++ {
@@ -126,7 +117,7 @@ func Predict(w *World, s Settings) Prediction {
 	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
 	out.OperatorDeletes = append(out.OperatorDeletes, api.forget(w, gateways)...)
 	istio := byKeyOf(w.IstioGateways)
-	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, gateways)...)
+	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, "Gateway", gateways)...)
 	rd := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api, istio: istio}
 	for _, gw := range gateways {
 		out.OperatorDeletes = append(out.OperatorDeletes, predictGateway(rd, gw, s.HostBudget, &out)...)
@@ -138,9 +129,7 @@ func Predict(w *World, s Settings) Prediction {
 	for _, pair := range pairs(gateways, endpoints) {
 		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(rd, pair, endpoints)...)
 	}
-	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), func(a, b *externaldnsv1alpha1.DNSEndpoint) int {
-		return compareKeys(key(a), key(b))
-	})
+	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), byKey)
 	slices.Sort(out.OperatorDeletes)
 	slices.Sort(out.GarbageCollected)
 	return out
@@ -202,17 +191,6 @@ func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
 	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
 }
 
-// pairOf are the Gateways of an entry point.
-func pairOf(gateways []*routingv1alpha1.Gateway, pair desired.Ingress) []*routingv1alpha1.Gateway {
-	var out []*routingv1alpha1.Gateway
-	for _, gw := range gateways {
-		if ingressOf(gw) == pair {
-			out = append(out, gw)
-		}
-	}
-	return out
-}
-
 // pairs are the entry points with a Gateway, and those that still have address records (whose
 // records must go), as IngressDNSReconciler.allPairs finds them.
 func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []desired.Ingress {
@@ -226,7 +204,7 @@ func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldn
 		}
 	}
 	return slices.SortedFunc(maps.Keys(seen), func(a, b desired.Ingress) int {
-		return compareKeys(a.Controller+"/"+a.TargetPostfix, b.Controller+"/"+b.TargetPostfix)
+		return strings.Compare(a.Controller+"/"+a.TargetPostfix, b.Controller+"/"+b.TargetPostfix)
 	})
 }
 
@@ -249,7 +227,7 @@ func Live[T metav1.Object](objs []T) []T {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b T) int { return compareKeys(key(a), key(b)) })
+	slices.SortFunc(out, byKey)
 	return out
 }
 
@@ -284,15 +262,8 @@ func istioHosts(ig *istionetworkingv1.Gateway) []string {
 	return slices.Compact(hosts)
 }
 
-func compareKeys(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// byKey orders objects by namespace/name.
+func byKey[T metav1.Object](a, b T) int { return strings.Compare(key(a), key(b)) }
 
 // index holds what the reconcilers find through the cache's indexes (controllers/indexes.go and
 // the helpers of controllers/inputs.go), built once per prediction: the policy in force per
@@ -348,7 +319,7 @@ func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*rout
 		}
 	}
 	for _, eps := range ix.endpointsByRoute {
-		slices.SortFunc(eps, func(a, b *externaldnsv1alpha1.DNSEndpoint) int { return compareKeys(key(a), key(b)) })
+		slices.SortFunc(eps, byKey)
 	}
 	return ix
 }

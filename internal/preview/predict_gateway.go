@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -54,7 +55,7 @@ func (a *gatewayAPIObjects) grantsOf(namespace, name string) []*gwv1.ReferenceGr
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(x, y *gwv1.ReferenceGrant) int { return compareKeys(key(x), key(y)) })
+	slices.SortFunc(out, byKey)
 	return out
 }
 
@@ -62,9 +63,9 @@ func (a *gatewayAPIObjects) grantsOf(namespace, name string) []*gwv1.ReferenceGr
 // controlled by a Gateway that no longer exists, and those in a deleted namespace.
 func (a *gatewayAPIObjects) collect(w *World, gateways []*routingv1alpha1.Gateway) []string {
 	var gone []string
-	gone = append(gone, collectGone(w, "Gateway API Gateway", a.gateways, gateways)...)
-	gone = append(gone, collectGone(w, "ListenerSet", a.sets, gateways)...)
-	gone = append(gone, collectGone(w, "HTTPRoute", a.routes, gateways)...)
+	gone = append(gone, collectGone(w, "Gateway API Gateway", a.gateways, "Gateway", gateways)...)
+	gone = append(gone, collectGone(w, "ListenerSet", a.sets, "Gateway", gateways)...)
+	gone = append(gone, collectGone(w, "HTTPRoute", a.routes, "Gateway", gateways)...)
 	for k, g := range a.grants {
 		if namespaceGone(w, g) {
 			delete(a.grants, k)
@@ -74,10 +75,12 @@ func (a *gatewayAPIObjects) collect(w *World, gateways []*routingv1alpha1.Gatewa
 	return gone
 }
 
-func collectGone[T client.Object](w *World, kind string, objs map[string]T, gateways []*routingv1alpha1.Gateway) []string {
+// collectGone removes from objs, of kind, those whose owner of ownerKind is not among owners or
+// whose namespace is gone: the garbage collector's (or the namespace controller's) to remove.
+func collectGone[T client.Object, O metav1.Object](w *World, kind string, objs map[string]T, ownerKind string, owners []O) []string {
 	var gone []string
 	for k, o := range objs {
-		if ownerGone(o, "Gateway", gateways) || namespaceGone(w, o) {
+		if ownerGone(o, ownerKind, owners) || namespaceGone(w, o) {
 			delete(objs, k)
 			gone = append(gone, kind+" "+k)
 		}
@@ -97,7 +100,7 @@ func (a *gatewayAPIObjects) forget(w *World, gateways []*routingv1alpha1.Gateway
 		exists[desired.GatewayLabelValue(gw.Namespace, gw.Name)] = true
 	}
 	var deletes []string
-	for _, g := range slices.SortedFunc(maps.Values(a.grants), func(x, y *gwv1.ReferenceGrant) int { return compareKeys(key(x), key(y)) }) {
+	for _, g := range slices.SortedFunc(maps.Values(a.grants), byKey) {
 		v := g.Labels[desired.LabelGateway]
 		if v == "" || exists[v] || !desired.IsManaged(g) {
 			continue
@@ -117,5 +120,5 @@ func (a *gatewayAPIObjects) into(out *Prediction) {
 }
 
 func sortedValues[T client.Object](m map[string]T) []T {
-	return slices.SortedFunc(maps.Values(m), func(x, y T) int { return compareKeys(key(x), key(y)) })
+	return slices.SortedFunc(maps.Values(m), byKey)
 }

@@ -2,6 +2,7 @@ package preview
 
 import (
 	"context"
+	"maps"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,14 +64,8 @@ type Namespace struct {
 
 // DeepCopy returns a copy that can be changed without changing w.
 func (w *World) DeepCopy() *World {
-	out := &World{EndpointsAPIMissing: w.EndpointsAPIMissing, IstioAPIMissing: w.IstioAPIMissing, Namespaces: make(map[string]Namespace, len(w.Namespaces)),
-		GatewayAPIMissing: w.GatewayAPIMissing, ReferenceGrantAPIMissing: w.ReferenceGrantAPIMissing}
-	if w.Identity != nil {
-		out.Identity = w.Identity.DeepCopy()
-	}
-	if w.Configuration != nil {
-		out.Configuration = w.Configuration.DeepCopy()
-	}
+	out := *w // the flags of the optional APIs; every object and namespace is copied below
+	out.Identity, out.Configuration = w.Identity.DeepCopy(), w.Configuration.DeepCopy()
 	out.Policies = copyAll(w.Policies, (*routingv1alpha1.DNSPolicy).DeepCopy)
 	out.Routes = copyAll(w.Routes, (*routingv1alpha1.ServiceRoute).DeepCopy)
 	out.Gateways = copyAll(w.Gateways, (*routingv1alpha1.Gateway).DeepCopy)
@@ -81,10 +76,11 @@ func (w *World) DeepCopy() *World {
 	out.ListenerSets = copyAll(w.ListenerSets, (*gwv1.ListenerSet).DeepCopy)
 	out.HTTPRoutes = copyAll(w.HTTPRoutes, (*gwv1.HTTPRoute).DeepCopy)
 	out.ReferenceGrants = copyAll(w.ReferenceGrants, (*gwv1.ReferenceGrant).DeepCopy)
+	out.Namespaces = make(map[string]Namespace, len(w.Namespaces))
 	for name, ns := range w.Namespaces {
-		out.Namespaces[name] = Namespace{Labels: cloneMap(ns.Labels), Annotations: cloneMap(ns.Annotations)}
+		out.Namespaces[name] = Namespace{Labels: maps.Clone(ns.Labels), Annotations: maps.Clone(ns.Annotations)}
 	}
-	return out
+	return &out
 }
 
 var (
@@ -102,10 +98,16 @@ var (
 // the cluster otherwise).
 func (w *World) Object(gk schema.GroupKind, namespace, name string) (client.Object, bool) {
 	switch gk {
-	case identityGK:
-		return singleton(w.Identity, name, clusterv1alpha1.ClusterIdentityName)
+	case identityGK: // the operator reads no ClusterIdentity of another name
+		if name != clusterv1alpha1.ClusterIdentityName || w.Identity == nil {
+			return nil, name == clusterv1alpha1.ClusterIdentityName
+		}
+		return w.Identity, true
 	case configurationGK:
-		return singleton(w.Configuration, name, clusterv1alpha1.DNSConfigurationName)
+		if name != clusterv1alpha1.DNSConfigurationName || w.Configuration == nil {
+			return nil, name == clusterv1alpha1.DNSConfigurationName
+		}
+		return w.Configuration, true
 	case policyGK:
 		return find(w.Policies, namespace, name), true
 	case routeGK:
@@ -123,15 +125,6 @@ func (w *World) Object(gk schema.GroupKind, namespace, name string) (client.Obje
 		return svc, svc != nil
 	}
 	return nil, false
-}
-
-// singleton is a cluster-scoped singleton (nil: missing) if name is its name: the operator reads
-// no other object of its kind.
-func singleton[T any, P object[T]](obj P, name, its string) (client.Object, bool) {
-	if name != its || obj == nil {
-		return nil, name == its
-	}
-	return obj, true
 }
 
 func find[P client.Object](list []P, ns, name string) client.Object {
@@ -159,17 +152,6 @@ func copyAll[T any](in []*T, deepCopy func(*T) *T) []*T {
 	out := make([]*T, len(in))
 	for i, o := range in {
 		out[i] = deepCopy(o)
-	}
-	return out
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
@@ -252,7 +234,13 @@ func (r worldReads) GatewayAPIGateway(_ context.Context, key types.NamespacedNam
 }
 
 func (r worldReads) GatewaysOfEntryPoint(_ context.Context, pair desired.Ingress) ([]*routingv1alpha1.Gateway, error) {
-	return pairOf(r.gateways, pair), nil
+	var out []*routingv1alpha1.Gateway
+	for _, gw := range r.gateways {
+		if ingressOf(gw) == pair {
+			out = append(out, gw)
+		}
+	}
+	return out, nil
 }
 
 func (r worldReads) AddressEndpoints(_ context.Context, pair desired.Ingress) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
