@@ -1,9 +1,9 @@
 // Package diagnosis is `kubectl router status`: one hostname's (or ServiceRoute's) whole path and
 // the first thing wrong on it, a gateway target hostname's address records in every zone, and the
 // cluster at a glance, from the objects the operator reads (preview's World, read once by
-// preview.Load). It reads statuses the operator and ExternalDNS wrote, and decides nothing the
-// operator decides otherwise: the policy in force, the host budget and the entry point's address
-// source are the operator's own functions.
+// preview.Load). It reads the statuses the operator and ExternalDNS wrote; what it works out
+// itself (the policy in force, the host budget, where an entry point's address comes from) it
+// works out with the operator's own functions.
 package diagnosis
 
 import (
