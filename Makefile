@@ -67,7 +67,16 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: test-prerequisites test-go e2e ## Run every test: unit, integration, packaging and the end-to-end suite (the first run builds every tool).
+test: test-prerequisites ## Run every test: unit, integration, packaging, the end-to-end and node suites (the first run builds every tool).
+	@# The suites mostly wait (API servers, pods, ExternalDNS's synchronizations), so they run two
+	@# at a time: test-go beside the builds only later suites need (TEST_GO_BESIDE: files no test
+	@# of test-go reads), then the end-to-end suites side by side (TEST_SUITES).
+	@$(MAKE) --no-print-directory manifests generate fmt vet image
+	@$(MAKE) --no-print-directory -j2 test-go-run $(TEST_GO_BESIDE)
+	@$(MAKE) --no-print-directory -j2 $(TEST_SUITES)
+
+TEST_SUITES = e2e
+TEST_GO_BESIDE =
 
 # The tools `make test` runs, built side by side (TOOL_JOBS, hack/make/tools.mk) before the tests
 # start; test-go and e2e then find them built.
@@ -77,6 +86,12 @@ test-prerequisites:
 
 .PHONY: test-go
 test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
+	@$(MAKE) --no-print-directory test-go-run
+
+# test-go's tests alone, its prerequisites made (make test runs it beside builds: code generation
+# must not rewrite the tree while they compile).
+.PHONY: test-go-run
+test-go-run:
 	@# go test's default of 10 minutes per package is about what the integration package takes
 	@# on 2 cores; 30 minutes keeps a slow machine from failing it (GO_TEST_FLAGS may override).
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test ./... -count=1 -timeout 30m $(GO_TEST_FLAGS)

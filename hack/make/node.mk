@@ -47,5 +47,7 @@ e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's ima
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/nodeshards --shards=$(NODE_E2E_SHARDS) --run='$(NODE_E2E_RUN)' \
 		--timeout=$(NODE_E2E_TIMEOUT) --dir=test/node $(NODE_E2E_BINARY) -- $(NODE_E2E_FLAGS)
 
-# `make test` runs it after the end-to-end suite.
-test: e2e-node
+# `make test` runs it beside the end-to-end suite, and builds the kubelet's and OLM's binaries (the
+# longest builds) while test-go runs.
+TEST_SUITES += e2e-node
+TEST_GO_BESIDE += node olm
