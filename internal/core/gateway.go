@@ -62,56 +62,56 @@ type GatewayResult struct {
 // status (plan.GatewayStatus), set into gw but for the outcome (the driver ends with
 // plan.SetOutcome). Everything the status needs is read before any write.
 func Gateway(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, budget int) (GatewayResult, error) {
-	in, publication, err := gatherGateway(ctx, rd, gw, budget)
-	res := GatewayResult{HostBytes: publication.hostBytes}
+	read, err := gatherGateway(ctx, rd, gw)
 	if err != nil {
-		return res, err
+		return GatewayResult{}, err
 	}
-	res.Plan = plan.Gateway(in)
+	in := read.inputs
+	admitted := plan.GatewayHosts(gw, read.routes, budget)
+	in.Hosts, in.HostLimit, in.RouteHosts = admitted.Hosts, admitted.Limit, admitted.RouteHosts
+	res := GatewayResult{Plan: plan.Gateway(in), HostBytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1)}
 	if res.Plan.Outcome, res.Written, err = writeBackends(ctx, rd, wr, gw, res.Plan); err != nil {
 		return res, err
 	}
 	if !res.Plan.Keep {
-		zones := plan.GatewayZones(publication.configuration, res.Plan.Target, publication.addresses, rd.TargetZone)
+		zones := plan.GatewayZones(read.configuration, res.Plan.Target, read.addresses, rd.TargetZone)
 		gw.Status = plan.GatewayStatus(gw, res.Plan, in.HostLimit, zones)
 	}
 	return res, nil
 }
 
-// gatewayPublication is what a Gateway's status needs besides plan.Gateway's inputs, read with
-// them: the DNSConfiguration and the entry point's address DNSEndpoints (the IngressDNS
-// reconcile writes them, this one does not).
-type gatewayPublication struct {
-	hostBytes     int
+// gatewayRead is everything a Gateway's reconcile reads, before it decides anything: plan.Gateway's
+// inputs but the admitted hosts, the routes they are admitted from, and what the status needs
+// besides (the DNSConfiguration and the entry point's address DNSEndpoints, which the IngressDNS
+// reconcile writes, not this one).
+type gatewayRead struct {
+	inputs        plan.GatewayInputs
+	routes        []*routingv1alpha1.ServiceRoute
 	configuration *clusterv1alpha1.DNSConfiguration
 	addresses     []*externaldnsv1alpha1.DNSEndpoint
 }
 
-// gatherGateway reads plan.Gateway's inputs and the publication's.
-func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gateway, budget int) (plan.GatewayInputs, gatewayPublication, error) {
-	in := plan.GatewayInputs{Gateway: gw, IstioAPIMissing: !rd.IstioServed(), GatewayAPIMissing: !rd.GatewayAPIServed()}
-	var pub gatewayPublication
+// gatherGateway reads a Gateway's inputs.
+func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gateway) (gatewayRead, error) {
+	read := gatewayRead{inputs: plan.GatewayInputs{Gateway: gw, IstioAPIMissing: !rd.IstioServed(), GatewayAPIMissing: !rd.GatewayAPIServed()}}
+	in := &read.inputs
 	var err error
-	if in.Identity, pub.configuration, err = rd.Singletons(ctx); err != nil {
-		return in, pub, err
+	if in.Identity, read.configuration, err = rd.Singletons(ctx); err != nil {
+		return read, err
 	}
-	routes, err := rd.RoutesOfGateway(ctx, gw)
-	if err != nil {
-		return in, pub, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
+	if read.routes, err = rd.RoutesOfGateway(ctx, gw); err != nil {
+		return read, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	admitted := plan.GatewayHosts(gw, routes, budget)
-	in.Hosts, in.HostLimit, in.RouteHosts = admitted.Hosts, admitted.Limit, admitted.RouteHosts
-	pub.hostBytes = admitted.Bytes * max(plan.IstioHostLists(gw), 1)
 	pair := desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
 	if rd.EndpointsServed() {
-		if pub.addresses, err = rd.AddressEndpoints(ctx, pair); err != nil {
-			return in, pub, fmt.Errorf("listing address DNSEndpoints: %w", err)
+		if read.addresses, err = rd.AddressEndpoints(ctx, pair); err != nil {
+			return read, fmt.Errorf("listing address DNSEndpoints: %w", err)
 		}
 	}
 	// The oldest Gateway of the entry point decides where its address comes from.
 	peers, err := rd.GatewaysOfEntryPoint(ctx, pair)
 	if err != nil {
-		return in, pub, fmt.Errorf("listing the Gateways sharing the target hostname: %w", err)
+		return read, fmt.Errorf("listing the Gateways sharing the target hostname: %w", err)
 	}
 	decider, found := plan.IngressDecider(peers)
 	if !found {
@@ -119,26 +119,27 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 	}
 	in.IngressDecider = decider
 	if !plan.UsesGatewayAPI(gw) {
-		var addrs *plan.IngressService
-		if addrs, in.ServiceName, err = entryPointService(ctx, rd, decider); addrs != nil {
-			in.Service = &addrs.Addresses
+		addrs, serviceName, err := entryPointService(ctx, rd, decider)
+		if addrs != nil {
+			in.Service, in.ServiceName = &addrs.Addresses, serviceName
 		}
-		return in, pub, err
+		return read, err
 	}
 	if in.GatewayAPIMissing {
-		return in, pub, nil
+		return read, nil
 	}
 	// Backend GatewayAPI: the ListenerSets it owns (hostnames stay where they are) and the
 	// address of its own Gateway API Gateway.
 	sets, err := rd.ListenerSets(ctx, gw.Namespace)
 	if err != nil {
-		return in, pub, fmt.Errorf("listing ListenerSets: %w", err)
+		return read, fmt.Errorf("listing ListenerSets: %w", err)
 	}
 	current, err := rd.GatewayAPIGateway(ctx, keyOf(gw))
 	if err != nil {
-		return in, pub, err
+		return read, err
 	}
-	return plan.WithGatewayAPI(in, sets, current), pub, nil
+	read.inputs = plan.WithGatewayAPI(*in, sets, current)
+	return read, nil
 }
 
 // writeBackends writes the objects of the backend in use, then removes the other's, unless the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,14 @@ type recorder[T client.Object] struct {
 	calls                     int
 	created, updated, deleted []string
 	taken                     map[string]bool
+	// log, when set, gets every write in order: "create DNSEndpoint ns/name".
+	log *[]string
+}
+
+func (r *recorder[T]) logged(verb, kind, key string) {
+	if r.log != nil {
+		*r.log = append(*r.log, verb+" "+kind+" "+key)
+	}
 }
 
 func (r *recorder[T]) apply(_ context.Context, k apply.Kind[T], want, current []T, n Notice[T]) (Written[T], error) {
@@ -81,6 +90,7 @@ func (r *recorder[T]) apply(_ context.Context, k apply.Kind[T], want, current []
 	out := Written[T]{Applied: ch.Unchanged, Conflicts: ch.Conflicts}
 	for _, o := range ch.Update {
 		r.updated = append(r.updated, apply.Key(o))
+		r.logged("update", k.Name, apply.Key(o))
 		out.Applied = append(out.Applied, o)
 	}
 	for _, o := range ch.Create {
@@ -89,10 +99,12 @@ func (r *recorder[T]) apply(_ context.Context, k apply.Kind[T], want, current []
 			continue
 		}
 		r.created = append(r.created, apply.Key(o))
+		r.logged("create", k.Name, apply.Key(o))
 		out.Applied = append(out.Applied, o)
 	}
 	for _, o := range ch.Delete {
 		r.deleted = append(r.deleted, apply.Key(o))
+		r.logged("delete", k.Name, apply.Key(o))
 	}
 	return out, nil
 }
@@ -155,8 +167,8 @@ func TestRoute_WritesTheRecordsAndTheWholeStatusButTheOutcome(t *testing.T) {
 	assert.Equal(t, "aks01-weu-internal.example.com", r.Status.TargetHostname)
 	assert.Len(t, r.Status.Endpoints, 2)
 	require.Len(t, r.Status.Zones, 2, "one zone per record, with the prober's result where it has one")
-	assert.NotNil(t, meta(r, routingv1alpha1.ConditionPublished))
-	assert.Nil(t, meta(r, routingv1alpha1.ConditionReady), "Ready is the driver's, with plan.SetOutcome")
+	assert.NotNil(t, meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionPublished))
+	assert.Nil(t, meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady), "Ready is the driver's, with plan.SetOutcome")
 	assert.Zero(t, r.Status.ObservedGeneration)
 
 	// Again with the records in place: nothing written, the same status.
@@ -257,13 +269,4 @@ func TestRoute_ANameTakenByAForeignObjectIsAConflict(t *testing.T) {
 	assert.Equal(t, routingv1alpha1.ReasonOwnershipConflict, res.Reason)
 	assert.Equal(t, plan.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: []string{"myapp/api-route-external-dns-weu"}}, res.Written)
 	assert.Empty(t, r.Status.Endpoints, "the taken name is not the route's")
-}
-
-func meta(r *routingv1alpha1.ServiceRoute, condition string) *metav1.Condition {
-	for i := range r.Status.Conditions {
-		if r.Status.Conditions[i].Type == condition {
-			return &r.Status.Conditions[i]
-		}
-	}
-	return nil
 }
