@@ -378,6 +378,19 @@ func TestPredict_HostnameConflictOldestAllowedClaimWins(t *testing.T) {
 	assert.Equal(t, routingv1alpha1.ReasonApplicationNotAllowed, p.Routes["other/squat"].Reason)
 }
 
+// A predicted status is the one the operator writes: plan.SetOutcome stamps observedGeneration
+// and the Ready condition's with the route's generation, Ready first.
+func TestPredict_RouteStatusCarriesTheObservedGeneration(t *testing.T) {
+	w := baseWorld(1)
+	w.Routes[0].Generation = 4
+	status := Predict(w, DefaultSettings).Routes["app/r0"].Status
+	assert.EqualValues(t, 4, status.ObservedGeneration)
+	require.NotEmpty(t, status.Conditions)
+	assert.Equal(t, routingv1alpha1.ConditionReady, status.Conditions[0].Type)
+	assert.EqualValues(t, 4, status.Conditions[0].ObservedGeneration)
+	assert.Equal(t, routingv1alpha1.PhaseActive, status.Phase)
+}
+
 func TestPredict_WithoutTheDNSEndpointAPIEverythingIsKept(t *testing.T) {
 	w := converge(t, baseWorld(1))
 	w.EndpointsAPIMissing = true
