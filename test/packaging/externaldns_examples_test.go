@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/service-router/service-router-operator/internal/naming"
 )
@@ -41,6 +42,15 @@ func externalDNSChart(t *testing.T) string {
 	require.NoError(t, json.Unmarshal(out, &module))
 	require.NotEmpty(t, module.Dir)
 	return filepath.Join(module.Dir, "charts", "external-dns")
+}
+
+// chartVersion is the version of that chart (its Chart.yaml).
+func chartVersion(t *testing.T) string {
+	t.Helper()
+	var chart struct{ Version string }
+	require.NoError(t, yaml.Unmarshal([]byte(readFile(t, filepath.Join(externalDNSChart(t), "Chart.yaml"))), &chart))
+	require.NotEmpty(t, chart.Version)
+	return chart.Version
 }
 
 // renderExternalDNS renders ExternalDNS' chart as release with the given extra arguments (-f,
@@ -174,7 +184,7 @@ func TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs(t *testing.T) {
 				continue // helm repo add
 			}
 			require.GreaterOrEqual(t, len(args), 3, "helm %q", args)
-			release, extra := args[1], []string(nil)
+			release, extra, pinned := args[1], []string(nil), false
 			require.Equal(t, "external-dns/external-dns", args[2], "the loop installs ExternalDNS' chart")
 			for i := 3; i < len(args); i++ {
 				switch args[i] {
@@ -184,11 +194,17 @@ func TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs(t *testing.T) {
 					i++
 				case "-n", "--namespace":
 					i++
+				case "--version":
+					require.Less(t, i+1, len(args), "helm %q", args)
+					require.Equal(t, chartVersion(t), args[i+1], "helm install %s pins the chart the values are tested with", release)
+					pinned = true
+					i++
 				case "--create-namespace":
 				default:
 					t.Fatalf("helm install %s: argument %q not understood by the test", release, args[i])
 				}
 			}
+			require.True(t, pinned, "helm install %s gives --version: a later chart may render other flags from the values", release)
 			_, _, cfg := renderExternalDNS(t, chart, release, extra...)
 			zone := strings.TrimPrefix(release, "external-dns-")
 			assert.Empty(t, externalDNSFlagProblems(flagsOfConfig(cfg)), "cluster %s, zone %s", cluster, zone)
