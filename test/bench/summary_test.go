@@ -24,10 +24,17 @@ func TestSummarize_EveryRunAndTheMedianBesideTheGoals(t *testing.T) {
 	assert.Contains(t, out.String(), "| **median** | **1.10** (goal missed) | **1.00** (goal met) | |")
 	assert.NotContains(t, out.String(), "not the judged setting")
 
-	t.Setenv("SCALE_CONTROL_PLANE_CPUS", "")
 	out.Reset()
 	summarize(&out, []*report{run(20*time.Second, 20*time.Second, 50)})
-	assert.Contains(t, out.String(), "not the judged setting", "one unpinned run is reported, and said not to be the judged one")
+	assert.Contains(t, out.String(), "not the judged setting", "one run is reported, and said not to be the judged one")
+
+	// Everything on the same cores: judged by the goals of that setting.
+	t.Setenv("SCALE_CONTROL_PLANE_CPUS", "")
+	out.Reset()
+	summarize(&out, []*report{run(28*time.Second, 19*time.Second, 50), run(31*time.Second, 26*time.Second, 59), run(26*time.Second, 33*time.Second, 55)})
+	assert.Contains(t, out.String(), "goals: cold ≤ 1.50, fan-out ≤ 1.50, median of the runs at 3,000 routes with everything on the same cores")
+	assert.Contains(t, out.String(), "| **median** | **1.40** (goal met) | **1.30** (goal met) | |")
+	assert.NotContains(t, out.String(), "not the judged setting")
 }
 
 func TestHistogramQuantile_InterpolatesInsideBuckets(t *testing.T) {
