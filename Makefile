@@ -71,7 +71,7 @@ test: test-prerequisites ## Run every test: unit, integration, packaging, the en
 	@# The suites mostly wait (API servers, pods, ExternalDNS's synchronizations), so they run two
 	@# at a time: test-go beside the builds only later suites need (TEST_GO_BESIDE: files no test
 	@# of test-go reads), then the end-to-end suites side by side (TEST_SUITES).
-	@$(MAKE) --no-print-directory manifests generate fmt vet image
+	@$(MAKE) --no-print-directory test-go-prerequisites
 	@$(MAKE) --no-print-directory -j2 test-go-run $(TEST_GO_BESIDE)
 	@$(MAKE) --no-print-directory -j2 $(TEST_SUITES)
 
@@ -82,11 +82,19 @@ TEST_GO_BESIDE =
 # start; test-go and e2e then find them built.
 .PHONY: test-prerequisites
 test-prerequisites:
-	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools $(CONTROLLER_GEN) $(HELM) promtool
+	@$(MAKE) $(SIDE_BY_SIDE) $(TEST_TOOLS)
+
+# hack/make/*.mk add the tools of their tests.
+TEST_TOOLS = control-plane external-dns bind-tools $(CONTROLLER_GEN) $(HELM) promtool
 
 .PHONY: test-go
-test-go: manifests generate fmt vet $(CONTROL_PLANE) ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
+test-go: test-go-prerequisites ## Unit, integration (real etcd + kube-apiserver + kube-controller-manager) and packaging tests: the fast inner loop.
 	@$(MAKE) --no-print-directory test-go-run
+
+# What test-go's tests read, made one after another (code generation rewrites the tree); the
+# hack/make/*.mk files add theirs (the chart's RBAC, the image, the alert rules, opm and cosign).
+.PHONY: test-go-prerequisites
+test-go-prerequisites: manifests generate fmt vet $(CONTROL_PLANE)
 
 # test-go's tests alone, its prerequisites made (make test runs it beside builds: code generation
 # must not rewrite the tree while they compile).

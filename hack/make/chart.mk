@@ -35,7 +35,7 @@ chart-package: chart-rbac $(HELM) ## Package the chart into $(CHART_DIST)/.
 
 # The packaging tests (test/packaging) run bin/helm and compare the chart with config/rbac, which
 # `make test` regenerates first (like the CRDs).
-test-go: $(HELM) chart-rbac
+test-go-prerequisites: $(HELM) chart-rbac
 
 # `make verify` also regenerates the chart's RBAC and the OLM bundle (bundle.mk).
 verify: chart-rbac

@@ -41,4 +41,4 @@ image-push: image release-tool ## Push the image of `make image` to IMG (REGISTR
 	$(RELEASE_TOOL) push --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --to=$(IMG) $(RELEASE_INSECURE)
 
 # The packaging tests open the image layout.
-test-go: image
+test-go-prerequisites: image

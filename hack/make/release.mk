@@ -254,4 +254,5 @@ verify: actionlint actionlint-tidy
 
 # test/release runs `make release`, which builds opm for this machine and every image platform: built
 # here first, so that the tests do not wait for them one by one.
-test-go: $(OPM) $(OPM_PLATFORM_BINARIES) $(HELM) $(COSIGN)
+test-go-prerequisites: $(OPM) $(OPM_PLATFORM_BINARIES) $(HELM) $(COSIGN)
+TEST_TOOLS += $(OPM) $(OPM_PLATFORM_BINARIES) $(COSIGN)
