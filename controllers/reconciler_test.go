@@ -65,40 +65,6 @@ func routeAtGeneration() *routingv1alpha1.ServiceRoute {
 	}
 }
 
-func TestSetOutcome_StampsTheGenerationOnlyOnSuccess(t *testing.T) {
-	published := metav1.Condition{Type: routingv1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: "AllZonesAnswer"}
-	tests := []struct {
-		name          string
-		outcome       plan.Outcome
-		err           error
-		wantPhase     routingv1alpha1.Phase
-		wantObserved  int64
-		wantCondition metav1.Condition
-	}{
-		{"ready", plan.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "ReconciliationSucceeded"}, nil,
-			routingv1alpha1.PhaseActive, 3, readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 3)},
-		{"not ready", plan.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "GatewayNotFound"}, nil,
-			routingv1alpha1.PhasePending, 3, readyCondition(metav1.ConditionFalse, "GatewayNotFound", 3)},
-		{"an error keeps the phase and observedGeneration of the last success", plan.Outcome{Phase: "Failed"}, errors.New("reading Gateway: timeout"),
-			routingv1alpha1.PhaseActive, 2, metav1.Condition{Type: conditionReady, Status: metav1.ConditionUnknown, Reason: reasonReconcileError,
-				Message: "reading Gateway: timeout", ObservedGeneration: 2}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			route := routeAtGeneration()
-			route.Status.Conditions = append([]metav1.Condition{published}, route.Status.Conditions...)
-			plan.SetOutcome(route, tt.outcome, tt.err)
-			assert.Equal(t, tt.wantPhase, route.Status.Phase)
-			assert.Equal(t, tt.wantObserved, route.Status.ObservedGeneration)
-			require.Len(t, route.Status.Conditions, 2)
-			got := route.Status.Conditions[0]
-			got.LastTransitionTime = metav1.Time{}
-			assert.Equal(t, tt.wantCondition, got, "Ready first, where people and scripts look")
-			assert.Equal(t, published, route.Status.Conditions[1])
-		})
-	}
-}
-
 func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 	ready := plan.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "published"}
 	notReady := plan.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "Gateway gw not found"}
