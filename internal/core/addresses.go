@@ -63,12 +63,16 @@ func Addresses(ctx context.Context, rd AddressReads, endpoints Apply[*externaldn
 	if in.Gateways, err = rd.GatewaysOfEntryPoint(ctx, pair); err != nil {
 		return AddressResult{}, err
 	}
+	// The oldest Gateway decides the address source and hears of the pair's conflicts.
+	decider, found := plan.IngressDecider(in.Gateways)
 	res := AddressResult{}
-	res.Oldest, _ = plan.Oldest(in.Gateways)
+	if found {
+		res.Oldest = decider
+	}
 	if in.Identity, in.Configuration, err = rd.Singletons(ctx); err != nil {
 		return res, err
 	}
-	if decider, found := plan.IngressDecider(in.Gateways); found {
+	if found {
 		if in.Service, _, err = EntryPointAddress(ctx, rd, decider); err != nil {
 			return res, err
 		}
