@@ -13,11 +13,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	// The Mozilla root certificates, compiled in: the image is scratch (no /etc/ssl), and the
-	// azurePrivateDNS verification talks TLS to Azure Resource Manager and Microsoft Entra ID. Go
-	// uses them only where the system has no roots of its own, so SSL_CERT_FILE, SSL_CERT_DIR and a
-	// host's CA bundle still win (TestRoots_AzureEndpointsTrustedWithoutSystemRoots).
-	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -27,8 +27,10 @@ type Reader struct {
 }
 
 // NewReader reads the zone's configuration and builds its client. transport is nil except in
-// tests (nil: the SDK's HTTP client, trusting the system's CAs or those of SSL_CERT_FILE).
+// tests (nil: the SDK's HTTP client, trusting the system's CAs, those of SSL_CERT_FILE, or where
+// there are none, the compiled-in roots).
 func NewReader(z Zone, transport policy.Transporter) (*Reader, error) {
+	trustCompiledInRoots()
 	if z.PageSize <= 0 || z.PageSize > DefaultPageSize {
 		z.PageSize = DefaultPageSize
 	}

@@ -212,8 +212,9 @@ func TestImage_MultiArchScratchImageOfTheManager(t *testing.T) {
 			require.Equal(t, arch, settings["GOARCH"])
 			require.Equal(t, "github.com/service-router/service-router-operator", info.Path)
 
-			// The image has no CA bundle: the binary carries Mozilla's roots itself (main.go's
-			// blank import), for the azurePrivateDNS verification's TLS to Azure. What
+			// The image has no CA bundle: the binary carries Mozilla's roots itself
+			// (internal/azureprivatedns parses them on its first zone read), for the
+			// azurePrivateDNS verification's TLS to Azure. What
 			// `go version -m` lists: the module is linked only when a package of it is.
 			var deps []string
 			for _, d := range info.Deps {
