@@ -3,6 +3,7 @@ package ownwrite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,4 +135,41 @@ func TestWriter_AsksForMetadataOnlyAndKeepsWhatItSent(t *testing.T) {
 		[]string{seen[2].method, seen[2].path, seen[2].contentType})
 	assert.Equal(t, map[string]any{"metadata": map[string]any{"resourceVersion": "42"}, "status": map[string]any{"phase": "B"}}, seen[2].body,
 		"only the status change, locked to the version it was computed from")
+}
+
+// countingMapper counts the REST mapper's lookups.
+type countingMapper struct {
+	meta.RESTMapper
+	lookups int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.lookups++
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// A kind's mapping is looked up once, not per write; a kind the API server does not serve (its
+// CRD missing) is looked up again on the next write, so that it works once the CRD is installed.
+func TestWriter_LooksUpAKindsMappingOnce(t *testing.T) {
+	var seen []request
+	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme))
+	mapper := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
+	w, err := NewWriter(&rest.Config{Host: metadataServer(t, &seen).URL}, http.DefaultClient, mapper, scheme, client.FieldOwner("test-operator"))
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "s"}}
+	for range 2 {
+		require.Error(t, w.Create(ctx, secret), "Secrets are not served yet")
+	}
+	assert.Equal(t, 2, mapper.lookups, "a failed lookup is not remembered")
+	mapper.RESTMapper.(*meta.DefaultRESTMapper).Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: fmt.Sprint("cm", i)}}
+		require.Error(t, w.Create(ctx, cm), "ConfigMaps are not served")
+		require.NoError(t, w.Create(ctx, secret))
+	}
+	assert.Equal(t, 2+3+1, mapper.lookups, "the Secret's mapping looked up once it was served, then remembered")
+	assert.Len(t, seen, 3)
 }

@@ -360,6 +360,9 @@ func (e *ExternalDNS) LogTail(n int) string { return e.proc.LogTail(n) }
 // Log returns the whole log.
 func (e *ExternalDNS) Log() string { return e.proc.Log() }
 
+// Pid is the instance's process ID: a test checks with it that something happened without a restart.
+func (e *ExternalDNS) Pid() int { return e.proc.Pid() }
+
 // noisyLogLines are debug messages ExternalDNS prints on every synchronization (each record of
 // the zone transfer, each DNS message); Diagnostics leaves them out.
 var noisyLogLines = []string{

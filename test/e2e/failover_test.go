@@ -1,0 +1,175 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// TestFailover_OwnershipPassesByRewritingTheOwnershipTXT measures the mechanism the regional
+// failover design rests on (docs/ARCHITECTURE.md#regional-failover-design), with the real
+// ExternalDNS v0.22.0 and BIND, in the recommended ownership configuration (one --txt-prefix per
+// zone, one --txt-owner-id per cluster):
+//
+//  1. Two clusters publish the same name; the first publisher (aks01) owns it, aks02's instance
+//     skips it ("owner id does not match").
+//  2. aks01 is lost: its ExternalDNS stops, its records stay.
+//  3. One dynamic update rewrites the name's ownership TXT value to aks02's owner ID (what the
+//     survivor's operator would write). aks02's running ExternalDNS (not restarted: the same
+//     process) takes the record over at its next synchronization and rewrites the CNAME to its
+//     own target in place: the answer goes from aks01's target to aks02's directly, never
+//     NXDOMAIN (dig every 50 ms).
+//  4. aks01 comes back with its DNSEndpoints unchanged: the ownership TXT fences it, its
+//     instance skips the name, and nothing flaps.
+//  5. Names go back by the same write the other way: aks01's instance rewrites the CNAME at its
+//     next synchronization, again without NXDOMAIN; aks02's instance then skips it.
+//
+// The alternatives measured beside it: the hand-over by deletion (TestRecommendedOwnership
+// step 3: an NXDOMAIN window of up to one synchronization) and --migrate-from-txt-owner (step 4:
+// a restart of the survivor's ExternalDNS per zone, which also deletes every record of the lost
+// owner the survivor does not publish and leaves the lost owner's TXT values behind).
+func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
+	ctx := t.Context()
+	const (
+		ns         = "myapp"
+		controller = "external-dns-weu"
+		prefix     = "weu-d-"
+		owner1     = "external-dns-weu-aks01"
+		owner2     = "external-dns-weu-aks02"
+		name       = "api-ns-d-dev-myapp.example.com"
+		gw1        = "aks01-weu-internal.example.com"
+		gw2        = "aks02-weu-internal.example.com"
+		ip1        = "10.1.2.3"
+		ip2        = "10.1.2.4"
+	)
+	weu, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aks01, aks02 *framework.Cluster
+	err = parallel(func() error {
+		var err error
+		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
+		return err
+	}, func() error {
+		var err error
+		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, aks01.Client, ns)
+	createNamespace(ctx, t, aks02.Client, ns)
+	opts1 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner1, TXTPrefix: prefix}.ForBind(weu)
+	opts2 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner2, TXTPrefix: prefix}.ForBind(weu)
+	ed1, err := aks01.StartExternalDNS(ctx, t, opts1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed2, err := aks02.StartExternalDNS(ctx, t, opts2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diag := func() []func() string { return []func() string{ed1.Diagnostics, ed2.Diagnostics, weu.Diagnostics} }
+	chain1 := []string{"CNAME " + gw1 + ".", "A " + ip1}
+	chain2 := []string{"CNAME " + gw2 + ".", "A " + ip2}
+	txtName := prefix + "cname-" + name + "."
+	q := weu.Query(name, "A")
+
+	// 1. Both publish their gateway address and the name; aks01 first, so it owns the name.
+	at := create(ctx, t, aks01.Client, dnsEndpoint(ns, "gateway", controller, gw1, "A", ip1))
+	create(ctx, t, aks02.Client, dnsEndpoint(ns, "gateway", controller, gw2, "A", ip2))
+	create(ctx, t, aks01.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", gw1))
+	waitAnswer(ctx, t, at, q, chain1, diag()...)
+	at = create(ctx, t, aks02.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", gw2))
+	waitAnswer(ctx, t, at, weu.Query(gw2, "A"), []string{"A " + ip2}, diag()...)
+	waitSyncs(ctx, t, at, ed1, ed2)
+	stable(t, "1. both publish, aks01 owns", []framework.Query{q}, [][]string{chain1}, ed1, ed2)
+	assertTXT(t, framework.LogZone(ctx, t, "1. both publish", weu), txtName, true, owner1)
+
+	// 2. aks01 is lost.
+	if err := ed1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stable(t, "2. aks01 lost", []framework.Query{q}, [][]string{chain1}, ed2)
+
+	// 3. The ownership TXT rewritten to aks02 in one dynamic update; aks02's instance runs on.
+	takeover := func(step, from, to string, want, was []string, survivor *framework.ExternalDNS) time.Duration {
+		t.Helper()
+		pid := survivor.Pid()
+		recs, err := weu.ZoneRecords(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		update := ownershipRewrite(recs, txtName, from, to)
+		if len(update) == 0 {
+			t.Fatalf("%s: no ownership TXT of %s at %s to rewrite:\n%v", step, from, txtName, recs)
+		}
+		at := time.Now()
+		if err := weu.Update(ctx, update...); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := framework.Converge(ctx, q, framework.Resolves(want...), convergeTimeout, 20*time.Millisecond, diag()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(at)
+		t.Logf("%s: %s -> %s by rewriting %s: converged %s after the write; seen: %s", step, from, to, txtName, took.Round(time.Millisecond), tr)
+		if len(tr.Seen) != 2 || !framework.SameRecords(tr.Seen[0].Answer, was) {
+			t.Errorf("%s: want a direct switch from %v to %v, seen: %s", step, was, want, tr)
+		}
+		if survivor.Pid() != pid {
+			t.Errorf("%s: the taking ExternalDNS restarted (pid %d -> %d); the takeover must not need one", step, pid, survivor.Pid())
+		}
+		recs = framework.LogZone(ctx, t, step, weu)
+		assertTXT(t, recs, txtName, true, to)
+		if framework.HasRecord(recs, txtName, "TXT", "external-dns/owner="+from+",") {
+			t.Errorf("%s: %s's ownership value of %s is still there", step, from, txtName)
+		}
+		return took
+	}
+	took := takeover("3. takeover", owner1, owner2, chain2, chain1, ed2)
+
+	// 4. aks01 comes back unchanged: fenced by the ownership TXT, it leaves the name alone.
+	if ed1, err = aks01.StartExternalDNS(ctx, t, opts1); err != nil {
+		t.Fatal(err)
+	}
+	stable(t, "4. aks01 back, fenced", []framework.Query{q, weu.Query(gw1, "A")}, [][]string{chain2, {"A " + ip1}}, ed1, ed2)
+	wantSkip := fmt.Sprintf(`because owner id does not match (found: \"%s\", required: \"%s\")`, owner2, owner1)
+	if line := firstLineWith(ed1.Log(), wantSkip); line == "" {
+		t.Errorf("4. aks01's ExternalDNS did not log that %s owns %s now\n%s", owner2, name, ed1.Diagnostics())
+	}
+
+	// 5. Back to aks01 by the same write the other way.
+	back := takeover("5. failback", owner2, owner1, chain1, chain2, ed1)
+	stable(t, "5. after the failback", []framework.Query{q}, [][]string{chain1}, ed1, ed2)
+	interval := "?"
+	for _, arg := range ed1.Args {
+		if strings.HasPrefix(arg, "--interval=") {
+			interval = strings.TrimPrefix(arg, "--interval=")
+		}
+	}
+	t.Logf("ownership passed in %s (takeover) and %s (failback), with --interval=%s", took.Round(time.Millisecond), back.Round(time.Millisecond), interval)
+}
+
+// ownershipRewrite is the dynamic update that passes the record behind the ownership TXT name
+// from one owner to another: every value of name naming from is replaced by the same value
+// naming to, in one update message, so that no reader sees the name without an owner.
+func ownershipRewrite(recs []framework.Record, name, from, to string) []string {
+	var update []string
+	for _, r := range recs {
+		if r.Type != "TXT" || r.Name != name || !strings.Contains(r.Data, "external-dns/owner="+from+",") {
+			continue
+		}
+		update = append(update,
+			fmt.Sprintf("update delete %s TXT %s", r.Name, r.Data),
+			fmt.Sprintf("update add %s %d TXT %s", r.Name, r.TTL, strings.Replace(r.Data, "external-dns/owner="+from+",", "external-dns/owner="+to+",", 1)))
+	}
+	return update
+}
