@@ -47,35 +47,8 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 		ip1        = "10.1.2.3"
 		ip2        = "10.1.2.4"
 	)
-	weu, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var aks01, aks02 *framework.Cluster
-	err = parallel(func() error {
-		var err error
-		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
-		return err
-	}, func() error {
-		var err error
-		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	createNamespace(ctx, t, aks01.Client, ns)
-	createNamespace(ctx, t, aks02.Client, ns)
-	opts1 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner1, TXTPrefix: prefix}.ForBind(weu)
-	opts2 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner2, TXTPrefix: prefix}.ForBind(weu)
-	ed1, err := aks01.StartExternalDNS(ctx, t, opts1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ed2, err := aks02.StartExternalDNS(ctx, t, opts2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := startSharedZone(t, ns, controller, prefix, owner1, owner2)
+	weu, aks01, aks02, opts1, ed1, ed2 := z.weu, z.aks01, z.aks02, z.opts1, z.ed1, z.ed2
 	diag := func() []func() string { return []func() string{ed1.Diagnostics, ed2.Diagnostics, weu.Diagnostics} }
 	chain1 := []string{"CNAME " + gw1 + ".", "A " + ip1}
 	chain2 := []string{"CNAME " + gw2 + ".", "A " + ip2}
@@ -121,7 +94,7 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 		}
 		took := time.Since(at)
 		t.Logf("%s: %s -> %s by rewriting %s: converged %s after the write; seen: %s", step, from, to, txtName, took.Round(time.Millisecond), tr)
-		if len(tr.Seen) != 2 || !framework.SameRecords(tr.Seen[0].Answer, was) {
+		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, was) {
 			t.Errorf("%s: want a direct switch from %v to %v, seen: %s", step, was, want, tr)
 		}
 		if survivor.Pid() != pid {
@@ -137,7 +110,8 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 	took := takeover("3. takeover", owner1, owner2, chain2, chain1, ed2)
 
 	// 4. aks01 comes back unchanged: fenced by the ownership TXT, it leaves the name alone.
-	if ed1, err = aks01.StartExternalDNS(ctx, t, opts1); err != nil {
+	ed1, err := aks01.StartExternalDNS(ctx, t, opts1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	stable(t, "4. aks01 back, fenced", []framework.Query{q, weu.Query(gw1, "A")}, [][]string{chain2, {"A " + ip1}}, ed1, ed2)

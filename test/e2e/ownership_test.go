@@ -52,40 +52,8 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 		ip1        = "10.1.2.3"
 		ip2        = "10.1.2.4"
 	)
-	weu, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var aks01, aks02 *framework.Cluster
-	err = parallel(func() error {
-		var err error
-		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
-		return err
-	}, func() error {
-		var err error
-		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	createNamespace(ctx, t, aks01.Client, ns)
-	createNamespace(ctx, t, aks02.Client, ns)
-	opts1 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner1, TXTPrefix: prefix}.ForBind(weu)
-	opts2 := framework.ExternalDNSOptions{Name: controller, OwnerID: owner2, TXTPrefix: prefix}.ForBind(weu)
-	var ed1, ed2 *framework.ExternalDNS
-	err = parallel(func() error {
-		var err error
-		ed1, err = aks01.StartExternalDNS(ctx, t, opts1)
-		return err
-	}, func() error {
-		var err error
-		ed2, err = aks02.StartExternalDNS(ctx, t, opts2)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := startSharedZone(t, ns, controller, prefix, owner1, owner2)
+	weu, aks01, aks02, opts1, opts2, ed1, ed2 := z.weu, z.aks01, z.aks02, z.opts1, z.opts2, z.ed1, z.ed2
 	t.Logf("aks01: %s", strings.Join(ed1.Args, " "))
 	diag := func() []func() string { return []func() string{ed1.Diagnostics, ed2.Diagnostics, weu.Diagnostics} }
 	chain1 := []string{"CNAME " + gw1 + ".", "A " + ip1}
@@ -164,7 +132,7 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 		t.Fatalf("%v\n%s", convErr, ed1m.Diagnostics())
 	}
 	t.Logf("4. takeover with --migrate-from-txt-owner: converged %s after the start; seen: %s", time.Since(at).Round(time.Millisecond), tr)
-	if len(tr.Seen) != 2 || !framework.SameRecords(tr.Seen[0].Answer, chain2) {
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain2) {
 		t.Errorf("4. want a direct switch from aks02's target to aks01's, seen: %s", tr)
 	}
 	// aks02's gateway record is now aks01's, and aks01 does not publish it: deleted.
@@ -230,6 +198,55 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	if framework.HasRecord(recs, txtName, "TXT", "external-dns/owner="+owner1+",") {
 		t.Errorf("6. aks01's ownership TXT value %s is still there after aks01 deleted the record", txtName)
 	}
+}
+
+// sharedZone is two weu clusters writing one BIND zone (example.com) in the recommended ownership
+// configuration: the same --txt-prefix, an owner ID each, one ExternalDNS each, running.
+type sharedZone struct {
+	weu          *framework.BindServer
+	aks01, aks02 *framework.Cluster
+	opts1, opts2 framework.ExternalDNSOptions
+	ed1, ed2     *framework.ExternalDNS
+}
+
+// startSharedZone starts the zone, the two clusters with the namespace ns, and their ExternalDNS.
+func startSharedZone(t *testing.T, ns, controller, prefix, owner1, owner2 string) *sharedZone {
+	t.Helper()
+	ctx := t.Context()
+	z := &sharedZone{}
+	var err error
+	if z.weu, err = framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	err = parallel(func() error {
+		var err error
+		z.aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
+		return err
+	}, func() error {
+		var err error
+		z.aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, z.aks01.Client, ns)
+	createNamespace(ctx, t, z.aks02.Client, ns)
+	z.opts1 = framework.ExternalDNSOptions{Name: controller, OwnerID: owner1, TXTPrefix: prefix}.ForBind(z.weu)
+	z.opts2 = framework.ExternalDNSOptions{Name: controller, OwnerID: owner2, TXTPrefix: prefix}.ForBind(z.weu)
+	err = parallel(func() error {
+		var err error
+		z.ed1, err = z.aks01.StartExternalDNS(ctx, t, z.opts1)
+		return err
+	}, func() error {
+		var err error
+		z.ed2, err = z.aks02.StartExternalDNS(ctx, t, z.opts2)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
 }
 
 // stable watches the queries for observeWindow while counting the synchronizations of eds, and

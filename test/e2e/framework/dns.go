@@ -309,6 +309,20 @@ func (tr Trace) String() string {
 	return strings.Join(parts, " -> ")
 }
 
+// Answers returns the answers the trace saw, in order: a query that got none (dig timing out on a
+// loaded machine) is not an answer a resolver would have passed on, and the same answer on both
+// sides of it is one.
+func (tr Trace) Answers() []Observation {
+	var out []Observation
+	for _, o := range tr.Seen {
+		if o.Err != nil || len(out) > 0 && answerKey(out[len(out)-1].Answer, nil) == answerKey(o.Answer, nil) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // brief renders the observation without TTLs: "NXDOMAIN", "CNAME x. | A 1.2.3.4" or the error.
 func (o Observation) brief() string {
 	if o.Err != nil {

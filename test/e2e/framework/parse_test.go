@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,32 @@ func TestTeardownRunsInReverseOnce(t *testing.T) {
 	td.Run()
 	if len(order) != 3 || order[0] != 2 || order[2] != 0 {
 		t.Errorf("order = %v, want [2 1 0]", order)
+	}
+}
+
+// A query that got no answer is not an answer, and the same answer on both sides of it is one;
+// an NXDOMAIN between two answers stays.
+func TestTrace_AnswersLeaveOutQueriesThatGotNone(t *testing.T) {
+	a := Observation{Answer: Answer{Status: "NOERROR", Records: []Record{{Type: "CNAME", Data: "a.example.com."}}}}
+	b := Observation{Answer: Answer{Status: "NOERROR", Records: []Record{{Type: "CNAME", Data: "b.example.com."}}}}
+	nx := Observation{Answer: Answer{Status: "NXDOMAIN"}}
+	timedOut := Observation{Err: errors.New("communications error to 127.0.0.1#53: timed out")}
+	for _, tt := range []struct {
+		name string
+		seen []Observation
+		want []string
+	}{
+		{"a direct switch", []Observation{a, b}, []string{"CNAME a.example.com.", "CNAME b.example.com."}},
+		{"a timeout in a switch", []Observation{a, timedOut, b}, []string{"CNAME a.example.com.", "CNAME b.example.com."}},
+		{"a timeout between the same answers", []Observation{a, timedOut, a, b}, []string{"CNAME a.example.com.", "CNAME b.example.com."}},
+		{"NXDOMAIN is an answer", []Observation{a, nx, timedOut, b}, []string{"CNAME a.example.com.", "NXDOMAIN", "CNAME b.example.com."}},
+	} {
+		var got []string
+		for _, o := range (Trace{Seen: tt.seen}).Answers() {
+			got = append(got, o.brief())
+		}
+		if strings.Join(got, ", ") != strings.Join(tt.want, ", ") {
+			t.Errorf("%s: answers %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
