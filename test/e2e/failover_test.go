@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -133,17 +134,18 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 }
 
 // ownershipRewrite is the dynamic update that passes the record behind the ownership TXT name
-// from one owner to another: every value of name naming from is replaced by the same value
-// naming to, in one update message, so that no reader sees the name without an owner.
+// from one owner to another (failover.PassOwnership, as the operator's zone writer will): every
+// value of name naming from is replaced in one update message, so that no reader sees the name
+// without an owner.
 func ownershipRewrite(recs []framework.Record, name, from, to string) []string {
 	var update []string
 	for _, r := range recs {
-		if r.Type != "TXT" || r.Name != name || !strings.Contains(r.Data, "external-dns/owner="+from+",") {
+		if r.Type != "TXT" || r.Name != name {
 			continue
 		}
-		update = append(update,
-			fmt.Sprintf("update delete %s TXT %s", r.Name, r.Data),
-			fmt.Sprintf("update add %s %d TXT %s", r.Name, r.TTL, strings.Replace(r.Data, "external-dns/owner="+from+",", "external-dns/owner="+to+",", 1)))
+		if passed, ok := failover.PassOwnership(r.Data, from, to); ok {
+			update = append(update, fmt.Sprintf("update delete %s TXT %s", r.Name, r.Data), fmt.Sprintf("update add %s %d TXT %s", r.Name, r.TTL, passed))
+		}
 	}
 	return update
 }

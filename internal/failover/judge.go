@@ -1,0 +1,126 @@
+// Package failover holds the decisions of regional failover (docs/ARCHITECTURE.md#regional-failover-design),
+// as pure functions of what one cluster observes: whether another region is lost, which stand-in
+// takes its names, when they may go back, and the one write into a zone that passes a name's
+// ownership. Nothing here reads or writes anything; the operator's probes, zone readings and zone
+// writer feed and carry out these decisions.
+package failover
+
+import (
+	"fmt"
+	"time"
+)
+
+// Settings are the thresholds of the decisions.
+type Settings struct {
+	// FailureThreshold is how many of this cluster's probes of a region's gateway must fail in a
+	// row before the region is unreachable from here.
+	FailureThreshold int
+	// HeartbeatStaleAfter is how old a region's heartbeat in a zone may be before it no longer
+	// vouches for the region.
+	HeartbeatStaleAfter time.Duration
+	// FailbackAfter is how long a lost region's heartbeat must have been fresh and healthy in a
+	// majority of its zones before its names go back automatically.
+	FailbackAfter time.Duration
+}
+
+// DefaultSettings are the design's defaults: 3 probes (5 s apart), a heartbeat refreshed every
+// 10 s and stale after 30 s, failback after 5 minutes of health.
+var DefaultSettings = Settings{FailureThreshold: 3, HeartbeatStaleAfter: 30 * time.Second, FailbackAfter: 5 * time.Minute}
+
+// Probes is the run of this cluster's latest probes of a region's gateway data plane (the
+// published address, on the listener's port): how many failed in a row, or succeeded in a row
+// (one of the two is 0).
+type Probes struct {
+	Failures, Successes int
+}
+
+// Heartbeat is what one zone says of a region: the heartbeat record its operator refreshes there.
+type Heartbeat struct {
+	Zone string
+	// Read is false when the zone could not be read: it then says nothing, either way.
+	Read bool
+	// Found is false when the zone holds no heartbeat of the region.
+	Found bool
+	// At is the time the region's operator wrote into the heartbeat.
+	At time.Time
+	// GatewayAnswers is the region's own probe of its own gateway, as the heartbeat says.
+	GatewayAnswers bool
+}
+
+// State is what this cluster concludes of a region.
+type State string
+
+const (
+	// Serving: its gateway answers this cluster's probes.
+	Serving State = "Serving"
+	// Unreachable: its gateway does not answer from here, but the zones do not say it is lost (a
+	// partition, or not enough zones read): nothing moves.
+	Unreachable State = "Unreachable"
+	// Lost: its gateway does not answer from here, and the zones, as witness, agree.
+	Lost State = "Lost"
+)
+
+// Judgement is the conclusion with its reason (CamelCase, for conditions and events) and a
+// message a platform admin can act on.
+type Judgement struct {
+	State   State
+	Reason  string
+	Message string
+}
+
+// JudgeRegion decides whether a region is lost, from this cluster's probes of its gateway and its
+// heartbeats in the zones. A region is lost only on a definite answer: the probes failed
+// FailureThreshold times in a row, and either a majority of all the zones were read and hold no
+// fresh heartbeat of it (its operator cannot reach them, or is gone), or its newest fresh
+// heartbeat says its own gateway does not answer its own probes (it is alive and agrees). A zone
+// that could not be read counts for neither, so unreadable zones keep the region where it is.
+// With the network between two clusters cut but the zones reachable from both, each finds the
+// other's heartbeat fresh and healthy: neither is lost.
+func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Judgement {
+	if probes.Failures < s.FailureThreshold {
+		return Judgement{Serving, "GatewayAnswers", fmt.Sprintf("its gateway answers this cluster's probes (%d failed in a row, %d needed)", probes.Failures, s.FailureThreshold)}
+	}
+	var stale, unread int
+	var newest *Heartbeat
+	for i, b := range beats {
+		switch {
+		case !b.Read:
+			unread++
+		case !b.Found || now.Sub(b.At) > s.HeartbeatStaleAfter:
+			stale++
+		case newest == nil || b.At.After(newest.At):
+			newest = &beats[i]
+		}
+	}
+	seen := fmt.Sprintf("%d probes of its gateway failed in a row; of %d zones, %d hold no fresh heartbeat of it and %d could not be read",
+		probes.Failures, len(beats), stale, unread)
+	switch {
+	case len(beats) > 0 && stale >= len(beats)/2+1:
+		return Judgement{Lost, "HeartbeatStale", seen}
+	case newest != nil && !newest.GatewayAnswers:
+		return Judgement{Lost, "GatewayDown", seen + fmt.Sprintf("; its heartbeat in %s (%s) says its gateway does not answer its own probes", newest.Zone, newest.At.UTC().Format(time.RFC3339))}
+	case newest != nil:
+		return Judgement{Unreachable, "WitnessSaysAlive", seen + fmt.Sprintf("; its heartbeat in %s (%s) says its gateway answers: a partition between the clusters, not a loss", newest.Zone, newest.At.UTC().Format(time.RFC3339))}
+	default:
+		return Judgement{Unreachable, "WitnessUnreadable", seen + "; too few zones read to decide, so nothing moves"}
+	}
+}
+
+// MayFailBack reports whether a lost region's names may go back: its heartbeat has been fresh and
+// healthy in a majority of its zones since healthySince (the caller's memory of when that began;
+// zero when it is not so now), for at least FailbackAfter, and its gateway answers this cluster.
+func MayFailBack(now, healthySince time.Time, probes Probes, s Settings) bool {
+	return !healthySince.IsZero() && now.Sub(healthySince) >= s.FailbackAfter && probes.Successes >= s.FailureThreshold
+}
+
+// StandIn returns the region that takes a lost region's names: the first of the policy's
+// stand-ins, in its order, that is serving (neither lost nor the lost region itself), or "" when
+// none is.
+func StandIn(lost string, standIns []string, states map[string]State) string {
+	for _, region := range standIns {
+		if region != lost && states[region] == Serving {
+			return region
+		}
+	}
+	return ""
+}

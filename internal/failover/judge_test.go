@@ -1,0 +1,94 @@
+package failover
+
+import (
+	"testing"
+	"time"
+)
+
+func TestJudgeRegion(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	s := DefaultSettings
+	fresh := func(zone string, answers bool) Heartbeat {
+		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-10 * time.Second), GatewayAnswers: answers}
+	}
+	stale := func(zone string) Heartbeat {
+		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), GatewayAnswers: true}
+	}
+	missing := func(zone string) Heartbeat { return Heartbeat{Zone: zone, Read: true} }
+	unread := func(zone string) Heartbeat { return Heartbeat{Zone: zone} }
+	down := Probes{Failures: 3}
+	tests := []struct {
+		name       string
+		probes     Probes
+		beats      []Heartbeat
+		want       State
+		wantReason string
+	}{
+		{"the gateway answers: serving, whatever the zones say", Probes{Successes: 5}, []Heartbeat{stale("weu"), stale("neu"), stale("frc")}, Serving, "GatewayAnswers"},
+		{"probes failing, but fewer than the threshold: serving (a flapping gateway does not flap DNS)", Probes{Failures: 2}, []Heartbeat{stale("weu"), stale("neu"), stale("frc")}, Serving, "GatewayAnswers"},
+		{"lost: no fresh heartbeat in any zone", down, []Heartbeat{stale("weu"), stale("neu"), missing("frc")}, Lost, "HeartbeatStale"},
+		{"lost: stale in a majority, fresh in one (the region reaches one zone only)", down, []Heartbeat{stale("weu"), stale("neu"), fresh("frc", true)}, Lost, "HeartbeatStale"},
+		{"partitioned: fresh and healthy in every zone, not lost", down, []Heartbeat{fresh("weu", true), fresh("neu", true), fresh("frc", true)}, Unreachable, "WitnessSaysAlive"},
+		{"partitioned: stale in a minority only", down, []Heartbeat{stale("weu"), fresh("neu", true), fresh("frc", true)}, Unreachable, "WitnessSaysAlive"},
+		{"alive, its gateway down by its own probes: lost", down, []Heartbeat{fresh("weu", false), fresh("neu", false), fresh("frc", false)}, Lost, "GatewayDown"},
+		{"the newest heartbeat decides the region's own view", down,
+			[]Heartbeat{fresh("weu", false), {Zone: "neu", Read: true, Found: true, At: now.Add(-2 * time.Second), GatewayAnswers: true}}, Unreachable, "WitnessSaysAlive"},
+		{"unreadable zones are no evidence: nothing moves", down, []Heartbeat{unread("weu"), unread("neu"), stale("frc")}, Unreachable, "WitnessUnreadable"},
+		{"stale in one of two zones is not a majority", down, []Heartbeat{stale("weu"), unread("neu")}, Unreachable, "WitnessUnreadable"},
+		{"stale in both of two zones", down, []Heartbeat{stale("weu"), missing("neu")}, Lost, "HeartbeatStale"},
+		{"no zone at all: no witness, nothing moves", down, nil, Unreachable, "WitnessUnreadable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := JudgeRegion(now, tt.probes, tt.beats, s)
+			if got.State != tt.want || got.Reason != tt.wantReason {
+				t.Errorf("JudgeRegion = %s (%s): %s; want %s (%s)", got.State, got.Reason, got.Message, tt.want, tt.wantReason)
+			}
+			if got.Message == "" {
+				t.Error("no message for the platform admin")
+			}
+		})
+	}
+}
+
+func TestMayFailBack(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	s := DefaultSettings
+	tests := []struct {
+		name         string
+		healthySince time.Time
+		probes       Probes
+		want         bool
+	}{
+		{"healthy for the whole wait, gateway answering", now.Add(-5 * time.Minute), Probes{Successes: 3}, true},
+		{"healthy, but not long enough", now.Add(-4 * time.Minute), Probes{Successes: 30}, false},
+		{"not healthy now", time.Time{}, Probes{Successes: 30}, false},
+		{"healthy heartbeats, but the gateway does not answer from here", now.Add(-time.Hour), Probes{Failures: 1}, false},
+		{"answering again, but too few probes in a row", now.Add(-time.Hour), Probes{Successes: 2}, false},
+	}
+	for _, tt := range tests {
+		if got := MayFailBack(now, tt.healthySince, tt.probes, s); got != tt.want {
+			t.Errorf("%s: MayFailBack = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestStandIn(t *testing.T) {
+	states := map[string]State{"weu": Lost, "neu": Unreachable, "frc": Serving, "swc": Serving}
+	tests := []struct {
+		name     string
+		standIns []string
+		want     string
+	}{
+		{"the first serving stand-in in the policy's order", []string{"neu", "frc", "swc"}, "frc"},
+		{"the order decides", []string{"swc", "frc"}, "swc"},
+		{"the lost region never stands in for itself", []string{"weu", "frc"}, "frc"},
+		{"none serving: nobody takes the names", []string{"neu", "weu"}, ""},
+		{"a region nobody judged is not serving", []string{"ger"}, ""},
+	}
+	for _, tt := range tests {
+		if got := StandIn("weu", tt.standIns, states); got != tt.want {
+			t.Errorf("%s: StandIn = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
