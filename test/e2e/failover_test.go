@@ -3,12 +3,14 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/zonewriter"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -20,8 +22,10 @@ import (
 //  1. Two clusters publish the same name; the first publisher (aks01) owns it, aks02's instance
 //     skips it ("owner id does not match").
 //  2. aks01 is lost: its ExternalDNS stops, its records stay.
-//  3. One dynamic update rewrites the name's ownership TXT value to aks02's owner ID (what the
-//     survivor's operator would write). aks02's running ExternalDNS (not restarted: the same
+//  3. One dynamic update rewrites the name's ownership TXT value to aks02's owner ID, sent by the
+//     operator's zone writer (internal/zonewriter, failover.PassOwnership), as the survivor's
+//     operator will; the same pass sent again from the value read before is refused (what keeps
+//     two stand-ins from both taking a name). aks02's running ExternalDNS (not restarted: the same
 //     process) takes the record over at its next synchronization and rewrites the CNAME to its
 //     own target in place: the answer goes from aks01's target to aks02's directly, never
 //     NXDOMAIN (dig every 50 ms).
@@ -74,6 +78,7 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 	stable(t, "2. aks01 lost", []framework.Query{q}, [][]string{chain1}, ed2)
 
 	// 3. The ownership TXT rewritten to aks02 in one dynamic update; aks02's instance runs on.
+	writer := zonewriter.RFC2136{Server: fmt.Sprintf("127.0.0.1:%d", weu.Port), Zone: weu.Zone}
 	takeover := func(step, from, to string, want, was []string, survivor *framework.ExternalDNS) time.Duration {
 		t.Helper()
 		pid := survivor.Pid()
@@ -81,12 +86,21 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		update := ownershipRewrite(recs, txtName, from, to)
-		if len(update) == 0 {
-			t.Fatalf("%s: no ownership TXT of %s at %s to rewrite:\n%v", step, from, txtName, recs)
+		var owned *framework.Record
+		for i, r := range recs {
+			if r.Type == "TXT" && r.Name == txtName && strings.Contains(r.Data, "external-dns/owner="+from+",") {
+				owned = &recs[i]
+			}
+		}
+		if owned == nil {
+			t.Fatalf("%s: no ownership TXT of %s at %s to pass:\n%v", step, from, txtName, recs)
+		}
+		passed, ok := failover.PassOwnership(owned.Data, from, to)
+		if !ok {
+			t.Fatalf("%s: %s is not an ownership value of %s", step, owned.Data, from)
 		}
 		at := time.Now()
-		if err := weu.Update(ctx, update...); err != nil {
+		if err := writer.PassOwnership(ctx, txtName, uint32(owned.TTL), owned.Data, passed); err != nil {
 			t.Fatal(err)
 		}
 		tr, err := framework.Converge(ctx, q, framework.Resolves(want...), convergeTimeout, 20*time.Millisecond, diag()...)
@@ -100,6 +114,11 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 		}
 		if survivor.Pid() != pid {
 			t.Errorf("%s: the taking ExternalDNS restarted (pid %d -> %d); the takeover must not need one", step, pid, survivor.Pid())
+		}
+		// A second stand-in passing the same record from what it read before: refused, and the
+		// zone left as the first pass made it.
+		if err := writer.PassOwnership(ctx, txtName, uint32(owned.TTL), owned.Data, passed); !errors.Is(err, zonewriter.ErrChanged) {
+			t.Errorf("%s: passing %s again from the value it no longer has: %v, want ErrChanged", step, txtName, err)
 		}
 		recs = framework.LogZone(ctx, t, step, weu)
 		assertTXT(t, recs, txtName, true, to)
@@ -133,19 +152,59 @@ func TestFailover_OwnershipPassesByRewritingTheOwnershipTXT(t *testing.T) {
 	t.Logf("ownership passed in %s (takeover) and %s (failback), with --interval=%s", took.Round(time.Millisecond), back.Round(time.Millisecond), interval)
 }
 
-// ownershipRewrite is the dynamic update that passes the record behind the ownership TXT name
-// from one owner to another (failover.PassOwnership, as the operator's zone writer will): every
-// value of name naming from is replaced in one update message, so that no reader sees the name
-// without an owner.
-func ownershipRewrite(recs []framework.Record, name, from, to string) []string {
-	var update []string
-	for _, r := range recs {
-		if r.Type != "TXT" || r.Name != name {
-			continue
-		}
-		if passed, ok := failover.PassOwnership(r.Data, from, to); ok {
-			update = append(update, fmt.Sprintf("update delete %s TXT %s", r.Name, r.Data), fmt.Sprintf("update add %s %d TXT %s", r.Name, r.TTL, passed))
-		}
+// TestZoneWriter_HeartbeatSignedWithTSIG: the operator's zone writer keeps one heartbeat per
+// cluster in a zone that takes only updates signed with its TSIG key (as a production BIND does):
+// written, it reads back as a fresh heartbeat; written again, it replaces the old value; unsigned,
+// the server refuses it.
+func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
+	ctx := t.Context()
+	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com", TSIG: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return update
+	signed := zonewriter.RFC2136{Server: fmt.Sprintf("127.0.0.1:%d", zone.Port), Zone: zone.Zone,
+		TSIGName: zone.TSIG.Name, TSIGAlgorithm: zone.TSIG.Algorithm, TSIGSecret: zone.TSIG.Secret}
+	name := failover.HeartbeatName("aks01", "weu", zone.Zone) + "."
+	read := func() []failover.Heartbeat {
+		t.Helper()
+		recs, err := zone.ZoneRecords(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var beats []failover.Heartbeat
+		for _, r := range recs {
+			if r.Type == "TXT" && r.Name == name {
+				hb, ok := failover.ParseHeartbeat(zone.Zone, r.Data)
+				if !ok {
+					t.Errorf("%s holds %s, not a heartbeat", name, r.Data)
+				}
+				beats = append(beats, hb)
+			}
+		}
+		return beats
+	}
+	first := time.Now().Add(-time.Minute).Truncate(time.Second)
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(first, true)); err != nil {
+		t.Fatal(err)
+	}
+	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(first) || !beats[0].GatewayAnswers {
+		t.Fatalf("after the first write: %+v, want one heartbeat at %s, gateway answering", beats, first)
+	}
+	second := first.Add(10 * time.Second)
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second, false)); err != nil {
+		t.Fatal(err)
+	}
+	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(second) || beats[0].GatewayAnswers {
+		t.Errorf("after the second write: %+v, want one heartbeat at %s, gateway failing", beats, second)
+	}
+	unsigned := signed
+	unsigned.TSIGName = ""
+	if err := unsigned.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second.Add(10*time.Second), true)); err == nil {
+		t.Error("an unsigned heartbeat was accepted by a zone that takes only signed updates")
+	} else {
+		t.Logf("unsigned: %v", err)
+	}
+	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(second) {
+		t.Errorf("after the refused write: %+v, want the second heartbeat still", beats)
+	}
 }
