@@ -30,13 +30,24 @@ type Reader struct {
 // tests (nil: the SDK's HTTP client, trusting the system's CAs, those of SSL_CERT_FILE, or where
 // there are none, the compiled-in roots).
 func NewReader(z Zone, transport policy.Transporter) (*Reader, error) {
-	trustCompiledInRoots()
 	if z.PageSize <= 0 || z.PageSize > DefaultPageSize {
 		z.PageSize = DefaultPageSize
 	}
 	if z.Timeout <= 0 {
 		z.Timeout = DefaultTimeout
 	}
+	records, err := RecordSets(z, transport)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{zone: z, records: records}, nil
+}
+
+// RecordSets builds the Resource Manager client of the zone's record sets, with the zone's
+// configuration (its azure.json, or Workload Identity) and credentials; transport as NewReader's.
+// The reader only lists; failover's zone writer (internal/zonewriter) writes with it too.
+func RecordSets(z Zone, transport policy.Transporter) (*armprivatedns.RecordSetsClient, error) {
+	trustCompiledInRoots()
 	file, err := readConfig(z)
 	if err != nil {
 		return nil, err
@@ -54,11 +65,7 @@ func NewReader(z Zone, transport policy.Transporter) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	records, err := armprivatedns.NewRecordSetsClient(cfg.SubscriptionID, cred, armOptions(o))
-	if err != nil {
-		return nil, err
-	}
-	return &Reader{zone: z, records: records}, nil
+	return armprivatedns.NewRecordSetsClient(cfg.SubscriptionID, cred, armOptions(o))
 }
 
 // Pages is how many requests a listing of n record sets takes.

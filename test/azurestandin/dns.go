@@ -114,6 +114,17 @@ func (s *Server) SetA(subscriptionID, resourceGroup, zoneName, name string, ips 
 	})
 }
 
+// SetTXT writes a TXT record set directly, one record per value.
+func (s *Server) SetTXT(subscriptionID, resourceGroup, zoneName, name string, values ...string) error {
+	return s.direct(subscriptionID, resourceGroup, zoneName, func(z *zone) {
+		p := &armprivatedns.RecordSetProperties{TTL: ptr.To[int64](300)}
+		for _, v := range values {
+			p.TxtRecords = append(p.TxtRecords, &armprivatedns.TxtRecord{Value: []*string{ptr.To(v)}})
+		}
+		z.put(rsKey{strings.ToLower(name), "TXT"}, p, subscriptionID, resourceGroup)
+	})
+}
+
 // Delete removes a record set directly.
 func (s *Server) Delete(subscriptionID, resourceGroup, zoneName, name, rtype string) error {
 	return s.direct(subscriptionID, resourceGroup, zoneName, func(z *zone) { delete(z.records, rsKey{strings.ToLower(name), rtype}) })
