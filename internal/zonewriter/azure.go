@@ -59,11 +59,18 @@ func (w *AzurePrivateDNS) PassOwnership(ctx context.Context, name, old, new stri
 	case err != nil:
 		return fmt.Errorf("reading %s in zone %s: %w", name, w.zone.ZoneName, err)
 	}
-	if values := txtValues(current.Properties); len(values) != 1 || values[0] != strings.Trim(old, `"`) {
+	values := txtValues(current.Properties)
+	if len(values) != 1 || strings.Trim(values[0], `"`) != strings.Trim(old, `"`) {
 		return fmt.Errorf("passing the ownership of %s in zone %s (it holds %q): %w", name, w.zone.ZoneName, values, ErrChanged)
 	}
+	// ExternalDNS's azure-private-dns provider stores the value with its quotes: the new one is
+	// written in the form the old one had.
+	new = strings.Trim(new, `"`)
+	if strings.HasPrefix(values[0], `"`) {
+		new = `"` + new + `"`
+	}
 	props := *current.Properties
-	props.TxtRecords = txtRecords(new)
+	props.TxtRecords = []*armprivatedns.TxtRecord{{Value: []*string{to.Ptr(new)}}}
 	_, err = w.records.CreateOrUpdate(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeTXT, name,
 		armprivatedns.RecordSet{Properties: &props}, &armprivatedns.RecordSetsClientCreateOrUpdateOptions{IfMatch: current.Etag})
 	if errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed {

@@ -73,6 +73,12 @@ func TestAzurePrivateDNS_PassOwnershipOnlyFromTheValueRead(t *testing.T) {
 	assert.True(t, errors.Is(err, zonewriter.ErrChanged), "a record set holding another value besides old: %v", err)
 	assert.Equal(t, []string{owner1, owner2}, s.Records(sub, rg, zone)[name+" TXT"])
 
+	// ExternalDNS's azure-private-dns provider stores the value quoted: compared without the
+	// quotes, written back with them.
+	require.NoError(t, s.SetTXT(sub, rg, zone, name, `"`+owner1+`"`))
+	require.NoError(t, w.PassOwnership(ctx, name, owner1, owner2))
+	assert.Equal(t, []string{`"` + owner2 + `"`}, s.Records(sub, rg, zone)[name+" TXT"])
+
 	err = w.PassOwnership(ctx, "weu-d-cname-gone", owner1, owner2)
 	assert.True(t, errors.Is(err, zonewriter.ErrChanged), "a record set that is gone: %v", err)
 	assert.Equal(t, 0, s.Count("deleteRecordSet"), "the writer never deletes")

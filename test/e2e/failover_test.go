@@ -3,13 +3,18 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -206,5 +211,145 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	}
 	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(second) {
 		t.Errorf("after the refused write: %+v, want the second heartbeat still", beats)
+	}
+}
+
+// TestFailover_OwnershipPassesInAzurePrivateDNS is the same measurement in an Azure Private DNS
+// zone (the Azure stand-in, with Resource Manager's ETags), with two real ExternalDNS instances run
+// with the arguments the ExternalDNS chart renders from docs/examples/external-dns/weu-values.yaml
+// (provider azure-private-dns), an owner ID each and a 1 s interval: the operator's Azure zone
+// writer passes the ownership record set with If-Match on its ETag; the survivor's running
+// ExternalDNS rewrites the CNAME record set in place (it is never absent); the lost cluster's,
+// back, leaves it alone.
+func TestFailover_OwnershipPassesInAzurePrivateDNS(t *testing.T) {
+	ctx := t.Context()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := framework.StartAzurePrivateDNS(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const controller, ns = "external-dns-weu", "myapp"
+	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", "weu-values.yaml"), controller, "aks01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, group, domain, prefix := example.Flag("azure-subscription-id"), example.Flag("azure-resource-group"), example.Flag("domain-filter"), example.Flag("txt-prefix")
+	az.CreateZone(sub, group, domain)
+	file, err := az.AzureJSON(sub, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argsFor := func(owner string) []string {
+		args := slices.DeleteFunc(example.AzureLocalArgs(file), func(a string) bool {
+			return strings.HasPrefix(a, "--txt-owner-id=") || strings.HasPrefix(a, "--interval=")
+		})
+		return append(args, "--txt-owner-id="+owner, "--interval=1s")
+	}
+	owner1, owner2 := controller+"-aks01", controller+"-aks02"
+	var aks01, aks02 *framework.Cluster
+	err = parallel(func() error {
+		var err error
+		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
+		return err
+	}, func() error {
+		var err error
+		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, aks01.Client, ns)
+	createNamespace(ctx, t, aks02.Client, ns)
+	ed1, err := aks01.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: argsFor(owner1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed2, err := aks02.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: argsFor(owner2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("aks02's ExternalDNS: %s", strings.Join(ed2.Args, " "))
+
+	label := "api-ns-d-dev-myapp"
+	name, gw1, gw2 := label+"."+domain, "aks01-weu-internal."+domain, "aks02-weu-internal."+domain
+	cnameKey, txtKey := label+" CNAME", prefix+"cname-"+label+" TXT"
+	cname := func() string { return strings.Join(az.Records(sub, group, domain)[cnameKey], ",") }
+	waitCNAME := func(step, want string) {
+		t.Helper()
+		err := framework.Poll(ctx, convergeTimeout, 50*time.Millisecond, step+": "+name+" CNAME "+want, func(context.Context) (bool, string, error) {
+			got := cname()
+			return got == want, got, nil
+		})
+		if err != nil {
+			t.Fatalf("%v\n%s\n%s\n%s", err, ed1.Diagnostics(), ed2.Diagnostics(), az.Diagnostics())
+		}
+	}
+	create(ctx, t, aks01.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", gw1))
+	waitCNAME("1. aks01 publishes", gw1)
+	at := create(ctx, t, aks02.Client, dnsEndpoint(ns, "api", controller, name, "CNAME", gw2))
+	waitSyncs(ctx, t, at, ed1, ed2)
+	waitSyncs(ctx, t, time.Now(), ed1, ed2)
+	if got := cname(); got != gw1 {
+		t.Fatalf("1. both publish: %s CNAME %s, want aks01's %s", name, got, gw1)
+	}
+	values := az.Records(sub, group, domain)[txtKey]
+	if len(values) != 1 || !strings.Contains(values[0], "external-dns/owner="+owner1+",") {
+		t.Fatalf("1. the ownership record set %s holds %v, want one value of %s", txtKey, values, owner1)
+	}
+
+	// 2. aks01 lost; 3. the operator's Azure writer passes the record to aks02.
+	if err := ed1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := zonewriter.NewAzurePrivateDNS(azureprivatedns.Zone{SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, ok := failover.PassOwnership(values[0], owner1, owner2)
+	if !ok {
+		t.Fatalf("%s is not an ownership value of %s", values[0], owner1)
+	}
+	pid := ed2.Pid()
+	seen := []string{cname()}
+	at = time.Now()
+	if err := writer.PassOwnership(ctx, strings.TrimSuffix(txtKey, " TXT"), values[0], passed); err != nil {
+		t.Fatal(err)
+	}
+	err = framework.Poll(ctx, convergeTimeout, 20*time.Millisecond, "3. takeover: "+name+" CNAME "+gw2, func(context.Context) (bool, string, error) {
+		if got := cname(); got != seen[len(seen)-1] {
+			seen = append(seen, got)
+		}
+		return seen[len(seen)-1] == gw2, strings.Join(seen, " -> "), nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, ed2.Diagnostics(), az.Diagnostics())
+	}
+	t.Logf("3. takeover in Azure Private DNS: %s CNAME %s, %s after the ownership write (ExternalDNS --interval=1s)", name, strings.Join(seen, " -> "), time.Since(at).Round(time.Millisecond))
+	if len(seen) != 2 {
+		t.Errorf("3. want the CNAME record set rewritten in place from %s to %s, seen %v (\"\" is absent)", gw1, gw2, seen)
+	}
+	if ed2.Pid() != pid {
+		t.Errorf("3. aks02's ExternalDNS restarted; the takeover must not need one")
+	}
+	if err := writer.PassOwnership(ctx, strings.TrimSuffix(txtKey, " TXT"), values[0], passed); !errors.Is(err, zonewriter.ErrChanged) {
+		t.Errorf("3. passing again from the value it no longer has: %v, want ErrChanged", err)
+	}
+
+	// 4. aks01 back, unchanged: fenced, it leaves the record set alone.
+	if ed1, err = aks01.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: argsFor(owner1)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		waitSyncs(ctx, t, time.Now(), ed1, ed2)
+		if got := cname(); got != gw2 {
+			t.Fatalf("4. aks01 back: %s CNAME %s, want aks02's %s to stay", name, got, gw2)
+		}
+	}
+	if values := az.Records(sub, group, domain)[txtKey]; len(values) != 1 || !strings.Contains(values[0], "external-dns/owner="+owner2+",") {
+		t.Errorf("4. the ownership record set %s holds %v, want aks02's only", txtKey, values)
 	}
 }
