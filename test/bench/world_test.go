@@ -51,10 +51,10 @@ var weuController = policy.Controller{Name: "external-dns-weu", Region: region}
 // (the floor and the route creators must not be slowed by their own client) and an informer cache
 // to observe convergence without loading the API server with polling lists.
 type world struct {
-	t      testing.TB
-	ctx    context.Context
-	cfg    *rest.Config
-	c      client.Client
+	t   testing.TB
+	ctx context.Context
+	cfg *rest.Config
+	c   client.Client
 	// writer sends the floor's writes of DNSEndpoints and statuses as the operator sends its own
 	// (internal/ownwrite: metadata-only answers), so the floor pays no decoding the operator skips.
 	writer *ownwrite.Writer
