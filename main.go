@@ -214,11 +214,12 @@ func managerOptions(opts options) ctrl.Options {
 
 // defaultGCPercent is the operator's GOGC unless the environment sets one. Most of its heap is the
 // informer cache, which lives as long as the process and is hardly ever garbage: collecting when
-// the heap has grown by a quarter keeps it at 1.25 times the live heap. Measured at 3,000 routes
-// (docs/DEVELOPMENT.md#where-the-memory-goes): peak RSS 63.4 MiB at 50 and 58.8 MiB at 25, for
-// about 1 s more of the operator's CPU per burst of 3,000 route changes (7.1 / 6.6 s cold /
-// fan-out at 50, 8.7 / 7.4 s at 25).
-const defaultGCPercent = 25
+// the heap has grown by a fifth keeps it at 1.2 times the live heap. Measured at 3,000 routes
+// (docs/DEVELOPMENT.md#where-the-memory-goes): peak RSS 63.4 MiB at 50 and 58.8 MiB at 25 (then),
+// for about 1 s more of the operator's CPU per burst of 3,000 route changes (7.1 / 6.6 s cold /
+// fan-out at 50, 8.7 / 7.4 s at 25); at 20, 58.9 MiB where 25 gave 59.7-60.5 in the same week,
+// with no CPU difference beyond the runs' noise (6.9 / 7.2 s at 20, 7.3 / 7.5 s at 25).
+const defaultGCPercent = 20
 
 func leanGarbageCollection() {
 	if os.Getenv("GOGC") == "" {
