@@ -162,9 +162,16 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 	}
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 
-	// Nothing is in the zones yet, and ExternalDNS has not read the DNSEndpoints.
+	// Nothing is in the zones yet, and ExternalDNS has not read the DNSEndpoints. A zone not
+	// checked yet is Pending too ("not checked yet"): the first answer, NXDOMAIN, is waited for.
 	zones, cond := f.waitPublication(route, "external-dns-neu=Pending external-dns-weu=Pending", "0/2", routingv1alpha1.ReasonZonesPending)
-	assert.Equal(t, "NXDOMAIN", zone(zones, "external-dns-weu").Answer)
+	waitFor(t, "the weu zone's first answer", func() string {
+		zones, cond = f.waitPublication(route, "external-dns-neu=Pending external-dns-weu=Pending", "0/2", routingv1alpha1.ReasonZonesPending)
+		if answer := zone(zones, "external-dns-weu").Answer; answer != "NXDOMAIN" {
+			return "answer " + answer
+		}
+		return ""
+	})
 	assert.False(t, zone(zones, "external-dns-weu").Processed)
 	assert.Contains(t, cond.Message, "not processed by ExternalDNS yet")
 
