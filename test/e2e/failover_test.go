@@ -249,21 +249,7 @@ func TestFailover_OwnershipPassesInAzurePrivateDNS(t *testing.T) {
 		return append(args, "--txt-owner-id="+owner, "--interval=1s")
 	}
 	owner1, owner2 := controller+"-aks01", controller+"-aks02"
-	var aks01, aks02 *framework.Cluster
-	err = parallel(func() error {
-		var err error
-		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
-		return err
-	}, func() error {
-		var err error
-		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	createNamespace(ctx, t, aks01.Client, ns)
-	createNamespace(ctx, t, aks02.Client, ns)
+	aks01, aks02 := startWEUClusters(t, ns)
 	ed1, err := aks01.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: argsFor(owner1)})
 	if err != nil {
 		t.Fatal(err)

@@ -218,20 +218,7 @@ func startSharedZone(t *testing.T, ns, controller, prefix, owner1, owner2 string
 	if z.weu, err = framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: "example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	err = parallel(func() error {
-		var err error
-		z.aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
-		return err
-	}, func() error {
-		var err error
-		z.aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	createNamespace(ctx, t, z.aks01.Client, ns)
-	createNamespace(ctx, t, z.aks02.Client, ns)
+	z.aks01, z.aks02 = startWEUClusters(t, ns)
 	z.opts1 = framework.ExternalDNSOptions{Name: controller, OwnerID: owner1, TXTPrefix: prefix}.ForBind(z.weu)
 	z.opts2 = framework.ExternalDNSOptions{Name: controller, OwnerID: owner2, TXTPrefix: prefix}.ForBind(z.weu)
 	err = parallel(func() error {
@@ -247,6 +234,28 @@ func startSharedZone(t *testing.T, ns, controller, prefix, owner1, owner2 string
 		t.Fatal(err)
 	}
 	return z
+}
+
+// startWEUClusters starts two weu clusters, aks01 and aks02, side by side, each with the
+// namespace ns.
+func startWEUClusters(t *testing.T, ns string) (aks01, aks02 *framework.Cluster) {
+	t.Helper()
+	ctx := t.Context()
+	err := parallel(func() error {
+		var err error
+		aks01, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
+		return err
+	}, func() error {
+		var err error
+		aks02, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks02-weu"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, aks01.Client, ns)
+	createNamespace(ctx, t, aks02.Client, ns)
+	return aks01, aks02
 }
 
 // stable watches the queries for observeWindow while counting the synchronizations of eds, and
