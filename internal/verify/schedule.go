@@ -13,9 +13,13 @@ type Settings struct {
 	// FailuresBeforeUnreachable is how many checks in a row must get no answer before a zone is
 	// reported Unreachable; shorter outages change nothing.
 	FailuresBeforeUnreachable int
-	// InitialSpread spreads the first checks of the records found when verification starts (the
-	// operator starting or taking over leadership, a zone's verification being configured) over
-	// this long; until its first check a record keeps the state its status shows.
+	// InitialPace is the time between two first checks, in one zone, of the records found when
+	// verification starts (the operator starting or taking over leadership, a zone's verification
+	// being configured): a few records are checked at once, thousands at a pace the name server
+	// does not notice. Until its first check a record keeps the state its status shows.
+	InitialPace time.Duration
+	// InitialSpread bounds that wait: the records a zone's pace cannot reach within it are checked
+	// at random times within it.
 	InitialSpread time.Duration
 	// SummaryInterval is how often each zone's routes are counted by state for the
 	// DNSConfiguration's status (the counts change with every check, too often to write each).
@@ -27,6 +31,7 @@ var DefaultSettings = Settings{
 	FastInterval:              time.Second,
 	SettledInterval:           5 * time.Minute,
 	FailuresBeforeUnreachable: 3,
+	InitialPace:               20 * time.Millisecond,
 	InitialSpread:             time.Minute,
 	SummaryInterval:           30 * time.Second,
 }
@@ -43,6 +48,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.FailuresBeforeUnreachable <= 0 {
 		s.FailuresBeforeUnreachable = DefaultSettings.FailuresBeforeUnreachable
+	}
+	if s.InitialPace <= 0 {
+		s.InitialPace = DefaultSettings.InitialPace
 	}
 	if s.InitialSpread < 0 {
 		s.InitialSpread = 0

@@ -152,8 +152,8 @@ func (t *Tracker) SetWhole(controller string, whole bool) {
 
 // SetRoute records what a route's DNSEndpoint for a zone asks for (one CNAME). initial says the
 // record was there before verification started (the operator starting, a zone's verification
-// being configured): it keeps the state the route's status shows until its first check, spread
-// over Settings.InitialSpread. Any other new or changed record is Pending until checked, and
+// being configured): it keeps the state the route's status shows until its first check, paced by
+// Settings.InitialPace within Settings.InitialSpread. Any other new or changed record is Pending until checked, and
 // checked at once.
 func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
 	exp := ExpectedOf(records)
@@ -528,12 +528,12 @@ func (t *Tracker) setProcessed(s *subject, processed bool, now time.Time) {
 }
 
 // start schedules a new or changed subject: a change is Pending and checked now; a record found
-// when verification started keeps its unknown result and is checked within InitialSpread.
+// when verification started keeps its unknown result and is checked at its zone's initial pace.
 func (t *Tracker) start(s *subject, initial bool, now time.Time) {
 	s.failures, s.attempt = 0, 0
 	if initial {
 		s.result = nil
-		t.schedule(s, now.Add(time.Duration(t.jitter()*float64(t.settings.InitialSpread))), false)
+		t.schedule(s, t.initialSlot(s.controller, now), false)
 		return
 	}
 	s.result = &Observation{State: routingv1alpha1.ZonePending, Answer: NotCheckedYet, Since: now, For: s.key}
@@ -544,12 +544,32 @@ func (t *Tracker) start(s *subject, initial bool, now time.Time) {
 	t.schedule(s, now, true)
 }
 
-func (t *Tracker) schedule(s *subject, due time.Time, urgent bool) {
-	q := t.queues[s.controller]
+// initialSlot is when a record found at start is first checked: the zone's next free slot at
+// InitialPace, or, past InitialSpread, a random time within it.
+func (t *Tracker) initialSlot(controller string, now time.Time) time.Time {
+	q := t.queue(controller)
+	due := now
+	if q.nextInitial.After(now) {
+		due = q.nextInitial
+	}
+	if due.Sub(now) > t.settings.InitialSpread {
+		return now.Add(time.Duration(t.jitter() * float64(t.settings.InitialSpread)))
+	}
+	q.nextInitial = due.Add(t.settings.InitialPace)
+	return due
+}
+
+func (t *Tracker) queue(controller string) *zoneQueue {
+	q := t.queues[controller]
 	if q == nil {
 		q = &zoneQueue{}
-		t.queues[s.controller] = q
+		t.queues[controller] = q
 	}
+	return q
+}
+
+func (t *Tracker) schedule(s *subject, due time.Time, urgent bool) {
+	q := t.queue(s.controller)
 	s.version++
 	h := &q.settled
 	if urgent {
@@ -636,6 +656,8 @@ func (t *Tracker) viaChanged(k TargetKey, before map[*subject]view, now time.Tim
 
 type zoneQueue struct {
 	urgent, settled entries
+	// nextInitial is the zone's next free slot for a first check of a record found at start.
+	nextInitial time.Time
 }
 
 type entry struct {
