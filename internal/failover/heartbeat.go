@@ -17,14 +17,53 @@ func HeartbeatName(cluster, region, zone string) string {
 	return fmt.Sprintf("%s.%s.%s.%s", heartbeatLabel, cluster, region, strings.TrimSuffix(zone, "."))
 }
 
-// HeartbeatValue is the heartbeat's TXT value: when it was written and what the cluster's own
-// probe of its own gateway found, e.g. "at=2026-11-27T03:00:00Z gateway=answers".
-func HeartbeatValue(at time.Time, gatewayAnswers bool) string {
+// maxTXTString is the longest string one TXT record holds (RFC 1035): the heartbeat stays one.
+const maxTXTString = 255
+
+// HeartbeatValue is the heartbeat's TXT value: when it was written, what the cluster's own probe
+// of its own gateway found, the ExternalDNS owner ID of the cluster's instance for the zone and
+// its gateway target hostnames, whose addresses the zone publishes and the other clusters probe,
+// e.g. "at=2026-11-27T03:00:00Z gateway=answers owner=external-dns-weu-aks01
+// targets=aks01-weu-internal.example.com". Targets that would make it longer than one TXT string
+// are left out.
+func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets []string) string {
 	gateway := "fails"
 	if gatewayAnswers {
 		gateway = "answers"
 	}
-	return fmt.Sprintf("at=%s gateway=%s", at.UTC().Format(time.RFC3339), gateway)
+	v := fmt.Sprintf("at=%s gateway=%s", at.UTC().Format(time.RFC3339), gateway)
+	if owner != "" {
+		v += " owner=" + owner
+	}
+	var kept []string
+	for _, t := range targets {
+		if len(v)+len(" targets=")+len(strings.Join(append(kept, t), ",")) > maxTXTString {
+			break
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) > 0 {
+		v += " targets=" + strings.Join(kept, ",")
+	}
+	return v
+}
+
+// ParseHeartbeatName reads the cluster and region out of a heartbeat record's name in zone;
+// ok is false for any other name.
+func ParseHeartbeatName(name, zone string) (cluster, region string, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSuffix(strings.ToLower(name), "."), heartbeatLabel+".")
+	if !found {
+		return "", "", false
+	}
+	rest, found = strings.CutSuffix(rest, "."+strings.TrimSuffix(strings.ToLower(zone), "."))
+	if !found {
+		return "", "", false
+	}
+	cluster, region, found = strings.Cut(rest, ".")
+	if !found || cluster == "" || region == "" || strings.Contains(region, ".") {
+		return "", "", false
+	}
+	return cluster, region, true
 }
 
 // ParseHeartbeat reads a heartbeat's TXT value (quotes, as dig prints it, allowed) into what a
@@ -32,7 +71,8 @@ func HeartbeatValue(at time.Time, gatewayAnswers bool) string {
 // no heartbeat at all.
 func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	value = strings.Trim(value, `"`)
-	var at, gateway string
+	var at, gateway, owner string
+	var targets []string
 	for field := range strings.FieldsSeq(value) {
 		key, val, _ := strings.Cut(field, "=")
 		switch key {
@@ -40,11 +80,15 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 			at = val
 		case "gateway":
 			gateway = val
+		case "owner":
+			owner = val
+		case "targets":
+			targets = strings.Split(val, ",")
 		}
 	}
 	when, err := time.Parse(time.RFC3339, at)
 	if err != nil || (gateway != "answers" && gateway != "fails") {
 		return Heartbeat{Zone: zone, Read: true}, false
 	}
-	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers"}, true
+	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets}, true
 }

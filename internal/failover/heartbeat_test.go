@@ -1,6 +1,9 @@
 package failover
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,9 +27,12 @@ func TestParseHeartbeat(t *testing.T) {
 		want        Heartbeat
 		ok          bool
 	}{
-		{"written, answering", HeartbeatValue(at, true), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"written, failing", HeartbeatValue(at, false), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
-		{"quoted, as dig prints it", `"` + HeartbeatValue(at, true) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"written, answering", HeartbeatValue(at, true, "", nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"written, failing", HeartbeatValue(at, false, "", nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
+		{"quoted, as dig prints it", `"` + HeartbeatValue(at, true, "", nil) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"with owner and targets", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}),
+			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
+				Targets: []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}}, true},
 		{"fields in another order", "gateway=answers at=2026-11-27T02:00:00Z", Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
 		{"no time", "gateway=answers", Heartbeat{Zone: "weu", Read: true}, false},
 		{"an unknown gateway state", "at=2026-11-27T02:00:00Z gateway=maybe", Heartbeat{Zone: "weu", Read: true}, false},
@@ -35,8 +41,49 @@ func TestParseHeartbeat(t *testing.T) {
 	for _, tt := range tests {
 		got, ok := ParseHeartbeat("weu", tt.value)
 		if ok != tt.ok || got.Zone != tt.want.Zone || got.Read != tt.want.Read || got.Found != tt.want.Found ||
-			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers {
+			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers || got.Owner != tt.want.Owner ||
+			!slices.Equal(got.Targets, tt.want.Targets) {
 			t.Errorf("%s: ParseHeartbeat(%q) = %+v, %v; want %+v, %v", tt.name, tt.value, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// A heartbeat stays one TXT string: the targets that do not fit are left out, never cut.
+func TestHeartbeatValue_StaysOneTXTString(t *testing.T) {
+	var targets []string
+	for i := range 20 {
+		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.example.com", i))
+	}
+	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets)
+	if len(v) > 255 {
+		t.Fatalf("%d bytes: %s", len(v), v)
+	}
+	hb, ok := ParseHeartbeat("weu", v)
+	if !ok || len(hb.Targets) == 0 || len(hb.Targets) == len(targets) || !slices.Equal(hb.Targets, targets[:len(hb.Targets)]) {
+		t.Errorf("want the first targets that fit, whole; got %v from %s", hb.Targets, v)
+	}
+	if strings.Contains(v, "gateway-19") {
+		t.Errorf("the last target cannot fit: %s", v)
+	}
+}
+
+func TestParseHeartbeatName(t *testing.T) {
+	for _, tt := range []struct {
+		name, zone      string
+		cluster, region string
+		ok              bool
+	}{
+		{"_router-heartbeat.aks01.weu.example.com.", "example.com", "aks01", "weu", true},
+		{"_ROUTER-HEARTBEAT.aks01.weu.Example.com", "example.com.", "aks01", "weu", true},
+		{HeartbeatName("aks-01", "west-eu", "example.com"), "example.com", "aks-01", "west-eu", true},
+		{"_router-heartbeat.aks01.weu.other.com.", "example.com", "", "", false},
+		{"_router-heartbeat.weu.example.com.", "example.com", "", "", false},
+		{"_router-heartbeat.a.b.c.example.com.", "example.com", "", "", false},
+		{"weu-p-cname-api.example.com.", "example.com", "", "", false},
+	} {
+		cluster, region, ok := ParseHeartbeatName(tt.name, tt.zone)
+		if cluster != tt.cluster || region != tt.region || ok != tt.ok {
+			t.Errorf("ParseHeartbeatName(%q, %q) = %q, %q, %v; want %q, %q, %v", tt.name, tt.zone, cluster, region, ok, tt.cluster, tt.region, tt.ok)
 		}
 	}
 }

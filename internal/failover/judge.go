@@ -45,6 +45,10 @@ type Heartbeat struct {
 	At time.Time
 	// GatewayAnswers is the region's own probe of its own gateway, as the heartbeat says.
 	GatewayAnswers bool
+	// Owner is the ExternalDNS owner ID of the region's instance for the zone.
+	Owner string
+	// Targets are the region's gateway target hostnames, whose addresses the zone publishes.
+	Targets []string
 }
 
 // State is what this cluster concludes of a region.

@@ -43,3 +43,17 @@ func PassOwnership(value, from, to string) (string, bool) {
 	}
 	return out, true
 }
+
+// OwnerOf is the owner ID an ownership TXT value names, or "" for any other value.
+func OwnerOf(value string) string {
+	labels := strings.Split(strings.Trim(value, `"`), ",")
+	if len(labels) < 2 || labels[0] != heritage {
+		return ""
+	}
+	for _, label := range labels[1:] {
+		if owner, ok := strings.CutPrefix(label, ownerKey); ok {
+			return owner
+		}
+	}
+	return ""
+}

@@ -6,6 +6,8 @@ import (
 
 // ExternalDNSController is one ExternalDNS instance, identified by the value of the
 // external-dns.alpha.kubernetes.io/controller annotation it filters on.
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || has(self.verification)",message="failover reads the zone through its verification settings: set verification too",fieldPath=".failover"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.tsig) || (has(self.verification) && has(self.verification.nameservers))",message="failover.tsig signs updates to an RFC 2136 zone's primary: set verification.nameservers (the first is the primary)",fieldPath=".failover.tsig"
 type ExternalDNSController struct {
 	// name is the controller's logical name: generated DNSEndpoints carry it in the
 	// external-dns.alpha.kubernetes.io/controller annotation and the router.io/controller label,
@@ -33,6 +35,95 @@ type ExternalDNSController struct {
 	// Without it, status only says whether ExternalDNS has processed the records.
 	// +optional
 	Verification *ZoneVerification `json:"verification,omitempty"`
+
+	// failover, when set, lets this cluster take part in regional failover in this zone
+	// (docs/ARCHITECTURE.md#regional-failover-design): it refreshes its heartbeat record there and
+	// may take over the names of a lost region by passing their ExternalDNS ownership to this
+	// cluster's instance. It needs verification (the zone is read through it) and write access to
+	// the zone; nothing else of the zone is written by the operator.
+	// +optional
+	Failover *ZoneFailover `json:"failover,omitempty"`
+}
+
+// ZoneFailover is what the operator needs to write a zone for regional failover: the ownership
+// settings of this cluster's ExternalDNS instance for the zone, and, for an RFC 2136 zone, its
+// update key. An Azure Private DNS zone is written with the credentials of its verification, which
+// then need the Private DNS Zone Contributor role on the zone.
+type ZoneFailover struct {
+	// ownerID is the --txt-owner-id of this cluster's ExternalDNS instance for the zone, for
+	// example external-dns-weu-aks01: a name taken over is passed to it. Each cluster has its own.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][-A-Za-z0-9_.]*$')",message="ownerID must be an ExternalDNS owner ID: letters, digits, '-', '_' and '.'"
+	OwnerID string `json:"ownerID"`
+
+	// txtPrefix is the --txt-prefix of the zone's ExternalDNS instances, the same in every cluster
+	// writing the zone (for example weu-p-): the ownership records of a name are found under it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^[a-z0-9][-a-z0-9.]*$')",message="txtPrefix must be lowercase letters, digits, '-' and '.'"
+	TXTPrefix string `json:"txtPrefix,omitempty"`
+
+	// tsig signs the dynamic updates sent to an RFC 2136 zone's primary (the first of
+	// verification.nameservers); without it the updates are unsigned.
+	// +optional
+	TSIG *TSIGKey `json:"tsig,omitempty"`
+}
+
+// TSIGKey is an RFC 2136 update key; its secret is read from a file mounted into the operator's
+// pod (the chart's extraVolumes and extraVolumeMounts), never from the API.
+type TSIGKey struct {
+	// keyName is the key's name, as the zone's server knows it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	KeyName string `json:"keyName"`
+
+	// algorithm is the key's HMAC algorithm; defaults to hmac-sha256.
+	// +optional
+	// +kubebuilder:validation:Enum=hmac-sha256;hmac-sha384;hmac-sha512
+	Algorithm string `json:"algorithm,omitempty"`
+
+	// secretFile is the path, in the operator's container, of a file holding the key's secret
+	// (base64, as in a BIND key statement).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="secretFile must be an absolute path"
+	SecretFile string `json:"secretFile"`
+}
+
+// FailoverSettings tune regional failover for every zone whose controller has failover settings.
+// +kubebuilder:validation:XValidation:rule="duration(has(self.heartbeatStaleAfter) ? self.heartbeatStaleAfter : '30s') > duration(has(self.heartbeatInterval) ? self.heartbeatInterval : '10s')",message="heartbeatStaleAfter must exceed heartbeatInterval: a heartbeat would go stale between two refreshes"
+type FailoverSettings struct {
+	// probePort is the port of the gateway listener that is probed at every other region's gateway
+	// address (a TCP connection must be accepted); defaults to 443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ProbePort *int32 `json:"probePort,omitempty"`
+
+	// probeInterval is the time between two probes of a region's gateway; defaults to 5s.
+	// +optional
+	ProbeInterval *metav1.Duration `json:"probeInterval,omitempty"`
+
+	// failureThreshold is how many probes in a row must fail before a region is unreachable from
+	// this cluster; defaults to 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+
+	// heartbeatInterval is how often this cluster refreshes its heartbeat in each zone; defaults
+	// to 10s.
+	// +optional
+	HeartbeatInterval *metav1.Duration `json:"heartbeatInterval,omitempty"`
+
+	// heartbeatStaleAfter is how old a region's heartbeat may be before it no longer vouches for
+	// the region; defaults to 30s, and must exceed heartbeatInterval.
+	// +optional
+	HeartbeatStaleAfter *metav1.Duration `json:"heartbeatStaleAfter,omitempty"`
 }
 
 // ZoneVerification says how a regional zone is checked: by asking its authoritative name servers
@@ -218,6 +309,12 @@ type DNSConfigurationSpec struct {
 	// the whole allowed range, 30 to 86400.
 	// +optional
 	RecordTTLBounds *RecordTTLBounds `json:"recordTTLBounds,omitempty"`
+
+	// failover tunes regional failover: the probes of other regions' gateways and the heartbeats.
+	// Failover itself is on only in the zones whose controller has failover settings, for the
+	// routes of DNSPolicies that ask for it.
+	// +optional
+	Failover *FailoverSettings `json:"failover,omitempty"`
 }
 
 // DNSConfigurationStatus is the observed state of the DNSConfiguration.
@@ -254,12 +351,64 @@ type DNSConfigurationStatus struct {
 	// +kubebuilder:validation:MaxLength=2048
 	VerificationSummary string `json:"verificationSummary,omitempty"`
 
+	// failover is what this cluster concludes of every other region it knows from the zones'
+	// heartbeats (present when a zone has failover settings).
+	// +optional
+	// +listType=map
+	// +listMapKey=region
+	// +kubebuilder:validation:MaxItems=64
+	Failover []RegionFailoverStatus `json:"failover,omitempty"`
+
 	// conditions describe the configuration's state; Ready is True when it is valid and in use.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RegionFailoverStatus is this cluster's view of another region: whether its gateway answers, what
+// the zones say of it, and the names this cluster took from it.
+type RegionFailoverStatus struct {
+	// region is the other region.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Region string `json:"region"`
+	// state is Serving (its gateway answers this cluster's probes), Unreachable (it does not, but
+	// the zones do not say it is lost: nothing moves) or Lost (the zones agree: its names pass to
+	// their stand-ins).
+	// +required
+	// +kubebuilder:validation:Enum=Serving;Unreachable;Lost
+	State string `json:"state"`
+	// reason is why, in one CamelCase word: GatewayAnswers, WitnessSaysAlive, WitnessUnreadable,
+	// HeartbeatStale or GatewayDown.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// message says what the probes and the zones' heartbeats showed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// since is when the region entered this state.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// taken counts, per zone, the names whose ownership this cluster took from the region.
+	// +optional
+	// +listType=map
+	// +listMapKey=controller
+	// +kubebuilder:validation:MaxItems=64
+	Taken []ZoneTakeover `json:"taken,omitempty"`
+}
+
+// ZoneTakeover is how many names of a lost region this cluster serves in one zone.
+type ZoneTakeover struct {
+	// controller is the zone's ExternalDNS controller.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Controller string `json:"controller"`
+	// names is the number of names taken.
+	// +required
+	Names int32 `json:"names"`
 }
 
 // ZoneVerificationStatus is what one verified zone answers for the routes published into it.

@@ -45,6 +45,27 @@ type DNSPolicySpec struct {
 	// +kubebuilder:validation:Minimum=30
 	// +kubebuilder:validation:Maximum=86400
 	RecordTTL *int32 `json:"recordTTL,omitempty"`
+
+	// failover, when set, lets other regions stand in for this namespace's names when the region
+	// that serves them is lost (docs/USER-GUIDE.md#regional-failover). Without it nothing moves
+	// when a region is lost.
+	// +optional
+	Failover *PolicyFailover `json:"failover,omitempty"`
+}
+
+// PolicyFailover says which regions may take this namespace's names when a region is lost.
+type PolicyFailover struct {
+	// standIns are the regions that may take over, in order: the first one whose cluster is alive
+	// takes the names. Only zones whose controller has failover settings in the DNSConfiguration
+	// take part.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="each stand-in must be a region name: a DNS label"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(s, s == r))",message="standIns must not repeat a region"
+	StandIns []string `json:"standIns"`
 }
 
 // DNSPolicyStatus says whether the policy applies to this cluster and which ExternalDNS

@@ -1,0 +1,175 @@
+package failover
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// ZoneReading is what one zone with failover settings held when this cluster last read it: the
+// heartbeats of every cluster writing it, the ownership TXT records and the gateway addresses.
+type ZoneReading struct {
+	// Controller is the zone's ExternalDNS controller.
+	Controller string
+	// Read is false when the zone could not be read: it then says nothing of anyone.
+	Read bool
+	// Beats are the heartbeats found in the zone, by region (one per cluster of the region).
+	Beats map[string][]Heartbeat
+	// TXT are the zone's TXT values and TTL by Canonical name.
+	TXT map[string]TXTSet
+	// Addresses are the zone's A and AAAA values by Canonical name.
+	Addresses map[string][]string
+	// Owner is the ExternalDNS owner ID of this cluster's instance for the zone; TXTPrefix the
+	// zone's --txt-prefix.
+	Owner, TXTPrefix string
+}
+
+// TXTSet is the TXT record set of one name.
+type TXTSet struct {
+	Values []string
+	TTL    uint32
+}
+
+// Canonical is a DNS name as the readings key it: lower case, without the final dot.
+func Canonical(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
+
+// Regions lists the regions other than own that have a heartbeat in any zone read, sorted.
+func Regions(own string, zones []ZoneReading) []string {
+	var out []string
+	for _, z := range zones {
+		for region := range z.Beats {
+			if region != own && !slices.Contains(out, region) {
+				out = append(out, region)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Witness is what the zones say of a region, one Heartbeat per zone for JudgeRegion: the newest of
+// its clusters' heartbeats there, not read when the zone was not, not found when it holds none.
+func Witness(region string, zones []ZoneReading) []Heartbeat {
+	out := make([]Heartbeat, 0, len(zones))
+	for _, z := range zones {
+		hb := Heartbeat{Zone: z.Controller, Read: z.Read}
+		for _, b := range z.Beats[region] {
+			if b.Found && (!hb.Found || b.At.After(hb.At)) {
+				hb = b
+				hb.Zone, hb.Read = z.Controller, z.Read
+			}
+		}
+		out = append(out, hb)
+	}
+	return out
+}
+
+// Addresses are the gateway addresses of a region to probe: the zones' address records of the
+// target hostnames its heartbeats name, each once, sorted.
+func Addresses(region string, zones []ZoneReading) []string {
+	var out []string
+	for _, z := range zones {
+		for _, b := range z.Beats[region] {
+			for _, target := range b.Targets {
+				for _, a := range z.Addresses[Canonical(target)] {
+					if !slices.Contains(out, a) {
+						out = append(out, a)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// JudgeRegions judges every other region known from the zones' heartbeats (JudgeRegion), with
+// this cluster's probes of each; own is Serving.
+func JudgeRegions(now time.Time, own string, zones []ZoneReading, probes map[string]Probes, s Settings) map[string]Judgement {
+	out := map[string]Judgement{own: {State: Serving, Reason: "OwnRegion", Message: "this cluster's own region"}}
+	for _, region := range Regions(own, zones) {
+		out[region] = JudgeRegion(now, probes[region], Witness(region, zones), s)
+	}
+	return out
+}
+
+// Name is a name this cluster publishes into a zone with failover settings, for a route whose
+// DNSPolicy lists stand-ins.
+type Name struct {
+	// Controller is the zone's ExternalDNS controller; Hostname the name (the route's CNAME).
+	Controller, Hostname string
+	// StandIns are the policy's stand-in regions, in order.
+	StandIns []string
+}
+
+// Pass is one ownership write: the TXT record TXTName in the zone of Controller goes from the
+// lost region's owner From to this cluster's owner To (Old replaced by New, TTL kept).
+type Pass struct {
+	Controller, Hostname, TXTName string
+	TTL                            uint32
+	Old, New                       string
+	From, To                       string
+	// Region is the lost region the name is taken from.
+	Region string
+}
+
+// Takeovers are the ownership writes this cluster (of region own) makes: every name it publishes
+// whose ownership record in the zone names the owner of a region judged Lost, when own is the
+// first serving stand-in of the name's policy. A name whose owner no heartbeat of the zone names,
+// or whose region is not Lost, or whose record set holds other than one ownership value, stays
+// where it is.
+func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, names []Name) []Pass {
+	states := make(map[string]State, len(judged))
+	for region, j := range judged {
+		states[region] = j.State
+	}
+	byController := make(map[string]*ZoneReading, len(zones))
+	for i := range zones {
+		byController[zones[i].Controller] = &zones[i]
+	}
+	var out []Pass
+	for _, n := range names {
+		z := byController[n.Controller]
+		if z == nil || !z.Read || z.Owner == "" {
+			continue
+		}
+		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
+			set, ok := z.TXT[txtName]
+			if !ok || len(set.Values) != 1 {
+				continue
+			}
+			owner := OwnerOf(set.Values[0])
+			region := z.regionOf(owner)
+			if owner == "" || owner == z.Owner || region == "" || states[region] != Lost || StandIn(region, n.StandIns, states) != own {
+				continue
+			}
+			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
+				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
+					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: region})
+			}
+		}
+	}
+	return out
+}
+
+// ownershipNames are the names of a CNAME's ownership records under ExternalDNS's TXT registry:
+// the current form (<prefix>cname-<name>) and the old one (<prefix><name>), Canonical.
+func ownershipNames(prefix, hostname string) []string {
+	h := Canonical(hostname)
+	return []string{Canonical(prefix + "cname-" + h), Canonical(prefix + h)}
+}
+
+// regionOf is the region whose heartbeat in the zone names owner, or "".
+func (z *ZoneReading) regionOf(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	for region, beats := range z.Beats {
+		for _, b := range beats {
+			if b.Owner == owner {
+				return region
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,120 @@
+package failover
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+const (
+	aks01Owner = "external-dns-weu-aks01"
+	aks02Owner = "external-dns-weu-aks02"
+	apiName    = "api-ns-d-dev-myapp.example.com"
+	apiTXT     = "weu-p-cname-" + apiName
+)
+
+func ownership(owner string) string {
+	return "heritage=external-dns,external-dns/owner=" + owner + ",external-dns/resource=crd/myapp/api-route-external-dns-weu"
+}
+
+// weuZone is the weu zone as aks02 (region neu) reads it: aks01 (weu) and aks02 (neu) beat there,
+// and aks01 owns the API name.
+func weuZone(mut ...func(*ZoneReading)) ZoneReading {
+	at := time.Unix(1000, 0)
+	z := ZoneReading{
+		Controller: "external-dns-weu", Read: true, Owner: aks02Owner, TXTPrefix: "weu-p-",
+		Beats: map[string][]Heartbeat{
+			"weu": {{Found: true, Read: true, At: at, GatewayAnswers: true, Owner: aks01Owner, Targets: []string{"aks01-weu-internal.example.com"}}},
+			"neu": {{Found: true, Read: true, At: at, GatewayAnswers: true, Owner: aks02Owner, Targets: []string{"aks02-neu-internal.example.com"}}},
+		},
+		TXT:       map[string]TXTSet{apiTXT: {Values: []string{ownership(aks01Owner)}, TTL: 300}},
+		Addresses: map[string][]string{"aks01-weu-internal.example.com": {"10.1.0.1"}, "aks02-neu-internal.example.com": {"10.2.0.1"}},
+	}
+	for _, m := range mut {
+		m(&z)
+	}
+	return z
+}
+
+func TestTakeovers(t *testing.T) {
+	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}, "frc": {State: Serving}}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName + ".", StandIns: []string{"neu"}}
+	pass := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300,
+		Old: ownership(aks01Owner), New: ownership(aks02Owner), From: aks01Owner, To: aks02Owner, Region: "weu"}
+	tests := []struct {
+		name   string
+		judged map[string]Judgement
+		zone   ZoneReading
+		names  []Name
+		want   []Pass
+	}{
+		{"the lost region's name passes to the first stand-in", lost, weuZone(), []Name{api}, []Pass{pass}},
+		{"unreachable, not lost: nothing moves", map[string]Judgement{"weu": {State: Unreachable}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
+		{"serving: nothing moves", map[string]Judgement{"weu": {State: Serving}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
+		{"another stand-in comes first and serves", lost, weuZone(), []Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc", "neu"}}}, nil},
+		{"the first stand-in is lost too", map[string]Judgement{"weu": {State: Lost}, "frc": {State: Lost}, "neu": {State: Serving}}, weuZone(),
+			[]Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc", "neu"}}}, []Pass{pass}},
+		{"this region is not a stand-in of the policy", lost, weuZone(), []Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc"}}}, nil},
+		{"already this cluster's", lost, weuZone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}} }), []Name{api}, nil},
+		{"an owner no heartbeat names is nobody's to judge", lost, weuZone(func(z *ZoneReading) {
+			z.TXT[apiTXT] = TXTSet{Values: []string{ownership("external-dns-weu-manual")}}
+		}), []Name{api}, nil},
+		{"the zone could not be read", lost, weuZone(func(z *ZoneReading) { z.Read = false }), []Name{api}, nil},
+		{"two ownership values: not ExternalDNS's registry as it writes it", lost, weuZone(func(z *ZoneReading) {
+			z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks01Owner), ownership(aks02Owner)}}
+		}), []Name{api}, nil},
+		{"not an ownership value", lost, weuZone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{"v=spf1 -all"}} }), []Name{api}, nil},
+		{"the old registry form, <prefix><name>", lost, weuZone(func(z *ZoneReading) {
+			delete(z.TXT, apiTXT)
+			z.TXT["weu-p-"+apiName] = TXTSet{Values: []string{ownership(aks01Owner)}, TTL: 300}
+		}), []Name{api}, []Pass{func() Pass { p := pass; p.TXTName = "weu-p-" + apiName; return p }()}},
+		{"a name in another zone", lost, weuZone(), []Name{{Controller: "external-dns-neu", Hostname: apiName, StandIns: []string{"neu"}}}, nil},
+		{"no name published here under a failover policy", lost, weuZone(), nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Takeovers("neu", tt.judged, []ZoneReading{tt.zone}, tt.names))
+		})
+	}
+}
+
+func TestJudgeRegions_FromTheZonesHeartbeats(t *testing.T) {
+	now := time.Unix(1000, 0)
+	fresh, stale := weuZone(), weuZone(func(z *ZoneReading) { z.Beats["weu"][0].At = now.Add(-time.Minute) })
+	s := DefaultSettings
+	failing := map[string]Probes{"weu": {Failures: 3}}
+	got := JudgeRegions(now, "neu", []ZoneReading{stale, weuZone(func(z *ZoneReading) {
+		z.Controller = "external-dns-neu"
+		z.Beats["weu"] = []Heartbeat{{Found: true, Read: true, At: now.Add(-time.Hour)}}
+	})}, failing, s)
+	assert.Equal(t, Lost, got["weu"].State, "probes fail and every zone's heartbeat is stale: %+v", got["weu"])
+	assert.Equal(t, Serving, got["neu"].State, "its own region")
+
+	got = JudgeRegions(now, "neu", []ZoneReading{fresh, stale}, failing, s)
+	assert.Equal(t, Unreachable, got["weu"].State, "one of two zones holds a fresh, healthy heartbeat: a partition: %+v", got["weu"])
+
+	got = JudgeRegions(now, "neu", []ZoneReading{stale, stale}, map[string]Probes{"weu": {Failures: 2}}, s)
+	assert.Equal(t, Serving, got["weu"].State, "two failed probes are not enough")
+
+	unread := weuZone(func(z *ZoneReading) { z.Read, z.Beats = false, nil })
+	got = JudgeRegions(now, "neu", []ZoneReading{stale, unread, unread}, failing, s)
+	assert.Equal(t, Unreachable, got["weu"].State, "one stale zone of three, two unread: not a majority: %+v", got["weu"])
+}
+
+func TestAddresses_OfTheTargetsTheHeartbeatsName(t *testing.T) {
+	z := weuZone()
+	other := weuZone(func(z *ZoneReading) {
+		z.Addresses["aks01-weu-internal.example.com"] = []string{"10.1.0.1", "10.1.0.2"}
+	})
+	assert.Equal(t, []string{"10.1.0.1", "10.1.0.2"}, Addresses("weu", []ZoneReading{z, other}))
+	assert.Equal(t, []string{"10.2.0.1"}, Addresses("neu", []ZoneReading{z}))
+	assert.Empty(t, Addresses("frc", []ZoneReading{z}))
+}
+
+func TestOwnerOf(t *testing.T) {
+	assert.Equal(t, aks01Owner, OwnerOf(ownership(aks01Owner)))
+	assert.Equal(t, aks01Owner, OwnerOf(`"`+ownership(aks01Owner)+`"`))
+	assert.Empty(t, OwnerOf("heritage=external-dns,external-dns/resource=crd/a/b"))
+	assert.Empty(t, OwnerOf("v=spf1 -all"))
+}
