@@ -1,0 +1,132 @@
+package zonewriter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
+	"github.com/miekg/dns"
+
+	"github.com/service-router/service-router-operator/internal/failover"
+)
+
+// reading collects what failover reads of a zone: heartbeats, TXT values and addresses.
+type reading struct {
+	zone string
+	out  failover.ZoneReading
+}
+
+func newReading(zone string) *reading {
+	return &reading{zone: zone, out: failover.ZoneReading{Read: true, Beats: map[string][]failover.Heartbeat{},
+		TXT: map[string]failover.TXTSet{}, Addresses: map[string][]string{}}}
+}
+
+func (r *reading) txt(name string, ttl uint32, value string) {
+	name = failover.Canonical(name)
+	if _, region, ok := failover.ParseHeartbeatName(name, r.zone); ok {
+		if hb, ok := failover.ParseHeartbeat(region, value); ok {
+			r.out.Beats[region] = append(r.out.Beats[region], hb)
+		}
+		return
+	}
+	set := r.out.TXT[name]
+	set.Values, set.TTL = append(set.Values, value), ttl
+	r.out.TXT[name] = set
+}
+
+func (r *reading) address(name, value string) {
+	name = failover.Canonical(name)
+	r.out.Addresses[name] = append(r.out.Addresses[name], value)
+}
+
+// Read transfers the zone (AXFR over TCP, signed with the writer's key when it has one) and
+// returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
+// caller's to fill.
+func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
+	timeout := w.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(w.Zone))
+	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}
+	if w.TSIGName != "" {
+		key := dns.Fqdn(w.TSIGName)
+		tr.TsigSecret = map[string]string{key: w.TSIGSecret}
+		m.SetTsig(key, dns.Fqdn(strings.ToLower(w.TSIGAlgorithm)), 300, time.Now().Unix())
+	}
+	envelopes, err := tr.In(m, w.Server)
+	if err != nil {
+		return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)
+	}
+	r := newReading(w.Zone)
+	for e := range envelopes {
+		if e.Error != nil {
+			go func() {
+				for range envelopes { //nolint:revive // drained so the transfer's goroutine ends
+				}
+			}()
+			return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, e.Error)
+		}
+		for _, rr := range e.RR {
+			switch v := rr.(type) {
+			case *dns.TXT:
+				r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
+			case *dns.A:
+				r.address(v.Hdr.Name, v.A.String())
+			case *dns.AAAA:
+				r.address(v.Hdr.Name, v.AAAA.String())
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return failover.ZoneReading{}, err
+	}
+	return r.out, nil
+}
+
+// Read lists the zone's record sets through Resource Manager and returns its heartbeats, TXT
+// records and addresses; Controller, Owner and TXTPrefix are the caller's to fill.
+func (w *AzurePrivateDNS) Read(ctx context.Context) (failover.ZoneReading, error) {
+	r := newReading(w.zone.ZoneName)
+	pager := w.records.NewListPager(w.zone.ResourceGroup, w.zone.ZoneName, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return failover.ZoneReading{}, fmt.Errorf("listing the record sets of zone %s: %w", w.zone.ZoneName, err)
+		}
+		for _, rs := range page.Value {
+			if rs != nil && rs.Name != nil && rs.Properties != nil {
+				r.recordSet(w.zone.ZoneName, *rs.Name, rs.Properties)
+			}
+		}
+	}
+	return r.out, nil
+}
+
+// recordSet adds a Resource Manager record set's TXT values and addresses.
+func (r *reading) recordSet(zone, relative string, p *armprivatedns.RecordSetProperties) {
+	name := relative + "." + zone
+	if relative == "@" {
+		name = zone
+	}
+	var ttl uint32
+	if p.TTL != nil {
+		ttl = uint32(*p.TTL)
+	}
+	for _, v := range txtValues(p) {
+		r.txt(name, ttl, v)
+	}
+	for _, a := range p.ARecords {
+		if a != nil && a.IPv4Address != nil {
+			r.address(name, *a.IPv4Address)
+		}
+	}
+	for _, a := range p.AaaaRecords {
+		if a != nil && a.IPv6Address != nil {
+			r.address(name, *a.IPv6Address)
+		}
+	}
+}
