@@ -5,8 +5,9 @@ import "strings"
 // ExternalDNS's TXT registry: an ownership value is "heritage=external-dns," followed by
 // comma-separated labels, among them the owner ID.
 const (
-	heritage = "heritage=external-dns"
-	ownerKey = "external-dns/owner="
+	heritage    = "heritage=external-dns"
+	ownerKey    = "external-dns/owner="
+	resourceKey = "external-dns/resource="
 )
 
 // PassOwnership returns the ownership TXT value that gives a record from one ExternalDNS owner ID
@@ -53,6 +54,20 @@ func OwnerOf(value string) string {
 	for _, label := range labels[1:] {
 		if owner, ok := strings.CutPrefix(label, ownerKey); ok {
 			return owner
+		}
+	}
+	return ""
+}
+
+// resourceNamespace is the namespace of the DNSEndpoint an ownership value says published the
+// record (external-dns/resource=crd/<namespace>/<name>), or "".
+func resourceNamespace(value string) string {
+	for _, label := range strings.Split(strings.Trim(value, `"`), ",") {
+		if resource, ok := strings.CutPrefix(label, resourceKey+"crd/"); ok {
+			ns, _, found := strings.Cut(resource, "/")
+			if found {
+				return ns
+			}
 		}
 	}
 	return ""

@@ -96,8 +96,9 @@ func JudgeRegions(now time.Time, own string, zones []ZoneReading, probes map[str
 // Name is a name this cluster publishes into a zone with failover settings, for a route whose
 // DNSPolicy lists stand-ins.
 type Name struct {
-	// Controller is the zone's ExternalDNS controller; Hostname the name (the route's CNAME).
-	Controller, Hostname string
+	// Controller is the zone's ExternalDNS controller; Hostname the name (the route's CNAME);
+	// Namespace the route's namespace.
+	Controller, Hostname, Namespace string
 	// StandIns are the policy's stand-in regions, in order.
 	StandIns []string
 }
@@ -106,9 +107,9 @@ type Name struct {
 // lost region's owner From to this cluster's owner To (Old replaced by New, TTL kept).
 type Pass struct {
 	Controller, Hostname, TXTName string
-	TTL                            uint32
-	Old, New                       string
-	From, To                       string
+	TTL                           uint32
+	Old, New                      string
+	From, To                      string
 	// Region is the lost region the name is taken from.
 	Region string
 }
@@ -116,8 +117,9 @@ type Pass struct {
 // Takeovers are the ownership writes this cluster (of region own) makes: every name it publishes
 // whose ownership record in the zone names the owner of a region judged Lost, when own is the
 // first serving stand-in of the name's policy. A name whose owner no heartbeat of the zone names,
-// or whose region is not Lost, or whose record set holds other than one ownership value, stays
-// where it is.
+// or whose region is not Lost, or whose record set holds other than one ownership value, or that
+// the lost region published from another namespace (another team's DNSEndpoint), stays where it
+// is.
 func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, names []Name) []Pass {
 	states := make(map[string]State, len(judged))
 	for region, j := range judged {
@@ -140,7 +142,8 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 			}
 			owner := OwnerOf(set.Values[0])
 			region := z.regionOf(owner)
-			if owner == "" || owner == z.Owner || region == "" || states[region] != Lost || StandIn(region, n.StandIns, states) != own {
+			if owner == "" || owner == z.Owner || region == "" || states[region] != Lost || StandIn(region, n.StandIns, states) != own ||
+				resourceNamespace(set.Values[0]) != n.Namespace {
 				continue
 			}
 			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {

@@ -39,7 +39,8 @@ func weuZone(mut ...func(*ZoneReading)) ZoneReading {
 
 func TestTakeovers(t *testing.T) {
 	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}, "frc": {State: Serving}}
-	api := Name{Controller: "external-dns-weu", Hostname: apiName + ".", StandIns: []string{"neu"}}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName + ".", Namespace: "myapp", StandIns: []string{"neu"}}
+	with := func(mut func(*Name)) []Name { n := api; mut(&n); return []Name{n} }
 	pass := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300,
 		Old: ownership(aks01Owner), New: ownership(aks02Owner), From: aks01Owner, To: aks02Owner, Region: "weu"}
 	tests := []struct {
@@ -52,10 +53,10 @@ func TestTakeovers(t *testing.T) {
 		{"the lost region's name passes to the first stand-in", lost, weuZone(), []Name{api}, []Pass{pass}},
 		{"unreachable, not lost: nothing moves", map[string]Judgement{"weu": {State: Unreachable}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
 		{"serving: nothing moves", map[string]Judgement{"weu": {State: Serving}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
-		{"another stand-in comes first and serves", lost, weuZone(), []Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc", "neu"}}}, nil},
+		{"another stand-in comes first and serves", lost, weuZone(), with(func(n *Name) { n.StandIns = []string{"frc", "neu"} }), nil},
 		{"the first stand-in is lost too", map[string]Judgement{"weu": {State: Lost}, "frc": {State: Lost}, "neu": {State: Serving}}, weuZone(),
-			[]Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc", "neu"}}}, []Pass{pass}},
-		{"this region is not a stand-in of the policy", lost, weuZone(), []Name{{Controller: api.Controller, Hostname: apiName, StandIns: []string{"frc"}}}, nil},
+			with(func(n *Name) { n.StandIns = []string{"frc", "neu"} }), []Pass{pass}},
+		{"this region is not a stand-in of the policy", lost, weuZone(), with(func(n *Name) { n.StandIns = []string{"frc"} }), nil},
 		{"already this cluster's", lost, weuZone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}} }), []Name{api}, nil},
 		{"an owner no heartbeat names is nobody's to judge", lost, weuZone(func(z *ZoneReading) {
 			z.TXT[apiTXT] = TXTSet{Values: []string{ownership("external-dns-weu-manual")}}
@@ -69,8 +70,9 @@ func TestTakeovers(t *testing.T) {
 			delete(z.TXT, apiTXT)
 			z.TXT["weu-p-"+apiName] = TXTSet{Values: []string{ownership(aks01Owner)}, TTL: 300}
 		}), []Name{api}, []Pass{func() Pass { p := pass; p.TXTName = "weu-p-" + apiName; return p }()}},
-		{"a name in another zone", lost, weuZone(), []Name{{Controller: "external-dns-neu", Hostname: apiName, StandIns: []string{"neu"}}}, nil},
+		{"a name in another zone", lost, weuZone(), with(func(n *Name) { n.Controller = "external-dns-neu" }), nil},
 		{"no name published here under a failover policy", lost, weuZone(), nil, nil},
+		{"the lost region published it from another namespace: another team's name", lost, weuZone(), with(func(n *Name) { n.Namespace = "other-team" }), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
