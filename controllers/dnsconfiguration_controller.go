@@ -27,9 +27,16 @@ type DNSConfigurationReconciler struct {
 	APIs *OptionalAPIs
 	// Zones count the routes of each verified zone by state (nil: none are counted).
 	Zones zoneCounter
+	// Failover is regional failover's view of the other regions (nil: none is reported).
+	Failover regionViews
 	// VerificationRefresh is how often they are counted again while a zone is verified: the
 	// counts change with every check of every route, too often to be written on each.
 	VerificationRefresh time.Duration
+}
+
+// regionViews is regional failover's view of the other regions (Failover).
+type regionViews interface {
+	Regions() []clusterv1alpha1.RegionFailoverStatus
 }
 
 // zoneCounter counts a zone's routes by their state there (verify.Tracker).
@@ -55,6 +62,9 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// deletions, a Normal event when it no longer does: plan.StatusEvents).
 	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
 	cfg.Status.Verification, cfg.Status.VerificationSummary = plan.ZoneVerification(cfg, r.countZone)
+	if r.Failover != nil {
+		cfg.Status.Failover = r.Failover.Regions()
+	}
 	// Looked at again once every held deletion has had its turn, so that the condition clears
 	// even when the last of them needed no reconcile (its object was deleted by someone else),
 	// and while zones are verified, to count them again.
@@ -74,7 +84,7 @@ func (r *DNSConfigurationReconciler) countZone(controller string) verify.ZoneCou
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API
 // appearing, and the mass-deletion guard tripping or settling.
-func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager, guardChanges <-chan event.GenericEvent) error {
+func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager, guardChanges, failoverChanges <-chan event.GenericEvent) error {
 	singleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}}}
 	})
@@ -83,5 +93,6 @@ func (r *DNSConfigurationReconciler) SetupWithManager(mgr ctrl.Manager, guardCha
 		For(&clusterv1alpha1.DNSConfiguration{}).
 		WatchesRawSource(apiChanges(r.APIs, singleton)).
 		WatchesRawSource(source.Channel(guardChanges, singleton)).
+		WatchesRawSource(source.Channel(failoverChanges, singleton)).
 		Complete(metrics.Instrument("dnsconfiguration", r))
 }

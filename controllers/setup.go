@@ -106,14 +106,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(zones); err != nil {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
+	fo := newFailover(mgr.GetClient(), recorder)
+	if err := mgr.Add(fo); err != nil {
+		return fmt.Errorf("adding regional failover: %w", err)
+	}
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
 		{"clusteridentity", (&ClusterIdentityReconciler{base: b}).SetupWithManager},
 		{"dnsconfiguration", func(mgr ctrl.Manager) error {
-			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker,
-				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges)
+			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker, Failover: fo,
+				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges, fo.changes)
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,

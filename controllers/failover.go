@@ -1,0 +1,519 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/zonewriter"
+)
+
+// Regional failover (docs/ARCHITECTURE.md#regional-failover-design): the leader refreshes this
+// cluster's heartbeat in every zone with failover settings, reads those zones, probes the other
+// regions' gateways, judges them (internal/failover) and, for a region judged Lost, passes the
+// ownership of the names this cluster stands in for to its own ExternalDNS instances. Nothing
+// happens without a zone with failover settings, and nothing moves for a route whose DNSPolicy
+// lists no stand-ins: the seed's model is untouched. What it concludes is reported through the
+// DNSConfiguration's status (its reconciler reads Regions) and Events.
+
+// Defaults of DNSConfiguration.spec.failover.
+const (
+	defaultProbePort         = 443
+	defaultProbeInterval     = 5 * time.Second
+	defaultHeartbeatInterval = 10 * time.Second
+	// probeTimeout bounds one TCP connection attempt to a gateway address.
+	probeTimeout = 2 * time.Second
+)
+
+// zoneIO reads and writes one zone for failover (internal/zonewriter).
+type zoneIO interface {
+	Read(ctx context.Context) (failover.ZoneReading, error)
+	WriteHeartbeat(ctx context.Context, cluster, region, value string) error
+	Pass(ctx context.Context, p failover.Pass) error
+}
+
+type rfc2136IO struct{ zonewriter.RFC2136 }
+
+func (z rfc2136IO) Pass(ctx context.Context, p failover.Pass) error {
+	return z.PassOwnership(ctx, p.TXTName, p.TTL, p.Old, p.New)
+}
+
+type azureIO struct{ *zonewriter.AzurePrivateDNS }
+
+func (z azureIO) Pass(ctx context.Context, p failover.Pass) error {
+	return z.PassOwnership(ctx, p.TXTName, p.Old, p.New)
+}
+
+// failoverZone is a zone with failover settings, as this cluster takes part in it.
+type failoverZone struct {
+	controller, region string
+	settings           clusterv1alpha1.ZoneFailover
+	io                 zoneIO
+}
+
+// regionView is what this cluster concludes of another region, kept between rounds.
+type regionView struct {
+	judgement failover.Judgement
+	since     time.Time
+	probes    failover.Probes
+	// taken counts the names this leader passed from the region, by zone, since it started
+	// leading (the zones say who owns each name now; this is the leader's own record of what it
+	// did, for status).
+	taken map[string]int32
+}
+
+// Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
+// Changes wakes it when they change.
+type Failover struct {
+	reader   client.Reader
+	recorder events.EventRecorder
+	changes  chan event.GenericEvent
+	// probe connects to a gateway address (host:port); nil error when it answered.
+	probe func(ctx context.Context, address string) error
+	now   func() time.Time
+
+	mu       sync.Mutex
+	regions  map[string]*regionView
+	lastBeat time.Time
+	ios      map[string]cachedIO
+}
+
+type cachedIO struct {
+	key string
+	io  zoneIO
+}
+
+func newFailover(reader client.Reader, recorder events.EventRecorder) *Failover {
+	return &Failover{reader: reader, recorder: recorder, changes: make(chan event.GenericEvent, 1),
+		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}}
+}
+
+// dialProbe is a probe of a gateway's data plane: the listener accepts a TCP connection.
+func dialProbe(ctx context.Context, address string) error {
+	d := net.Dialer{Timeout: probeTimeout}
+	conn, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// NeedLeaderElection: only the leader writes heartbeats and takes names.
+func (f *Failover) NeedLeaderElection() bool { return true }
+
+// Start runs a round every probe interval until ctx ends.
+func (f *Failover) Start(ctx context.Context) error {
+	for {
+		interval := f.round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Regions is this cluster's view of the other regions, for the DNSConfiguration's status.
+func (f *Failover) Regions() []clusterv1alpha1.RegionFailoverStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []clusterv1alpha1.RegionFailoverStatus
+	for region, v := range f.regions {
+		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.judgement.State), Reason: v.judgement.Reason,
+			Message: truncate(v.judgement.Message, 1024), Since: &metav1.Time{Time: v.since.Truncate(time.Second)}}
+		for controller, n := range v.taken {
+			st.Taken = append(st.Taken, clusterv1alpha1.ZoneTakeover{Controller: controller, Names: n})
+		}
+		slices.SortFunc(st.Taken, func(a, b clusterv1alpha1.ZoneTakeover) int { return strings.Compare(a.Controller, b.Controller) })
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b clusterv1alpha1.RegionFailoverStatus) int { return strings.Compare(a.Region, b.Region) })
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// round is one pass: heartbeat when due, read the zones, probe, judge, take over. It returns the
+// time until the next.
+func (f *Failover) round(ctx context.Context) time.Duration {
+	log := ctrl.Log.WithName("failover")
+	cfg, err := getConfiguration(ctx, f.reader)
+	if err != nil {
+		log.Error(err, "reading the DNSConfiguration; nothing moves this round")
+		return defaultProbeInterval
+	}
+	identity, err := getIdentity(ctx, f.reader)
+	if err != nil || identity == nil || cfg == nil {
+		return defaultProbeInterval
+	}
+	s := failoverSettingsOf(cfg)
+	zones := f.zones(cfg, identity.Spec.Domain)
+	if len(zones) == 0 {
+		f.forget()
+		return s.probeInterval
+	}
+	own := identity.Spec.Region
+	targets, addresses, err := f.ownGateways(ctx, zones)
+	if err != nil {
+		log.Error(err, "listing this cluster's gateway address DNSEndpoints; nothing moves this round")
+		return s.probeInterval
+	}
+	now := f.now()
+	if now.Sub(f.lastBeat) >= s.heartbeatInterval {
+		answers := len(addresses) == 0 || f.anyAnswers(ctx, addresses, s.probePort)
+		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, now)
+	}
+	readings := f.read(ctx, zones)
+	probes := f.probeRegions(ctx, own, readings, s.probePort)
+	judged := failover.JudgeRegions(now, own, readings, probes, s.judge)
+	names, err := f.standInNames(ctx, zones)
+	if err != nil {
+		log.Error(err, "listing the names this cluster stands in for; nothing moves this round")
+		names = nil
+	}
+	passes := failover.Takeovers(own, judged, readings, names)
+	taken := f.pass(ctx, cfg, zones, passes)
+	if f.remember(now, own, judged, taken, cfg) {
+		select {
+		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
+		default:
+		}
+	}
+	return s.probeInterval
+}
+
+// settings of one round, from DNSConfiguration.spec.failover.
+type roundSettings struct {
+	probePort                        string
+	probeInterval, heartbeatInterval time.Duration
+	judge                            failover.Settings
+}
+
+func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
+	s := roundSettings{probePort: strconv.Itoa(defaultProbePort), probeInterval: defaultProbeInterval,
+		heartbeatInterval: defaultHeartbeatInterval, judge: failover.DefaultSettings}
+	f := cfg.Spec.Failover
+	if f == nil {
+		return s
+	}
+	if f.ProbePort != nil {
+		s.probePort = strconv.Itoa(int(*f.ProbePort))
+	}
+	if f.ProbeInterval != nil && f.ProbeInterval.Duration > 0 {
+		s.probeInterval = f.ProbeInterval.Duration
+	}
+	if f.HeartbeatInterval != nil && f.HeartbeatInterval.Duration > 0 {
+		s.heartbeatInterval = f.HeartbeatInterval.Duration
+	}
+	if f.FailureThreshold != nil {
+		s.judge.FailureThreshold = int(*f.FailureThreshold)
+	}
+	if f.HeartbeatStaleAfter != nil && f.HeartbeatStaleAfter.Duration > 0 {
+		s.judge.HeartbeatStaleAfter = f.HeartbeatStaleAfter.Duration
+	}
+	return s
+}
+
+// zones are the zones with failover settings this cluster can read and write; a zone whose writer
+// cannot be built (an unreadable key file, an Azure configuration error) is left out this round
+// and logged.
+func (f *Failover) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) []failoverZone {
+	var out []failoverZone
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		if c.Failover == nil || c.Verification == nil {
+			continue
+		}
+		io, err := f.zoneIO(c, domain)
+		if err != nil {
+			ctrl.Log.WithName("failover").Error(err, "the zone takes no part in failover this round", "controller", c.Name)
+			continue
+		}
+		out = append(out, failoverZone{controller: c.Name, region: c.Region, settings: *c.Failover, io: io})
+	}
+	return out
+}
+
+// zoneIO builds (or reuses, while its settings stay the same) the reader and writer of a zone. An
+// RFC 2136 zone's apex is verification.transferZone, or the cluster's domain.
+func (f *Failover) zoneIO(c clusterv1alpha1.ExternalDNSController, domain string) (zoneIO, error) {
+	v := c.Verification
+	if a := v.AzurePrivateDNS; a != nil {
+		key := fmt.Sprintf("%+v", *a)
+		if cached, ok := f.ios[c.Name]; ok && cached.key == key {
+			return cached.io, nil
+		}
+		w, err := zonewriter.NewAzurePrivateDNS(*azureZoneOf(a), nil)
+		if err != nil {
+			return nil, err
+		}
+		f.ios[c.Name] = cachedIO{key, azureIO{w}}
+		return azureIO{w}, nil
+	}
+	if len(v.Nameservers) == 0 {
+		return nil, errors.New("failover needs the zone's primary: verification.nameservers")
+	}
+	w := zonewriter.RFC2136{Server: v.Nameservers[0], Zone: cmp.Or(v.TransferZone, domain)}
+	if v.Timeout != nil {
+		w.Timeout = v.Timeout.Duration
+	}
+	if k := c.Failover.TSIG; k != nil {
+		secret, err := os.ReadFile(k.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the TSIG secret of zone %s: %w", c.Name, err)
+		}
+		w.TSIGName, w.TSIGAlgorithm, w.TSIGSecret = k.KeyName, cmp.Or(k.Algorithm, "hmac-sha256"), strings.TrimSpace(string(secret))
+	}
+	return rfc2136IO{w}, nil
+}
+
+// ownGateways are this cluster's gateway target hostnames and their load balancer addresses, from
+// the address DNSEndpoints of the zones with failover settings.
+func (f *Failover) ownGateways(ctx context.Context, zones []failoverZone) (targets, addresses []string, err error) {
+	for _, z := range zones {
+		list := &externaldnsv1alpha1.DNSEndpointList{}
+		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller}); err != nil {
+			return nil, nil, err
+		}
+		for _, ep := range list.Items {
+			if _, ok := desired.IngressOfLabels(ep.Labels); !ok {
+				continue
+			}
+			for _, e := range ep.Spec.Endpoints {
+				if !slices.Contains(targets, e.DNSName) {
+					targets = append(targets, e.DNSName)
+				}
+				for _, a := range e.Targets {
+					if !slices.Contains(addresses, a) {
+						addresses = append(addresses, a)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(targets)
+	slices.Sort(addresses)
+	return targets, addresses, nil
+}
+
+// anyAnswers probes the addresses at port; true when one answers.
+func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port string) bool {
+	results := make(chan error, len(addresses))
+	for _, a := range addresses {
+		go func() { results <- f.probe(ctx, net.JoinHostPort(a, port)) }()
+	}
+	answered := false
+	for range addresses {
+		if <-results == nil {
+			answered = true
+		}
+	}
+	return answered
+}
+
+// heartbeat writes this cluster's heartbeat into every zone.
+func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers bool, targets []string, now time.Time) {
+	ok := true
+	for _, z := range zones {
+		value := failover.HeartbeatValue(now, answers, z.settings.OwnerID, targets)
+		if err := z.io.WriteHeartbeat(ctx, cluster, region, value); err != nil {
+			ok = false
+			ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller)
+		}
+	}
+	if ok {
+		f.lastBeat = now
+	}
+}
+
+// read reads every zone; a zone that cannot be read counts as not read.
+func (f *Failover) read(ctx context.Context, zones []failoverZone) []failover.ZoneReading {
+	out := make([]failover.ZoneReading, len(zones))
+	var wg sync.WaitGroup
+	for i, z := range zones {
+		wg.Go(func() {
+			r, err := z.io.Read(ctx)
+			if err != nil {
+				ctrl.Log.WithName("failover").V(1).Info("the zone could not be read; it says nothing this round", "controller", z.controller, "error", err.Error())
+				r = failover.ZoneReading{}
+			}
+			r.Controller, r.Owner, r.TXTPrefix = z.controller, z.settings.OwnerID, z.settings.TXTPrefix
+			out[i] = r
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// probeRegions probes every other region's gateway addresses, as the zones publish them, and
+// counts the run of failures or successes. A region with no address to probe is not counted
+// either way: an unknown is not a failure.
+func (f *Failover) probeRegions(ctx context.Context, own string, readings []failover.ZoneReading, port string) map[string]failover.Probes {
+	out := map[string]failover.Probes{}
+	for _, region := range failover.Regions(own, readings) {
+		f.mu.Lock()
+		v := f.view(region)
+		p := v.probes
+		f.mu.Unlock()
+		addresses := failover.Addresses(region, readings)
+		switch {
+		case len(addresses) == 0:
+		case f.anyAnswers(ctx, addresses, port):
+			p = failover.Probes{Successes: p.Successes + 1}
+		default:
+			p = failover.Probes{Failures: p.Failures + 1}
+		}
+		f.mu.Lock()
+		v.probes = p
+		f.mu.Unlock()
+		out[region] = p
+	}
+	return out
+}
+
+// view is a region's view, created on first sight; f.mu is held.
+func (f *Failover) view(region string) *regionView {
+	v := f.regions[region]
+	if v == nil {
+		v = &regionView{taken: map[string]int32{}}
+		f.regions[region] = v
+	}
+	return v
+}
+
+// standInNames are the names this cluster publishes into the zones with failover settings for
+// routes whose namespace's DNSPolicy lists stand-ins.
+func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
+	standIns := map[string][]string{}
+	var out []failover.Name
+	for _, z := range zones {
+		list := &externaldnsv1alpha1.DNSEndpointList{}
+		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller}, client.HasLabels{naming.LabelServiceRoute}); err != nil {
+			return nil, err
+		}
+		for _, ep := range list.Items {
+			regions, known := standIns[ep.Namespace]
+			if !known {
+				p, err := policyInForce(ctx, f.reader, ep.Namespace)
+				if err != nil {
+					return nil, err
+				}
+				if p != nil && p.Spec.Failover != nil {
+					regions = p.Spec.Failover.StandIns
+				}
+				standIns[ep.Namespace] = regions
+			}
+			if len(regions) == 0 {
+				continue
+			}
+			for _, e := range ep.Spec.Endpoints {
+				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, StandIns: regions})
+			}
+		}
+	}
+	return out, nil
+}
+
+// pass writes the ownership passes; it returns how many succeeded, by lost region and zone. A
+// pass refused because the value changed (another stand-in was first, or the owner wrote it) is
+// no error: the zone says who owns it now.
+func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass) map[string]map[string]int32 {
+	ios := map[string]zoneIO{}
+	for _, z := range zones {
+		ios[z.controller] = z.io
+	}
+	out := map[string]map[string]int32{}
+	for _, p := range passes {
+		err := ios[p.Controller].Pass(ctx, p)
+		switch {
+		case errors.Is(err, zonewriter.ErrChanged):
+			continue
+		case err != nil:
+			ctrl.Log.WithName("failover").Error(err, "passing a name's ownership", "controller", p.Controller, "name", p.Hostname)
+			continue
+		}
+		if out[p.Region] == nil {
+			out[p.Region] = map[string]int32{}
+		}
+		out[p.Region][p.Controller]++
+		f.recorder.Eventf(cfg, nil, "Warning", "NameTakenOver", "Failover",
+			"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster", p.Hostname, p.Controller, p.From, p.Region, p.To)
+	}
+	return out
+}
+
+// remember records the round's judgements and takeovers; it reports whether the status changes.
+func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement,
+	taken map[string]map[string]int32, cfg *clusterv1alpha1.DNSConfiguration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	changed := false
+	for region, j := range judged {
+		if region == own {
+			continue
+		}
+		v := f.view(region)
+		if v.judgement.State != j.State || v.judgement.Reason != j.Reason {
+			changed = true
+			if v.judgement.State != "" {
+				f.recorder.Eventf(cfg, nil, eventType(j.State), "Region"+string(j.State), "Failover", "region %s: %s (%s): %s", region, j.State, j.Reason, j.Message)
+			}
+			v.since = now
+		}
+		v.judgement = j
+		for controller, n := range taken[region] {
+			v.taken[controller] += n
+			changed = true
+		}
+	}
+	for region := range f.regions {
+		if _, ok := judged[region]; !ok {
+			delete(f.regions, region)
+			changed = true
+		}
+	}
+	return changed
+}
+
+func eventType(s failover.State) string {
+	if s == failover.Serving {
+		return "Normal"
+	}
+	return "Warning"
+}
+
+// forget drops every view when no zone has failover settings.
+func (f *Failover) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.regions) > 0 {
+		f.regions = map[string]*regionView{}
+		select {
+		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
+		default:
+		}
+	}
+}
