@@ -55,6 +55,9 @@ type ExternalDNSOptions struct {
 	// then publishes nothing until each of its DNSEndpoints changes again. Only the test that
 	// shows this sets it.
 	AnnotationFilterOnly bool
+	// TSIG, when set, signs the updates and transfers with the key (ForBind sets it for a zone that
+	// takes only signed updates) instead of --rfc2136-insecure.
+	TSIG *TSIGKey
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
 	// Args, when set, is the whole command line but --kubeconfig and --metrics-address, which the
@@ -71,7 +74,7 @@ type ExternalDNSOptions struct {
 
 // ForBind fills DNSPort and Zone from a BIND server.
 func (o ExternalDNSOptions) ForBind(b *BindServer) ExternalDNSOptions {
-	o.DNSPort, o.Zone = b.Port, b.Zone
+	o.DNSPort, o.Zone, o.TSIG = b.Port, b.Zone, b.TSIG
 	return o
 }
 
@@ -158,6 +161,11 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 	if err != nil {
 		return nil, err
 	}
+	security := []string{"--rfc2136-insecure"}
+	if k := opts.TSIG; k != nil {
+		security = []string{"--rfc2136-tsig-keyname=" + k.Name, "--rfc2136-tsig-secret=" + k.Secret,
+			"--rfc2136-tsig-secret-alg=" + k.Algorithm, "--rfc2136-tsig-axfr"}
+	}
 	args := []string{
 		"--source=crd",
 		"--crd-source-apiversion=externaldns.k8s.io/v1alpha1",
@@ -166,7 +174,6 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 		"--rfc2136-host=127.0.0.1",
 		"--rfc2136-port=" + strconv.Itoa(opts.DNSPort),
 		"--rfc2136-zone=" + opts.Zone,
-		"--rfc2136-insecure",
 		// Without zone transfers the rfc2136 provider cannot list records, so it could never
 		// update or delete (ExternalDNS warns it then behaves as create-only).
 		"--rfc2136-axfr",
@@ -179,6 +186,7 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 		"--metrics-address=127.0.0.1:" + strconv.Itoa(port),
 		"--log-level=" + opts.LogLevel,
 	}
+	args = append(args, security...)
 	if !opts.AnnotationFilterOnly {
 		args = append(args, "--label-filter="+naming.LabelController+"="+opts.Name)
 	}
