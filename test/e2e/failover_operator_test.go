@@ -69,7 +69,9 @@ type failoverMember struct {
 	edOpts                       framework.ExternalDNSOptions
 }
 
-func (m *failoverMember) target() string { return m.cluster + "-" + m.region + "-internal." + worldDomain }
+func (m *failoverMember) target() string {
+	return m.cluster + "-" + m.region + "-internal." + worldDomain
+}
 
 // TestFailover_OperatorTakesOverALostRegion runs regional failover as it ships, with the real
 // ExternalDNS and BIND (a zone that takes only TSIG-signed updates) and both clusters' operators:
