@@ -23,6 +23,7 @@ import (
 var stateMetrics = []string{
 	ClusterIdentityInfoName, ResourcesName, LongestNotReadyName, ConflictsName, DNSRecordsName,
 	ActiveDNSPoliciesName, DNSPolicyActiveControllersName, IstioGatewayHostsName, ZoneRoutesName,
+	FailoverRegionStateName, FailoverActiveName,
 }
 
 // collectTimeout bounds the cache reads of one scrape.

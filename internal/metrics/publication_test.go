@@ -35,3 +35,22 @@ func TestState_RoutesByZoneState(t *testing.T) {
 		"external-dns-neu,Published": 0, "external-dns-neu,Pending": 1, "external-dns-neu,Drifted": 1, "external-dns-neu,Unreachable": 0, "external-dns-neu,Unverified": 0,
 	}, got, "every state of every zone is exported, 0 included, so that alerts and dashboards see 0 rather than no data")
 }
+
+func TestState_FailoverFromTheDNSConfigurationsStatus(t *testing.T) {
+	cfg := clusterv1alpha1.DNSConfiguration{Status: clusterv1alpha1.DNSConfigurationStatus{Failover: []clusterv1alpha1.RegionFailoverStatus{
+		{Region: "weu", State: "Lost", Taken: []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-weu", Names: 12}, {Controller: "external-dns-frc", Names: 3}}},
+		{Region: "frc", State: "Unreachable"},
+	}}}
+	identity := clusterv1alpha1.ClusterIdentity{Spec: clusterv1alpha1.ClusterIdentitySpec{Region: "neu"}}
+	got := map[string]float64{}
+	for _, sample := range (State{Configurations: pointers(cfg), Identities: pointers(identity)}).Samples(time.Now()) {
+		if sample.Name == FailoverRegionStateName || sample.Name == FailoverActiveName {
+			got[sample.Name+"{"+strings.Join(sample.Labels, ",")+"}"] = sample.Value
+		}
+	}
+	assert.Equal(t, map[string]float64{
+		"service_router_failover_region_state{weu,Serving}": 0, "service_router_failover_region_state{weu,Unreachable}": 0, "service_router_failover_region_state{weu,Lost}": 1,
+		"service_router_failover_region_state{frc,Serving}": 0, "service_router_failover_region_state{frc,Unreachable}": 1, "service_router_failover_region_state{frc,Lost}": 0,
+		"service_router_failover_active{external-dns-weu,weu,neu}": 12, "service_router_failover_active{external-dns-frc,weu,neu}": 3,
+	}, got)
+}

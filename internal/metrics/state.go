@@ -89,6 +89,9 @@ func (s State) Samples(now time.Time) []Sample {
 	add(s.activeControllers(), DNSPolicyActiveControllersName)
 	add(s.istioHosts(), IstioGatewayHostsName)
 	add(s.zoneRoutes(), ZoneRoutesName)
+	regions, takeovers := s.failover()
+	add(regions, FailoverRegionStateName)
+	add(takeovers, FailoverActiveName)
 	for _, ci := range s.Identities {
 		out = append(out, Sample{Name: ClusterIdentityInfoName, Value: 1,
 			Labels: []string{ci.Spec.Region, ci.Spec.Cluster, ci.Spec.EnvironmentLetter, ci.Spec.Domain}})

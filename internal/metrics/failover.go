@@ -1,0 +1,29 @@
+package metrics
+
+// failoverStates are the values of the state label of service_router_failover_region_state.
+var failoverStates = []string{"Serving", "Unreachable", "Lost"}
+
+// failover reads regional failover from the DNSConfiguration's status: each other region's state
+// (1 for the current one, 0 for the others) and the names taken from it, by zone.
+func (s State) failover() (regions, active map[string]float64) {
+	regions, active = map[string]float64{}, map[string]float64{}
+	own := ""
+	for _, ci := range s.Identities {
+		own = ci.Spec.Region
+	}
+	for _, cfg := range s.Configurations {
+		for _, r := range cfg.Status.Failover {
+			for _, state := range failoverStates {
+				v := 0.0
+				if state == r.State {
+					v = 1
+				}
+				regions[key(r.Region, state)] = v
+			}
+			for _, z := range r.Taken {
+				active[key(z.Controller, r.Region, own)] = float64(z.Names)
+			}
+		}
+	}
+	return regions, active
+}
