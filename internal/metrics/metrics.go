@@ -102,14 +102,14 @@ var Definitions = []Definition{
 	{VerificationQueriesName, "counter",
 		"Requests made to verify publication: DNS queries to the zones' name servers or resolvers, and for Azure Private DNS zones the pages of Resource Manager listings, by outcome: answered, timeout, throttled (Resource Manager's 429) or error (refused, SERVFAIL, not authoritative, network error, other HTTP errors).",
 		[]string{"external_dns_controller", "outcome"}},
+	{EventsDroppedName, "counter",
+		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},
 	{FailoverRegionStateName, "gauge",
 		"Regional failover: 1 for the state this cluster concludes of another region (Serving, Unreachable: its gateway does not answer here but the zones say it is alive; Lost: the zones agree), 0 for the others (the DNSConfiguration's status.failover). Absent without a zone with failover settings.",
 		[]string{"region", "state"}},
 	{FailoverActiveName, "gauge",
 		"Regional failover: names this cluster took over in the zone of the ExternalDNS controller from the lost region `from`, serving them from its own region `to` (status.failover[].taken). Above 0 means a failover happened.",
 		[]string{"zone", "from", "to"}},
-	{EventsDroppedName, "counter",
-		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with

@@ -37,7 +37,11 @@ func TestState_RoutesByZoneState(t *testing.T) {
 }
 
 func TestState_FailoverFromTheDNSConfigurationsStatus(t *testing.T) {
-	cfg := clusterv1alpha1.DNSConfiguration{Status: clusterv1alpha1.DNSConfigurationStatus{Failover: []clusterv1alpha1.RegionFailoverStatus{
+	cfg := clusterv1alpha1.DNSConfiguration{Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
+		{Name: "external-dns-weu", Failover: &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-weu-aks02"}},
+		{Name: "external-dns-frc", Failover: &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-frc-aks02"}},
+		{Name: "external-dns-neu"},
+	}}, Status: clusterv1alpha1.DNSConfigurationStatus{Failover: []clusterv1alpha1.RegionFailoverStatus{
 		{Region: "weu", State: "Lost", Taken: []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-weu", Names: 12}, {Controller: "external-dns-frc", Names: 3}}},
 		{Region: "frc", State: "Unreachable"},
 	}}}
@@ -52,5 +56,6 @@ func TestState_FailoverFromTheDNSConfigurationsStatus(t *testing.T) {
 		"service_router_failover_region_state{weu,Serving}": 0, "service_router_failover_region_state{weu,Unreachable}": 0, "service_router_failover_region_state{weu,Lost}": 1,
 		"service_router_failover_region_state{frc,Serving}": 0, "service_router_failover_region_state{frc,Unreachable}": 1, "service_router_failover_region_state{frc,Lost}": 0,
 		"service_router_failover_active{external-dns-weu,weu,neu}": 12, "service_router_failover_active{external-dns-frc,weu,neu}": 3,
-	}, got)
+		"service_router_failover_active{external-dns-weu,frc,neu}": 0, "service_router_failover_active{external-dns-frc,frc,neu}": 0,
+	}, got, "every zone with failover settings, for every region known, 0 included")
 }

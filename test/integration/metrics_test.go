@@ -18,7 +18,9 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/failover"
 )
 
 // controllerNames are the six controllers, as their metrics label them.
@@ -41,6 +43,10 @@ func TestMetrics_Scenario(t *testing.T) {
 		f.hostname("admin", "example.com")+". 300 IN CNAME aks01-weu-public.example.com.",
 		"aks01-weu-internal.example.com. 300 IN A 10.123.45.67", "aks01-weu-public.example.com. 300 IN A 10.123.45.67")
 	f.setVerifiedControllers([]string{"weu", "neu"}, map[string]string{"weu": weuZone.Addr})
+	// Regional failover in the weu zone: aks02 (neu) beats there; no address of its gateway is
+	// published, so nothing is probed and it stays Serving.
+	weuZone.Set(`_router-heartbeat.aks02.neu.example.com. 10 IN TXT "` + failover.HeartbeatValue(time.Now(), true, "external-dns-weu-aks02", nil) + `"`)
+	f.setFailover("weu", &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-weu-aks01", TXTPrefix: "weu-d-"})
 	noLB := "nolb-" + f.controller
 
 	// Objects of others, under names the operator wants: a route's DNSEndpoint, a gateway entry
@@ -125,10 +131,15 @@ func TestMetrics_Scenario(t *testing.T) {
 		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Drifted"}`:     0,
 		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Unreachable"}`: 0,
 		`service_router_zone_routes{external_dns_controller="external-dns-neu",state="Unverified"}`:  0,
+		// aks02 of region neu, known from its heartbeat in the weu zone.
+		`service_router_failover_region_state{region="neu",state="Serving"}`:          1,
+		`service_router_failover_region_state{region="neu",state="Unreachable"}`:      0,
+		`service_router_failover_region_state{region="neu",state="Lost"}`:             0,
+		`service_router_failover_active{from="neu",to="weu",zone="external-dns-weu"}`: 0,
 	}
 	state := []string{"service_router_resources", "service_router_conflicts", "service_router_cluster_identity_info",
 		"service_router_active_dnspolicies", "service_router_dnspolicy_active_controllers", "service_router_dns_records",
-		"service_router_istio_gateway_hosts", "service_router_zone_routes"}
+		"service_router_istio_gateway_hosts", "service_router_zone_routes", "service_router_failover_region_state", "service_router_failover_active"}
 	var families []*dto.MetricFamily
 	waitFor(t, "the state metrics", func() string {
 		families = gather(t)

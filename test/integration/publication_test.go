@@ -55,6 +55,23 @@ func (f *fixture) setVerifiedControllers(regions []string, nameservers map[strin
 	require.NoError(f.t, err)
 }
 
+// setFailover gives the controller of region failover settings.
+func (f *fixture) setFailover(region string, settings *clusterv1alpha1.ZoneFailover) {
+	f.t.Helper()
+	require.NoError(f.t, retryOnConflict(func() error {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+			return err
+		}
+		for i, c := range cfg.Spec.ExternalDNSControllers {
+			if c.Region == region {
+				cfg.Spec.ExternalDNSControllers[i].Failover = settings
+			}
+		}
+		return env.Client.Update(f.ctx, cfg)
+	}))
+}
+
 // setResolvers makes the zone of region be checked through the recursive resolver at addr.
 func (f *fixture) setResolvers(region, addr string) {
 	f.t.Helper()
