@@ -175,11 +175,27 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 		{"Gateway bare Istio hosts only with the classic backend", namespaced("Gateway", "gw", "\n  controller: ingress\n  targetPostfix: internal\n  credentialName: cert\n  backend: GatewayAPI\n  istioHostFormat: Bare"),
 			[]string{"istioHostFormat Bare applies to the IstioGateway backend only"}},
 
+		{"DNSConfiguration failover needs verification", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, failover: {ownerID: external-dns-weu-aks01}}"),
+			[]string{"spec.externalDNSControllers[0].failover", "failover reads the zone through its verification settings"}},
+		{"DNSConfiguration failover TSIG needs nameservers", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {resolvers: [\"10.0.0.1:53\"]}, failover: {ownerID: o, tsig: {keyName: k, secretFile: /etc/k}}}"),
+			[]string{"spec.externalDNSControllers[0].failover.tsig", "set verification.nameservers"}},
+		{"DNSConfiguration failover TSIG secret is a path", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.1:53\"]}, failover: {ownerID: o, tsig: {keyName: k, secretFile: k.secret}}}"),
+			[]string{"spec.externalDNSControllers[0].failover.tsig.secretFile", "secretFile must be an absolute path"}},
+		{"DNSConfiguration failover owner ID required", dnsConfiguration("dns-config", "\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.1:53\"]}, failover: {txtPrefix: weu-p-}}"),
+			[]string{"spec.externalDNSControllers[0].failover.ownerID", "Required value"}},
+		{"DNSConfiguration heartbeat goes stale after its interval", dnsConfiguration("dns-config", "\n  failover: {heartbeatInterval: 30s}\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"spec.failover", "heartbeatStaleAfter must exceed heartbeatInterval"}},
 		// DNSPolicy
 		{"DNSPolicy mode required", namespaced("DNSPolicy", "p", "\n  sourceRegion: weu"),
 			[]string{"spec.mode", "Required value"}},
 		{"DNSPolicy mode Active or RegionBound", namespaced("DNSPolicy", "p", "\n  mode: Passive"),
 			[]string{"spec.mode", `Unsupported value: "Passive"`, `"Active", "RegionBound"`}},
+		{"DNSPolicy stand-ins unique", namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: [neu, neu]}"),
+			[]string{"spec.failover.standIns", "standIns must not repeat a region"}},
+		{"DNSPolicy stand-ins are region names", namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: [North_EU]}"),
+			[]string{"spec.failover.standIns[0]", "each stand-in must be a region name"}},
+		{"DNSPolicy failover names a stand-in", namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: []}"),
+			[]string{"spec.failover.standIns", "should have at least 1 items"}},
 		{"DNSPolicy RegionBound requires sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound"),
 			[]string{"spec.sourceRegion", "sourceRegion is required in RegionBound mode"}},
 		{"DNSPolicy RegionBound requires non-empty sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: \"\""),
@@ -238,6 +254,11 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  sourceCluster: vec-weu-p-aks01"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  sourceCluster: \"\""),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 30"),
+		namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: [neu, frc, a, b, c, d, e, \"f-1\"]}"),
+		dnsConfiguration("dns-config", "\n  failover: {probePort: 65535, probeInterval: 1s, failureThreshold: 20, heartbeatInterval: 1s, heartbeatStaleAfter: 2s}\n  externalDNSControllers:\n"+
+			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"]}, failover: {ownerID: external-dns-weu-aks01, txtPrefix: weu-p-,"+
+			" tsig: {keyName: externaldns-weu, algorithm: hmac-sha512, secretFile: /etc/service-router/tsig/weu}}}\n"+
+			"    - {name: external-dns-neu, region: neu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg, zoneName: x}}, failover: {ownerID: Owner_1.x}}"),
 		dnsConfiguration("dns-config", "\n  recordTTL: 86400\n  recordTTLBounds: {min: 30, max: 86400}\n  externalDNSControllers:\n"+
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\", \"ns1.example.com:5353\", \"[fd00::53]:53\"], timeout: 100ms}}\n"+
 			"    - {name: external-dns-neu, region: neu, verification: {nameservers: [\"10.1.0.53:65535\"], timeout: 30s, transferZone: example.com.}}\n"+
