@@ -21,6 +21,7 @@ import (
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -75,10 +76,6 @@ type regionView struct {
 	judgement failover.Judgement
 	since     time.Time
 	probes    failover.Probes
-	// taken counts the names this leader passed from the region, by zone, since it started
-	// leading (the zones say who owns each name now; this is the leader's own record of what it
-	// did, for status).
-	taken map[string]int32
 }
 
 // Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
@@ -91,10 +88,17 @@ type Failover struct {
 	probe func(ctx context.Context, address string) error
 	now   func() time.Time
 
-	mu       sync.Mutex
-	regions  map[string]*regionView
-	lastBeat time.Time
-	ios      map[string]cachedIO
+	mu      sync.Mutex
+	regions map[string]*regionView
+	// held are the names this leader took over that the zones still say are this cluster's
+	// (failover.Held): the leader's own record, for status; it starts empty when a leader starts.
+	held []failover.Pass
+	// own is the run of probes of this cluster's own gateway, healthySince when the current run
+	// of answers began (zero when the last probe failed or none was made).
+	own          failover.Probes
+	healthySince time.Time
+	lastBeat     time.Time
+	ios          map[string]cachedIO
 }
 
 type cachedIO struct {
@@ -140,7 +144,13 @@ func (f *Failover) Regions() []clusterv1alpha1.RegionFailoverStatus {
 	for region, v := range f.regions {
 		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.judgement.State), Reason: v.judgement.Reason,
 			Message: truncate(v.judgement.Message, 1024), Since: &metav1.Time{Time: v.since.Truncate(time.Second)}}
-		for controller, n := range v.taken {
+		taken := map[string]int32{}
+		for _, p := range f.held {
+			if p.Region == region {
+				taken[p.Controller]++
+			}
+		}
+		for controller, n := range taken {
 			st.Taken = append(st.Taken, clusterv1alpha1.ZoneTakeover{Controller: controller, Names: n})
 		}
 		slices.SortFunc(st.Taken, func(a, b clusterv1alpha1.ZoneTakeover) int { return strings.Compare(a.Controller, b.Controller) })
@@ -183,8 +193,9 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 		return s.probeInterval
 	}
 	now := f.now()
+	answers := len(addresses) == 0 || f.anyAnswers(ctx, addresses, s.probePort)
+	f.probedOwn(answers, now)
 	if now.Sub(f.lastBeat) >= s.heartbeatInterval {
-		answers := len(addresses) == 0 || f.anyAnswers(ctx, addresses, s.probePort)
 		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, now)
 	}
 	readings := f.read(ctx, zones)
@@ -195,9 +206,11 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 		log.Error(err, "listing the names this cluster stands in for; nothing moves this round")
 		names = nil
 	}
-	passes := failover.Takeovers(own, judged, readings, names)
-	taken := f.pass(ctx, cfg, zones, passes)
-	if f.remember(now, own, judged, taken, cfg) {
+	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, readings, names), "NameTakenOver",
+		"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster")
+	f.pass(ctx, cfg, zones, failover.Reclaims(own, failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), "NameTakenBack",
+		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
+	if f.remember(now, own, judged, readings, taken, cfg) {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
@@ -234,6 +247,9 @@ func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
 	}
 	if f.HeartbeatStaleAfter != nil && f.HeartbeatStaleAfter.Duration > 0 {
 		s.judge.HeartbeatStaleAfter = f.HeartbeatStaleAfter.Duration
+	}
+	if f.FailbackAfter != nil && f.FailbackAfter.Duration > 0 {
+		s.judge.FailbackAfter = f.FailbackAfter.Duration
 	}
 	return s
 }
@@ -360,7 +376,7 @@ func (f *Failover) read(ctx context.Context, zones []failoverZone) []failover.Zo
 				ctrl.Log.WithName("failover").V(1).Info("the zone could not be read; it says nothing this round", "controller", z.controller, "error", err.Error())
 				r = failover.ZoneReading{}
 			}
-			r.Controller, r.Owner, r.TXTPrefix = z.controller, z.settings.OwnerID, z.settings.TXTPrefix
+			r.Controller, r.Region, r.Owner, r.TXTPrefix = z.controller, z.region, z.settings.OwnerID, z.settings.TXTPrefix
 			out[i] = r
 		})
 	}
@@ -379,12 +395,8 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 		p := v.probes
 		f.mu.Unlock()
 		addresses := failover.Addresses(region, readings)
-		switch {
-		case len(addresses) == 0:
-		case f.anyAnswers(ctx, addresses, port):
-			p = failover.Probes{Successes: p.Successes + 1}
-		default:
-			p = failover.Probes{Failures: p.Failures + 1}
+		if len(addresses) > 0 {
+			p = p.After(f.anyAnswers(ctx, addresses, port))
 		}
 		f.mu.Lock()
 		v.probes = p
@@ -398,16 +410,20 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 func (f *Failover) view(region string) *regionView {
 	v := f.regions[region]
 	if v == nil {
-		v = &regionView{taken: map[string]int32{}}
+		v = &regionView{}
 		f.regions[region] = v
 	}
 	return v
 }
 
 // standInNames are the names this cluster publishes into the zones with failover settings for
-// routes whose namespace's DNSPolicy lists stand-ins.
+// routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback.
 func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
-	standIns := map[string][]string{}
+	type policyFailover struct {
+		standIns []string
+		failBack bool
+	}
+	policies := map[string]policyFailover{}
 	var out []failover.Name
 	for _, z := range zones {
 		list := &externaldnsv1alpha1.DNSEndpointList{}
@@ -415,37 +431,38 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 			return nil, err
 		}
 		for _, ep := range list.Items {
-			regions, known := standIns[ep.Namespace]
+			pf, known := policies[ep.Namespace]
 			if !known {
 				p, err := policyInForce(ctx, f.reader, ep.Namespace)
 				if err != nil {
 					return nil, err
 				}
 				if p != nil && p.Spec.Failover != nil {
-					regions = p.Spec.Failover.StandIns
+					pf = policyFailover{p.Spec.Failover.StandIns, p.Spec.Failover.Failback == routingv1alpha1.FailbackAutomatic}
 				}
-				standIns[ep.Namespace] = regions
+				policies[ep.Namespace] = pf
 			}
-			if len(regions) == 0 {
+			if len(pf.standIns) == 0 {
 				continue
 			}
 			for _, e := range ep.Spec.Endpoints {
-				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, StandIns: regions})
+				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, StandIns: pf.standIns, FailBack: pf.failBack})
 			}
 		}
 	}
 	return out, nil
 }
 
-// pass writes the ownership passes; it returns how many succeeded, by lost region and zone. A
-// pass refused because the value changed (another stand-in was first, or the owner wrote it) is
+// pass writes the ownership passes, each announced by an Event of reason on the DNSConfiguration
+// (note formats the name, zone, old owner, region and new owner); it returns those that succeeded.
+// A pass refused because the value changed (another stand-in was first, or the owner wrote it) is
 // no error: the zone says who owns it now.
-func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass) map[string]map[string]int32 {
+func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, reason, note string) []failover.Pass {
 	ios := map[string]zoneIO{}
 	for _, z := range zones {
 		ios[z.controller] = z.io
 	}
-	out := map[string]map[string]int32{}
+	var done []failover.Pass
 	for _, p := range passes {
 		err := ios[p.Controller].Pass(ctx, p)
 		switch {
@@ -455,22 +472,32 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 			ctrl.Log.WithName("failover").Error(err, "passing a name's ownership", "controller", p.Controller, "name", p.Hostname)
 			continue
 		}
-		if out[p.Region] == nil {
-			out[p.Region] = map[string]int32{}
-		}
-		out[p.Region][p.Controller]++
-		f.recorder.Eventf(cfg, nil, "Warning", "NameTakenOver", "Failover",
-			"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster", p.Hostname, p.Controller, p.From, p.Region, p.To)
+		done = append(done, p)
+		f.recorder.Eventf(cfg, nil, "Warning", reason, "Failover", note, p.Hostname, p.Controller, p.From, p.Region, p.To)
 	}
-	return out
+	return done
+}
+
+// probedOwn records a probe of this cluster's own gateway.
+func (f *Failover) probedOwn(answered bool, now time.Time) {
+	f.own = f.own.After(answered)
+	switch {
+	case !answered:
+		f.healthySince = time.Time{}
+	case f.healthySince.IsZero():
+		f.healthySince = now
+	}
 }
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
-func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement,
-	taken map[string]map[string]int32, cfg *clusterv1alpha1.DNSConfiguration) bool {
+func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement, readings []failover.ZoneReading,
+	taken []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	changed := false
+	// The readings are from before this round's passes: they judge the earlier ones only.
+	held := append(failover.Held(f.held, readings), taken...)
+	changed := len(held) != len(f.held) || len(taken) > 0
+	f.held = held
 	for region, j := range judged {
 		if region == own {
 			continue
@@ -484,10 +511,6 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 			v.since = now
 		}
 		v.judgement = j
-		for controller, n := range taken[region] {
-			v.taken[controller] += n
-			changed = true
-		}
 	}
 	for region := range f.regions {
 		if _, ok := judged[region]; !ok {

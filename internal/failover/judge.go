@@ -34,6 +34,15 @@ type Probes struct {
 	Failures, Successes int
 }
 
+// After is the run after one more probe: a failure ends a run of successes and the reverse, so a
+// gateway that answers every other probe never reaches a threshold either way.
+func (p Probes) After(answered bool) Probes {
+	if answered {
+		return Probes{Successes: p.Successes + 1}
+	}
+	return Probes{Failures: p.Failures + 1}
+}
+
 // Heartbeat is what one zone says of a region: the heartbeat record its operator refreshes there.
 type Heartbeat struct {
 	Zone string

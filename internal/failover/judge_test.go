@@ -92,3 +92,31 @@ func TestStandIn(t *testing.T) {
 		}
 	}
 }
+
+// A gateway that answers every other probe (flapping) is never judged lost, whatever the zones
+// say, and a run of failures is judged the moment it reaches the threshold.
+func TestJudgeRegion_FlappingProbesMoveNothing(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	stale := []Heartbeat{{Zone: "weu", Read: true}, {Zone: "neu", Read: true}, {Zone: "frc", Read: true}} // no heartbeat anywhere
+	for _, tt := range []struct {
+		name     string
+		answers  []bool
+		wantLost int // the probe after which the region is first Lost; -1: never
+	}{
+		{"every other probe answers", []bool{false, true, false, true, false, true, false, true, false, true}, -1},
+		{"two of three fail", []bool{false, false, true, false, false, true, false, false, true}, -1},
+		{"three in a row fail", []bool{false, true, false, false, false, true}, 4},
+	} {
+		var p Probes
+		lost := -1
+		for i, answered := range tt.answers {
+			p = p.After(answered)
+			if JudgeRegion(now, p, stale, DefaultSettings).State == Lost && lost < 0 {
+				lost = i
+			}
+		}
+		if lost != tt.wantLost {
+			t.Errorf("%s: first Lost after probe %d, want %d", tt.name, lost, tt.wantLost)
+		}
+	}
+}

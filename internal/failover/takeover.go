@@ -9,8 +9,8 @@ import (
 // ZoneReading is what one zone with failover settings held when this cluster last read it: the
 // heartbeats of every cluster writing it, the ownership TXT records and the gateway addresses.
 type ZoneReading struct {
-	// Controller is the zone's ExternalDNS controller.
-	Controller string
+	// Controller is the zone's ExternalDNS controller; Region the region whose zone it is.
+	Controller, Region string
 	// Read is false when the zone could not be read: it then says nothing of anyone.
 	Read bool
 	// Beats are the heartbeats found in the zone, by region (one per cluster of the region).
@@ -101,6 +101,8 @@ type Name struct {
 	Controller, Hostname, Namespace string
 	// StandIns are the policy's stand-in regions, in order.
 	StandIns []string
+	// FailBack says the policy's failback is Automatic: names go back to their own region.
+	FailBack bool
 }
 
 // Pass is one ownership write: the TXT record TXTName in the zone of Controller goes from the
@@ -153,6 +155,66 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 		}
 	}
 	return out
+}
+
+// Reclaims are the ownership writes by which this cluster (of region own), healthy again, takes
+// back the names of its own region's zones that a stand-in holds: every name it publishes there
+// under a policy with automatic failback whose ownership record names the owner of one of the
+// policy's stand-in regions. healthy is MayFailBack's answer for this cluster's own gateway; a
+// cluster that has not been healthy for long enough reclaims nothing.
+func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pass {
+	if !healthy {
+		return nil
+	}
+	byController := make(map[string]*ZoneReading, len(zones))
+	for i := range zones {
+		byController[zones[i].Controller] = &zones[i]
+	}
+	var out []Pass
+	for _, n := range names {
+		z := byController[n.Controller]
+		if !n.FailBack || z == nil || !z.Read || z.Owner == "" || z.Region != own {
+			continue
+		}
+		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
+			set, ok := z.TXT[txtName]
+			if !ok || len(set.Values) != 1 {
+				continue
+			}
+			owner := OwnerOf(set.Values[0])
+			standIn := z.regionOf(owner)
+			if owner == "" || owner == z.Owner || standIn == "" || standIn == own || !slices.Contains(n.StandIns, standIn) ||
+				resourceNamespace(set.Values[0]) != n.Namespace {
+				continue
+			}
+			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
+				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
+					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: standIn})
+			}
+		}
+	}
+	return out
+}
+
+// Held counts, by region and zone, the names of taken whose ownership records in the zones still
+// name this cluster's owner: the takeovers that still stand (a name passed back, or taken by its
+// own region again, no longer counts). A zone not read keeps its names counted.
+func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
+	byController := make(map[string]*ZoneReading, len(zones))
+	for i := range zones {
+		byController[zones[i].Controller] = &zones[i]
+	}
+	for _, p := range taken {
+		z := byController[p.Controller]
+		if z != nil && z.Read {
+			set := z.TXT[p.TXTName]
+			if len(set.Values) != 1 || OwnerOf(set.Values[0]) != p.To {
+				continue
+			}
+		}
+		held = append(held, p)
+	}
+	return held
 }
 
 // ownershipNames are the names of a CNAME's ownership records under ExternalDNS's TXT registry:

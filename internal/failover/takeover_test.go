@@ -120,3 +120,54 @@ func TestOwnerOf(t *testing.T) {
 	assert.Empty(t, OwnerOf("heritage=external-dns,external-dns/resource=crd/a/b"))
 	assert.Empty(t, OwnerOf("v=spf1 -all"))
 }
+
+func TestReclaims(t *testing.T) {
+	// The weu zone as aks01 (weu), back, reads it: aks02 (neu) took the API name.
+	zone := func(mut ...func(*ZoneReading)) ZoneReading {
+		z := weuZone(func(z *ZoneReading) {
+			z.Region, z.Owner = "weu", aks01Owner
+			z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}, TTL: 300}
+		})
+		for _, m := range mut {
+			m(&z)
+		}
+		return z
+	}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", StandIns: []string{"neu"}, FailBack: true}
+	with := func(mut func(*Name)) []Name { n := api; mut(&n); return []Name{n} }
+	back := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300,
+		Old: ownership(aks02Owner), New: ownership(aks01Owner), From: aks02Owner, To: aks01Owner, Region: "neu"}
+	tests := []struct {
+		name    string
+		healthy bool
+		zone    ZoneReading
+		names   []Name
+		want    []Pass
+	}{
+		{"healthy long enough: the name comes back from the stand-in", true, zone(), []Name{api}, []Pass{back}},
+		{"not healthy long enough", false, zone(), []Name{api}, nil},
+		{"the policy's failback is Manual", true, zone(), with(func(n *Name) { n.FailBack = false }), nil},
+		{"not this cluster's own region's zone", true, zone(func(z *ZoneReading) { z.Region = "frc" }), []Name{api}, nil},
+		{"held by a region that is not one of the policy's stand-ins", true, zone(), with(func(n *Name) { n.StandIns = []string{"frc"} }), nil},
+		{"already this cluster's", true, zone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks01Owner)}} }), []Name{api}, nil},
+		{"held by an owner no heartbeat names", true, zone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership("manual")}} }), []Name{api}, nil},
+		{"published from another namespace", true, zone(), with(func(n *Name) { n.Namespace = "other-team" }), nil},
+		{"the zone could not be read", true, zone(func(z *ZoneReading) { z.Read = false }), []Name{api}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Reclaims("weu", tt.healthy, []ZoneReading{tt.zone}, tt.names))
+		})
+	}
+}
+
+func TestHeld_OnlyWhatTheZonesStillSayIsOurs(t *testing.T) {
+	taken := Pass{Controller: "external-dns-weu", TXTName: apiTXT, From: aks01Owner, To: aks02Owner, Region: "weu"}
+	ours := weuZone(func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}} })
+	assert.Equal(t, []Pass{taken}, Held([]Pass{taken}, []ZoneReading{ours}))
+	assert.Empty(t, Held([]Pass{taken}, []ZoneReading{weuZone()}), "passed back: aks01 owns it again")
+	gone := weuZone(func(z *ZoneReading) { delete(z.TXT, apiTXT) })
+	assert.Empty(t, Held([]Pass{taken}, []ZoneReading{gone}), "the record is gone")
+	unread := weuZone(func(z *ZoneReading) { z.Read, z.TXT = false, nil })
+	assert.Equal(t, []Pass{taken}, Held([]Pass{taken}, []ZoneReading{unread}), "an unread zone says nothing: still counted")
+}

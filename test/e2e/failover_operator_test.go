@@ -87,8 +87,11 @@ func (m *failoverMember) target() string {
 //     stale, aks02's operator passes the name's ownership to its own ExternalDNS, which points the
 //     name at aks02's gateway: a direct switch, no NXDOMAIN. Another team's route, whose policy
 //     lists no stand-ins, stays with aks01: failover is opt-in per DNSPolicy.
-//  3. Back: aks01's ExternalDNS and operator return; the ownership record fences them, the name
-//     stays with aks02.
+//  3. Back: aks01's ExternalDNS and operator return; the ownership record fences them, and with the
+//     policy's failback Manual the name stays with aks02.
+//  4. Failback Automatic: aks01's team switches its policy's failback to Automatic; once aks01's
+//     gateway has answered for failbackAfter, aks01's operator passes the name back to its own
+//     ExternalDNS: a direct switch back, and aks02's dns-config no longer counts it as taken.
 func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
 	const ns, otherNS, controller, prefix = "myapp", "otherteam", "external-dns-weu", "weu-d-"
@@ -115,7 +118,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	settings := func(probePort int) *clusterv1alpha1.FailoverSettings {
 		return &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
 			FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
-			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}}
+			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
 	}
 	for _, m := range []*failoverMember{aks01, aks02} {
 		probePort := port
@@ -241,6 +244,37 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if line := firstLineWith(aks01.ed.Log(), wantSkip); line == "" {
 		t.Errorf("3. aks01's ExternalDNS did not log that %s owns %s now\n%s", aks02.owner, name, aks01.ed.Diagnostics())
 	}
+
+	// 4. Failback Automatic, in the home cluster's policy.
+	p := &routingv1alpha1.DNSPolicy{}
+	if err := aks01.cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dns"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Failover.Failback = routingv1alpha1.FailbackAutomatic
+	at := time.Now()
+	if err := aks01.cl.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = framework.Converge(ctx, q, framework.Resolves(chain(aks01)...), convergeTimeout, 50*time.Millisecond, diag()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("4. failback: %s answers aks01's gateway again %s after the policy said Automatic; seen: %s", name, time.Since(at).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks02)) {
+		t.Errorf("4. want a direct switch back from aks02's gateway to aks01's, seen: %s", tr)
+	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02's dns-config to count no name taken", func(ctx context.Context) (bool, string, error) {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+			return false, "", err
+		}
+		n := takenNames(cfg, "weu", controller)
+		return n == 0, fmt.Sprintf("%d taken: %+v", n, cfg.Status.Failover), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
 }
 
 // takenNames is how many names a dns-config's status says this cluster took from region in zone.

@@ -124,6 +124,11 @@ type FailoverSettings struct {
 	// the region; defaults to 30s, and must exceed heartbeatInterval.
 	// +optional
 	HeartbeatStaleAfter *metav1.Duration `json:"heartbeatStaleAfter,omitempty"`
+
+	// failbackAfter is how long a region's own gateway must have answered, continuously, before
+	// its cluster takes back the names of DNSPolicies with failback Automatic; defaults to 5m.
+	// +optional
+	FailbackAfter *metav1.Duration `json:"failbackAfter,omitempty"`
 }
 
 // ZoneVerification says how a regional zone is checked: by asking its authoritative name servers

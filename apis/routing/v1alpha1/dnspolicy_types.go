@@ -66,7 +66,26 @@ type PolicyFailover struct {
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="each stand-in must be a region name: a DNS label"
 	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(s, s == r))",message="standIns must not repeat a region"
 	StandIns []string `json:"standIns"`
+
+	// failback is how the names go back to their own region once it is healthy again: Manual
+	// (the default: they stay with the stand-in until the platform team passes them back) or
+	// Automatic (the region's own cluster takes them back once its gateway has answered for the
+	// DNSConfiguration's failover.failbackAfter).
+	// +optional
+	// +kubebuilder:default=Manual
+	Failback FailbackMode `json:"failback,omitempty"`
 }
+
+// FailbackMode is how names taken over by a stand-in go back.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type FailbackMode string
+
+const (
+	// FailbackManual: the names stay with the stand-in until passed back by hand.
+	FailbackManual FailbackMode = "Manual"
+	// FailbackAutomatic: the home region's cluster takes them back once healthy for failbackAfter.
+	FailbackAutomatic FailbackMode = "Automatic"
+)
 
 // DNSPolicyStatus says whether the policy applies to this cluster and which ExternalDNS
 // controllers it activates.
