@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -330,6 +331,9 @@ type Summary struct {
 	Zones         []string         `json:"zones"`
 	Deletions     string           `json:"deletions"`
 	Gateways      []GatewaySummary `json:"gateways"`
+	// Failover is regional failover as dns-config's status tells it: each other region's state,
+	// and the names this cluster holds for it (empty without zones with failover settings).
+	Failover []string `json:"failover,omitempty"`
 }
 
 // GatewaySummary is one Gateway's host budget.
@@ -372,6 +376,7 @@ func SummaryOf(w *preview.World, budget int) Summary {
 			s.Zones = append(s.Zones, fmt.Sprintf("%s (%s): %d/%d published, %d pending, %d drifted, %d unreachable",
 				c.Name, c.Region, z.Published, z.Routes, z.Pending, z.Drifted, z.Unreachable))
 		}
+		s.Failover = failoverLines(cfg.Status.Failover)
 	}
 	routes := preview.Live(w.Routes)
 	for _, r := range routes {
@@ -400,6 +405,27 @@ func SummaryOf(w *preview.World, budget int) Summary {
 	return s
 }
 
+// failoverLines renders each other region's failover state, e.g. "weu: Lost (HeartbeatStale) since
+// 2026-11-27T03:00:00Z; this cluster serves 12 of its names in external-dns-weu: …".
+func failoverLines(regions []clusterv1alpha1.RegionFailoverStatus) []string {
+	var out []string
+	for _, r := range regions {
+		line := fmt.Sprintf("%s: %s (%s)", r.Region, r.State, r.Reason)
+		if r.Since != nil {
+			line += " since " + r.Since.UTC().Format(time.RFC3339)
+		}
+		var taken []string
+		for _, z := range r.Taken {
+			taken = append(taken, fmt.Sprintf("%d in %s", z.Names, z.Controller))
+		}
+		if len(taken) > 0 {
+			line += "; this cluster serves its names: " + strings.Join(taken, ", ")
+		}
+		out = append(out, line+": "+r.Message)
+	}
+	return out
+}
+
 // WriteSummary writes the cluster summary for people.
 func WriteSummary(w io.Writer, s Summary) error {
 	p := &lines{}
@@ -422,6 +448,13 @@ func WriteSummary(w io.Writer, s Summary) error {
 	p.line("Zones:")
 	for _, z := range s.Zones {
 		p.line("  %s", z)
+	}
+	if len(s.Failover) > 0 {
+		p.line("")
+		p.line("Regional failover (the other regions, as this cluster judges them):")
+		for _, f := range s.Failover {
+			p.line("  %s", f)
+		}
 	}
 	p.line("")
 	p.line("Gateways (host budget of the Istio Gateway; listeners of the ListenerSets with backend GatewayAPI):")

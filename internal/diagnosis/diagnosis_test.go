@@ -202,6 +202,25 @@ func TestSummaryOf_RoutesZonesDeletionsAndBudget(t *testing.T) {
 	require.NoError(t, WriteSummary(&b, s))
 	assert.Contains(t, b.String(), "ServiceRoutes: 2")
 	assert.Contains(t, b.String(), "istio-system/gw: True GatewayCreated; 2 host(s), about")
+	assert.NotContains(t, b.String(), "Regional failover", "nothing to say without failover")
+}
+
+func TestSummaryOf_RegionalFailover(t *testing.T) {
+	w := healthy(t, routingv1alpha1.BackendIstioGateway)
+	since := metav1.NewTime(time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC))
+	w.Configuration.Status.Failover = []clusterv1alpha1.RegionFailoverStatus{
+		{Region: "frc", State: "Unreachable", Reason: "WitnessSaysAlive", Since: &since, Message: "a partition"},
+		{Region: "neu", State: "Lost", Reason: "HeartbeatStale", Since: &since, Message: "3 probes failed",
+			Taken: []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-neu", Names: 12}, {Controller: "external-dns-weu", Names: 2}}},
+	}
+	s := SummaryOf(w, 0)
+	assert.Equal(t, []string{
+		"frc: Unreachable (WitnessSaysAlive) since 2026-11-27T03:00:00Z: a partition",
+		"neu: Lost (HeartbeatStale) since 2026-11-27T03:00:00Z; this cluster serves its names: 12 in external-dns-neu, 2 in external-dns-weu: 3 probes failed",
+	}, s.Failover)
+	var b strings.Builder
+	require.NoError(t, WriteSummary(&b, s))
+	assert.Contains(t, b.String(), "Regional failover (the other regions, as this cluster judges them):\n  frc: Unreachable")
 }
 
 func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
