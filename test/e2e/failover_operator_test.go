@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -69,8 +71,131 @@ type failoverMember struct {
 	edOpts                       framework.ExternalDNSOptions
 }
 
-func (m *failoverMember) target() string {
-	return m.cluster + "-" + m.region + "-internal." + worldDomain
+func (m *failoverMember) target(domain string) string {
+	return m.cluster + "-" + m.region + "-internal." + domain
+}
+
+// The failover world's namespaces: the team's, whose DNSPolicy lists stand-ins, and another
+// team's, whose policy does not.
+const failoverNS, failoverOtherNS = "myapp", "otherteam"
+
+// failoverWorld is two clusters sharing the weu zone: aks01 (region weu) and aks02 (region neu,
+// adopting weu), each with its operator, its ExternalDNS instance for the zone, its gateway (a
+// TCP listener on its load balancer address) and fast failover settings (1 s probes, threshold 3,
+// 1 s heartbeats stale after 5 s, failback after 3 s).
+type failoverWorld struct {
+	t            *testing.T
+	domain       string
+	aks01, aks02 *failoverMember
+	// port is where the gateways listen and aks01 probes; aks02 probes cutPort, where only its own
+	// gateway listens: its path to aks01's gateway is cut.
+	port, cutPort int
+	gateway1      *gatewayListener
+}
+
+// startFailoverWorld starts the world; zone gives a member's ExternalDNS controller entry (its
+// verification and failover settings) and its ExternalDNS options.
+func startFailoverWorld(t *testing.T, domain string, zone func(*failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions)) *failoverWorld {
+	t.Helper()
+	ctx := t.Context()
+	w := &failoverWorld{t: t, domain: domain,
+		aks01: &failoverMember{cluster: "aks01", region: "weu", lbIP: "127.0.0.11", owner: "external-dns-weu-aks01"},
+		aks02: &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}}
+	w.aks01.cl, w.aks02.cl = startWEUClusters(t, failoverNS)
+	w.gateway1 = listenGateway(t, w.aks01.lbIP+":0")
+	w.port = w.gateway1.ls[0].Addr().(*net.TCPAddr).Port
+	cut := listenGateway(t, w.aks02.lbIP+":0")
+	w.cutPort = cut.ls[0].Addr().(*net.TCPAddr).Port
+	listenGateway(t, net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.port)))
+	for _, m := range []*failoverMember{w.aks01, w.aks02} {
+		probePort, adopts := w.port, []string(nil)
+		if m == w.aks02 {
+			probePort, adopts = w.cutPort, []string{"weu"}
+		}
+		controller, edOpts := zone(m)
+		settings := &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
+			FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
+			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
+		createNamespace(ctx, t, m.cl.Client, failoverOtherNS)
+		if err := framework.EnsureNamespace(ctx, m.cl.Client, gatewayNamespace); err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range []client.Object{
+			&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
+				Spec: clusterv1alpha1.ClusterIdentitySpec{Region: m.region, Cluster: m.cluster, Domain: domain, EnvironmentLetter: worldEnvLetter, AdoptsRegions: adopts}},
+			&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
+				Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings, ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{controller}}},
+			&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
+				Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace}},
+		} {
+			create(ctx, t, m.cl.Client, obj)
+		}
+		if _, err := framework.CreateIngressService(ctx, m.cl.Client, framework.IngressService{
+			Namespace: ingressNamespace, Name: ingressController, Controller: ingressController, IPs: []string{m.lbIP}}); err != nil {
+			t.Fatal(err)
+		}
+		m.edOpts = edOpts
+		var err error
+		if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
+			t.Fatal(err)
+		}
+		if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+func (w *failoverWorld) diagnostics() []func() string {
+	return []func() string{w.aks01.op.Diagnostics, w.aks02.op.Diagnostics, w.aks01.ed.Diagnostics, w.aks02.ed.Diagnostics}
+}
+
+// hostname is the api route's hostname in namespace.
+func (w *failoverWorld) hostname(namespace string) string {
+	return "api-ns-" + worldEnvLetter + "-dev-" + namespace + "." + w.domain
+}
+
+// publish creates m's DNSPolicies (stand-in neu for the team's namespace, none for the other
+// team's) and the api route in each; it returns the time before.
+func (w *failoverWorld) publish(m *failoverMember) time.Time {
+	ctx := w.t.Context()
+	at := time.Now()
+	for _, ns := range []string{failoverNS, failoverOtherNS} {
+		var fo *routingv1alpha1.PolicyFailover
+		if ns == failoverNS {
+			fo = &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}
+		}
+		create(ctx, w.t, m.cl.Client, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dns"},
+			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive, Failover: fo}})
+		create(ctx, w.t, m.cl.Client, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-route"},
+			Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: gatewayName, GatewayNamespace: gatewayNamespace, Environment: "dev", Application: ns}})
+	}
+	return at
+}
+
+// lose stops everything of aks01 at once: its operator, its ExternalDNS and its gateway.
+func (w *failoverWorld) lose() time.Time {
+	at := time.Now()
+	for _, stop := range []func() error{w.aks01.op.Stop, w.aks01.ed.Stop} {
+		if err := stop(); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	w.gateway1.close()
+	return at
+}
+
+// comeBack restarts aks01's gateway, ExternalDNS and operator.
+func (w *failoverWorld) comeBack() {
+	ctx, t, m := w.t.Context(), w.t, w.aks01
+	listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)))
+	var err error
+	if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
+		t.Fatal(err)
+	}
+	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestFailover_OperatorTakesOverALostRegion runs regional failover as it ships, with the real
@@ -94,7 +219,7 @@ func (m *failoverMember) target() string {
 //     ExternalDNS: a direct switch back, and aks02's dns-config no longer counts it as taken.
 func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
-	const ns, otherNS, controller, prefix = "myapp", "otherteam", "external-dns-weu", "weu-d-"
+	const controller, prefix = "external-dns-weu", "weu-d-"
 	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
 	if err != nil {
 		t.Fatal(err)
@@ -103,96 +228,27 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	aks01 := &failoverMember{cluster: "aks01", region: "weu", lbIP: "127.0.0.11", owner: "external-dns-weu-aks01"}
-	aks02 := &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}
-	aks01.cl, aks02.cl = startWEUClusters(t, ns)
-
-	// The gateways: aks01's on port P; aks02's on P and on Q, the port aks02 probes at first (aks01
-	// has nothing there: aks02's path to aks01's gateway is cut).
-	gw1 := listenGateway(t, aks01.lbIP+":0")
-	port := gw1.ls[0].Addr().(*net.TCPAddr).Port
-	cut := listenGateway(t, aks02.lbIP+":0")
-	cutPort := cut.ls[0].Addr().(*net.TCPAddr).Port
-	listenGateway(t, net.JoinHostPort(aks02.lbIP, strconv.Itoa(port)))
-
-	settings := func(probePort int) *clusterv1alpha1.FailoverSettings {
-		return &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
-			FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
-			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
-	}
-	for _, m := range []*failoverMember{aks01, aks02} {
-		probePort := port
-		if m == aks02 {
-			probePort = cutPort
-		}
-		adopts := []string(nil)
-		if m == aks02 {
-			adopts = []string{"weu"}
-		}
-		createNamespace(ctx, t, m.cl.Client, otherNS)
-		for _, obj := range []client.Object{
-			&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
-				Spec: clusterv1alpha1.ClusterIdentitySpec{Region: m.region, Cluster: m.cluster, Domain: worldDomain, EnvironmentLetter: worldEnvLetter, AdoptsRegions: adopts}},
-			&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
-				Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings(probePort), ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{{
-					Name: controller, Region: "weu",
-					Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
-					Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
-						TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}},
-				}}}},
-			&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
-				Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace}},
-		} {
-			if _, ok := obj.(*routingv1alpha1.Gateway); ok {
-				if err := framework.EnsureNamespace(ctx, m.cl.Client, gatewayNamespace); err != nil {
-					t.Fatal(err)
-				}
-			}
-			create(ctx, t, m.cl.Client, obj)
-		}
-		if _, err := framework.CreateIngressService(ctx, m.cl.Client, framework.IngressService{
-			Namespace: ingressNamespace, Name: ingressController, Controller: ingressController, IPs: []string{m.lbIP}}); err != nil {
-			t.Fatal(err)
-		}
-		m.edOpts = framework.ExternalDNSOptions{Name: controller, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
-		if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
-			t.Fatal(err)
-		}
-		if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	diag := func() []func() string {
-		return []func() string{aks01.op.Diagnostics, aks02.op.Diagnostics, aks01.ed.Diagnostics, aks02.ed.Diagnostics, zone.Diagnostics}
-	}
+	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
+				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
+				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
+					TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}}},
+			framework.ExternalDNSOptions{Name: controller, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
+	})
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
 
 	// The routes: the team's, under a policy with stand-ins, and another team's without; aks01
 	// publishes first, so it owns both names.
-	route := func(namespace string) *routingv1alpha1.ServiceRoute {
-		return &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "api-route"},
-			Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: gatewayName, GatewayNamespace: gatewayNamespace, Environment: "dev", Application: namespace}}
-	}
-	policy := func(namespace string, failover *routingv1alpha1.PolicyFailover) *routingv1alpha1.DNSPolicy {
-		return &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "dns"},
-			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive, Failover: failover}}
-	}
-	name := "api-ns-" + worldEnvLetter + "-dev-" + ns + "." + worldDomain
-	otherName := "api-ns-" + worldEnvLetter + "-dev-" + otherNS + "." + worldDomain
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target() + ".", "A " + m.lbIP} }
+	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
 	q, otherQ := zone.Query(name, "A"), zone.Query(otherName, "A")
-	for _, m := range []*failoverMember{aks01, aks02} {
-		create(ctx, t, m.cl.Client, policy(ns, &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}))
-		create(ctx, t, m.cl.Client, policy(otherNS, nil))
-		at := create(ctx, t, m.cl.Client, route(ns))
-		create(ctx, t, m.cl.Client, route(otherNS))
-		if m == aks01 {
-			waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-			waitAnswer(ctx, t, at, otherQ, chain(aks01), diag()...)
-		} else {
-			waitAnswer(ctx, t, at, zone.Query(aks02.target(), "A"), []string{"A " + aks02.lbIP}, diag()...)
-			waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
-		}
-	}
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
+	waitAnswer(ctx, t, at, otherQ, chain(aks01), diag()...)
+	at = w.publish(aks02)
+	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
 
 	// 1. Partitioned: aks02's probes of aks01's gateway fail, aks01's heartbeat vouches for it.
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
@@ -200,13 +256,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	assertRegion(ctx, t, aks02, "weu", "Unreachable")
 
 	// 2. Lost: aks01's operator, ExternalDNS and gateway stop at once.
-	lost := time.Now()
-	for _, stop := range []func() error{aks01.op.Stop, aks01.ed.Stop} {
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gw1.close()
+	lost := w.lose()
 	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
 	if err != nil {
 		t.Fatal(err)
@@ -232,13 +282,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks02.ed)
 
 	// 3. Back: aks01 returns; the ownership record fences it.
-	listenGateway(t, net.JoinHostPort(aks01.lbIP, strconv.Itoa(port)))
-	if aks01.ed, err = aks01.cl.StartExternalDNS(ctx, t, aks01.edOpts); err != nil {
-		t.Fatal(err)
-	}
-	if aks01.op, err = aks01.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w.comeBack()
 	stable(t, "3. aks01 back, fenced", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks01.ed, aks02.ed)
 	wantSkip := fmt.Sprintf(`because owner id does not match (found: \"%s\", required: \"%s\")`, aks02.owner, aks01.owner)
 	if line := firstLineWith(aks01.ed.Log(), wantSkip); line == "" {
@@ -247,11 +291,11 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 
 	// 4. Failback Automatic, in the home cluster's policy.
 	p := &routingv1alpha1.DNSPolicy{}
-	if err := aks01.cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dns"}, p); err != nil {
+	if err := aks01.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
 		t.Fatal(err)
 	}
 	p.Spec.Failover.Failback = routingv1alpha1.FailbackAutomatic
-	at := time.Now()
+	at = time.Now()
 	if err := aks01.cl.Client.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +372,98 @@ func assertRegion(ctx context.Context, t *testing.T, m *failoverMember, region, 
 		if r.Region == region && r.State != state {
 			t.Errorf("%s's dns-config reports region %s %s (%s: %s), want %s", m.cluster, region, r.State, r.Reason, r.Message, state)
 		}
+	}
+}
+
+// TestFailover_OperatorTakesOverInAzurePrivateDNS is regional failover in the AKS world: the weu
+// zone is an Azure Private DNS zone (the Azure stand-in, with Resource Manager's ETags), written by
+// two real ExternalDNS instances run with the arguments the ExternalDNS chart renders from
+// docs/examples/external-dns/weu-values.yaml (an owner ID each), and read and written by both
+// operators through Resource Manager with their verification credentials. aks01 owns the name;
+// when everything of aks01 stops, aks02's operator passes the ownership record set (If-Match on its
+// ETag) and aks02's ExternalDNS rewrites the CNAME record set in place: it is never absent. aks01,
+// back, is fenced.
+func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
+	ctx := t.Context()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := framework.StartAzurePrivateDNS(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const controller = "external-dns-weu"
+	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", "weu-values.yaml"), controller, "aks01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, group, domain, prefix := example.Flag("azure-subscription-id"), example.Flag("azure-resource-group"), example.Flag("domain-filter"), example.Flag("txt-prefix")
+	az.CreateZone(sub, group, domain)
+	file, err := az.AzureJSON(sub, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startFailoverWorld(t, domain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+		args := slices.DeleteFunc(example.AzureLocalArgs(file), func(a string) bool {
+			return strings.HasPrefix(a, "--txt-owner-id=") || strings.HasPrefix(a, "--interval=")
+		})
+		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
+				Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
+					SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file,
+					Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}},
+				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix}},
+			framework.ExternalDNSOptions{Name: controller, Args: append(args, "--txt-owner-id="+m.owner, "--interval=1s")}
+	})
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() string {
+		var b strings.Builder
+		for _, d := range append(w.diagnostics(), az.Diagnostics) {
+			b.WriteString("\n" + d())
+		}
+		return b.String()
+	}
+	label := strings.TrimSuffix(w.hostname(failoverNS), "."+domain)
+	cname := func() string { return strings.Join(az.Records(sub, group, domain)[label+" CNAME"], ",") }
+	// watch polls the CNAME record set every 50 ms until it holds want, recording every distinct
+	// value on the way ("" is absent).
+	watch := func(step, want string) []string {
+		t.Helper()
+		seen := []string{cname()}
+		err := framework.Poll(ctx, 2*convergeTimeout, 50*time.Millisecond, step+": "+label+" CNAME "+want, func(context.Context) (bool, string, error) {
+			if got := cname(); got != seen[len(seen)-1] {
+				seen = append(seen, got)
+			}
+			return seen[len(seen)-1] == want, strings.Join(seen, " -> "), nil
+		})
+		if err != nil {
+			t.Fatalf("%v%s", err, diag())
+		}
+		return seen
+	}
+	gw1, gw2 := aks01.target(domain), aks02.target(domain)
+
+	at := w.publish(aks01)
+	watch("1. aks01 publishes", gw1)
+	w.publish(aks02)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	waitSyncs(ctx, t, time.Now(), aks01.ed, aks02.ed)
+	if got := cname(); got != gw1 {
+		t.Fatalf("1. both publish: %s CNAME %s, want aks01's %s%s", label, got, gw1, diag())
+	}
+
+	lost := w.lose()
+	seen := watch("2. lost", gw2)
+	t.Logf("2. lost: %s CNAME %s, %s after aks01 stopped (ExternalDNS --interval=1s)", label, strings.Join(seen, " -> "), time.Since(lost).Round(time.Millisecond))
+	if len(seen) != 2 {
+		t.Errorf("2. want the CNAME record set rewritten in place from %s to %s, seen %v (\"\" is absent)", gw1, gw2, seen)
+	}
+	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", func() []func() string { return []func() string{diag} })
+
+	w.comeBack()
+	waitSyncs(ctx, t, time.Now(), aks01.ed, aks02.ed)
+	waitSyncs(ctx, t, time.Now(), aks01.ed, aks02.ed)
+	if got := cname(); got != gw2 {
+		t.Errorf("3. aks01 back: %s CNAME %s, want aks02's %s still: the ownership record set fences aks01%s", label, got, gw2, diag())
 	}
 }
