@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -14,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	routerapp "github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -250,6 +254,16 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
 	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
 
+	// What aks02 would do, as `kubectl router plan` previews it: take the team's name, leave the
+	// other team's.
+	plan := routerPlugin(t, aks02, "plan", "--region-lost", "weu")
+	for _, want := range []string{"If region weu were lost, this cluster (region neu) would:", "take over 1 name(s), where the lost region holds them:\n    " + failoverNS + ": " + name,
+		"move nothing for 1 name(s) whose policy lists no serving stand-in: " + failoverOtherNS + ": " + otherName} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("kubectl router plan --region-lost weu lacks %q:\n%s", want, plan)
+		}
+	}
+
 	// 1. Partitioned: aks02's probes of aks01's gateway fail, aks01's heartbeat vouches for it.
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	stable(t, "1. partitioned, not lost", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
@@ -278,6 +292,10 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	}
 	if got := takenNames(cfg, "weu", controller); got != 1 {
 		t.Errorf("2. aks02's dns-config says it took %d names in %s from weu, want 1: %+v", got, controller, cfg.Status.Failover)
+	}
+	if status, want := routerPlugin(t, aks02, "status"), "weu: Lost (HeartbeatStale) since "; !strings.Contains(status, want) ||
+		!strings.Contains(status, "this cluster serves its names: 1 in "+controller) {
+		t.Errorf("2. kubectl router status does not say weu is lost and 1 name is served here:\n%s", status)
 	}
 	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks02.ed)
 
@@ -466,4 +484,16 @@ func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
 	if got := cname(); got != gw2 {
 		t.Errorf("3. aks01 back: %s CNAME %s, want aks02's %s still: the ownership record set fences aks01%s", label, got, gw2, diag())
 	}
+}
+
+// routerPlugin runs the kubectl plugin (`kubectl router …`) against m's cluster, as its admin.
+func routerPlugin(t *testing.T, m *failoverMember, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := routerapp.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append(args, "--kubeconfig", m.cl.Kubeconfig))
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("kubectl router %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/service-router/service-router-operator/internal/diagnosis"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
@@ -33,6 +34,7 @@ func (e *TooManyDeletionsError) Error() string {
 
 type planOptions struct {
 	files        []string
+	regionLost   string
 	delete       bool
 	output       string
 	maxDeletions int
@@ -42,7 +44,7 @@ type planOptions struct {
 func newPlanCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := planOptions{settings: preview.DefaultSettings}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILENAME [--delete] [-o table|json] [--max-deletions N]",
+		Use:   "plan (-f FILENAME [--delete] [--max-deletions N] | --region-lost REGION) [-o table|json]",
 		Short: "Show what applying (or deleting) manifests would change, per DNS zone",
 		Long: `plan reads the objects the operator reads, overlays the given manifests as kubectl apply
 (or, with --delete, kubectl delete) would, runs the operator's own planning code on the result,
@@ -53,6 +55,11 @@ the Istio hosts added and removed, and whether the mass-deletion guard would hol
 Manifests the API server would refuse (checked against the CRDs the cluster serves), and with
 --delete objects that do not exist, are reported with the API server's message, and nothing is
 predicted (exit code 3).
+
+With --region-lost REGION instead of manifests, plan previews regional failover: for each zone
+with failover settings, which of this cluster's names it would take over if it judged the region
+lost now (where the lost region holds them), which would go to another stand-in first in their
+policy's order, and which would not move.
 
 Nothing is written. The operator's flags that change its decisions (the guard's, the Istio
 Gateway's byte budget) can be given here when the operator runs with other values.`,
@@ -66,14 +73,27 @@ Gateway's byte budget) can be given here when the operator runs with other value
   kubectl router plan --delete -f policy.yaml -n myapp
 
   # For machines
-  kubectl router plan -f route.yaml -o json`,
+  kubectl router plan -f route.yaml -o json
+
+  # What would this cluster take over if region weu were lost?
+  kubectl router plan --region-lost weu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(o.files) == 0 {
-				return errors.New("give the manifests with -f FILENAME (a file, a directory or - for stdin)")
-			}
 			if o.output != "table" && o.output != "json" {
 				return fmt.Errorf("unknown output %q: use table or json", o.output)
+			}
+			if o.regionLost != "" {
+				if len(o.files) > 0 || o.delete {
+					return errors.New("--region-lost previews a region's loss: give it without -f and --delete")
+				}
+				c, _, err := connect(kube)
+				if err != nil {
+					return err
+				}
+				return runFailoverPlan(cmd.Context(), c, o, streams)
+			}
+			if len(o.files) == 0 {
+				return errors.New("give the manifests with -f FILENAME (a file, a directory or - for stdin), or --region-lost REGION")
 			}
 			c, namespace, err := connect(kube)
 			if err != nil {
@@ -84,6 +104,7 @@ Gateway's byte budget) can be given here when the operator runs with other value
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "manifests to overlay: files, directories (their .yaml, .yml and .json files) or - for stdin")
+	f.StringVar(&o.regionLost, "region-lost", "", "preview regional failover: what this cluster would take over if it judged this region lost")
 	f.BoolVar(&o.delete, "delete", false, "preview deleting the manifests' objects instead of applying them")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.IntVar(&o.maxDeletions, "max-deletions", -1, fmt.Sprintf("exit with code %d when more DNS names than this would leave their zones (-1: no limit)", ExitTooManyDeletions))
@@ -117,4 +138,19 @@ func runPlan(ctx context.Context, c client.Reader, namespace string, o planOptio
 		return &TooManyDeletionsError{Removed: r.RecordsRemoved, Max: o.maxDeletions}
 	}
 	return nil
+}
+
+func runFailoverPlan(ctx context.Context, c client.Reader, o planOptions, streams genericiooptions.IOStreams) error {
+	w, err := preview.Load(ctx, c)
+	if err != nil {
+		return err
+	}
+	e, err := diagnosis.FailoverEffectOf(w, o.regionLost)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return writeJSON(streams.Out, e)
+	}
+	return diagnosis.WriteFailoverEffect(streams.Out, e)
 }
