@@ -36,7 +36,7 @@ type gatewayListener struct {
 	wg sync.WaitGroup
 }
 
-func listenGateway(t *testing.T, addrs ...string) *gatewayListener {
+func listenGateway(t testing.TB, addrs ...string) *gatewayListener {
 	t.Helper()
 	g := &gatewayListener{}
 	for _, a := range addrs {
@@ -88,7 +88,7 @@ const failoverNS, failoverOtherNS = "myapp", "otherteam"
 // TCP listener on its load balancer address) and fast failover settings (1 s probes, threshold 3,
 // 1 s heartbeats stale after 5 s, failback after 3 s).
 type failoverWorld struct {
-	t            *testing.T
+	t            testing.TB
 	domain       string
 	aks01, aks02 *failoverMember
 	// port is where the gateways listen and aks01 probes; aks02 probes cutPort, where only its own
@@ -99,7 +99,7 @@ type failoverWorld struct {
 
 // startFailoverWorld starts the world; zone gives a member's ExternalDNS controller entry (its
 // verification and failover settings) and its ExternalDNS options.
-func startFailoverWorld(t *testing.T, domain string, zone func(*failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions)) *failoverWorld {
+func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions)) *failoverWorld {
 	t.Helper()
 	ctx := t.Context()
 	w := &failoverWorld{t: t, domain: domain,
@@ -192,7 +192,7 @@ func (w *failoverWorld) lose() time.Time {
 // comeBack restarts aks01's gateway, ExternalDNS and operator.
 func (w *failoverWorld) comeBack() {
 	ctx, t, m := w.t.Context(), w.t, w.aks01
-	listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)))
+	w.gateway1 = listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)))
 	var err error
 	if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
 		t.Fatal(err)
@@ -223,22 +223,8 @@ func (w *failoverWorld) comeBack() {
 //     ExternalDNS: a direct switch back, and aks02's dns-config no longer counts it as taken.
 func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
-	const controller, prefix = "external-dns-weu", "weu-d-"
-	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "tsig.secret")
-	if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
-		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
-				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
-				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
-					TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}}},
-			framework.ExternalDNSOptions{Name: controller, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
-	})
+	const controller = failoverController
+	w, zone := startBindFailoverWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
 
@@ -355,7 +341,7 @@ func takenNames(cfg *clusterv1alpha1.DNSConfiguration, region, controller string
 }
 
 // waitRegion waits until m's dns-config reports region in state for reason.
-func waitRegion(ctx context.Context, t *testing.T, m *failoverMember, region, state, reason string, diag func() []func() string) {
+func waitRegion(ctx context.Context, t testing.TB, m *failoverMember, region, state, reason string, diag func() []func() string) {
 	t.Helper()
 	err := framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, fmt.Sprintf("%s's dns-config to report region %s %s (%s)", m.cluster, region, state, reason),
 		func(ctx context.Context) (bool, string, error) {
@@ -380,7 +366,7 @@ func waitRegion(ctx context.Context, t *testing.T, m *failoverMember, region, st
 }
 
 // assertRegion checks m's dns-config still reports region in state.
-func assertRegion(ctx context.Context, t *testing.T, m *failoverMember, region, state string) {
+func assertRegion(ctx context.Context, t testing.TB, m *failoverMember, region, state string) {
 	t.Helper()
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if err := m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
@@ -391,6 +377,32 @@ func assertRegion(ctx context.Context, t *testing.T, m *failoverMember, region, 
 			t.Errorf("%s's dns-config reports region %s %s (%s: %s), want %s", m.cluster, region, r.State, r.Reason, r.Message, state)
 		}
 	}
+}
+
+// failoverController is the weu zone's ExternalDNS controller in the failover worlds.
+const failoverController = "external-dns-weu"
+
+// startBindFailoverWorld starts the failover world on a BIND zone that takes only TSIG-signed
+// updates, the operators signing theirs with the key from a file, as they would in a pod.
+func startBindFailoverWorld(t testing.TB) (*failoverWorld, *framework.BindServer) {
+	t.Helper()
+	const prefix = "weu-d-"
+	zone, err := framework.StartBind(t.Context(), t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "tsig.secret")
+	if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+		return clusterv1alpha1.ExternalDNSController{Name: failoverController, Region: "weu",
+				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
+				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
+					TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}}},
+			framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
+	})
+	return w, zone
 }
 
 // TestFailover_OperatorTakesOverInAzurePrivateDNS is regional failover in the AKS world: the weu
@@ -487,7 +499,7 @@ func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
 }
 
 // routerPlugin runs the kubectl plugin (`kubectl router …`) against m's cluster, as its admin.
-func routerPlugin(t *testing.T, m *failoverMember, args ...string) string {
+func routerPlugin(t testing.TB, m *failoverMember, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := routerapp.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})

@@ -47,7 +47,7 @@ func dnsEndpoint(namespace, name, controller, dnsName, recordType string, target
 	}
 }
 
-func createNamespace(ctx context.Context, t *testing.T, c client.Client, name string) {
+func createNamespace(ctx context.Context, t testing.TB, c client.Client, name string) {
 	t.Helper()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
@@ -55,7 +55,7 @@ func createNamespace(ctx context.Context, t *testing.T, c client.Client, name st
 }
 
 // create creates obj and returns the time just before the call, the reference for convergence.
-func create(ctx context.Context, t *testing.T, c client.Client, obj client.Object) time.Time {
+func create(ctx context.Context, t testing.TB, c client.Client, obj client.Object) time.Time {
 	t.Helper()
 	at := time.Now()
 	if err := c.Create(ctx, obj); err != nil {
@@ -75,7 +75,7 @@ func remove(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 
 // waitAnswer waits for q to answer exactly want and returns the time since the reference point
 // (the change that should cause it).
-func waitAnswer(ctx context.Context, t *testing.T, since time.Time, q framework.Query, want []string, diagnostics ...func() string) time.Duration {
+func waitAnswer(ctx context.Context, t testing.TB, since time.Time, q framework.Query, want []string, diagnostics ...func() string) time.Duration {
 	t.Helper()
 	if _, err := framework.WaitForAnswer(ctx, q, want, convergeTimeout, diagnostics...); err != nil {
 		t.Fatal(err)

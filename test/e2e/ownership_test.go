@@ -238,7 +238,7 @@ func startSharedZone(t *testing.T, ns, controller, prefix, owner1, owner2 string
 
 // startWEUClusters starts two weu clusters, aks01 and aks02, side by side, each with the
 // namespace ns.
-func startWEUClusters(t *testing.T, ns string) (aks01, aks02 *framework.Cluster) {
+func startWEUClusters(t testing.TB, ns string) (aks01, aks02 *framework.Cluster) {
 	t.Helper()
 	ctx := t.Context()
 	err := parallel(func() error {
@@ -261,7 +261,7 @@ func startWEUClusters(t *testing.T, ns string) (aks01, aks02 *framework.Cluster)
 // stable watches the queries for observeWindow while counting the synchronizations of eds, and
 // fails if any answer differs from its want at any moment or an instance synchronized fewer than
 // observeWindowSyncs times (the window would prove nothing).
-func stable(t *testing.T, title string, queries []framework.Query, wants [][]string, eds ...*framework.ExternalDNS) {
+func stable(t testing.TB, title string, queries []framework.Query, wants [][]string, eds ...*framework.ExternalDNS) {
 	t.Helper()
 	ctx := t.Context()
 	obs := make([][]framework.Observation, len(queries))

@@ -196,7 +196,7 @@ func observe(ctx context.Context, t *testing.T, title string, q framework.Query)
 
 // waitSyncs waits until every ExternalDNS has completed a synchronization that started after
 // since, i.e. has seen the change made at since.
-func waitSyncs(ctx context.Context, t *testing.T, since time.Time, eds ...*framework.ExternalDNS) {
+func waitSyncs(ctx context.Context, t testing.TB, since time.Time, eds ...*framework.ExternalDNS) {
 	t.Helper()
 	for _, ed := range eds {
 		if err := ed.WaitForSyncSince(ctx, since, syncTimeout); err != nil {

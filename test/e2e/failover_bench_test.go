@@ -1,0 +1,81 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/zonewriter"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// BenchmarkFailover_TimeToFailOver measures the time to fail over (`make bench`) in the BIND
+// failover world (1 s probes, threshold 3, heartbeats every 1 s, stale after 5 s, ExternalDNS
+// --interval=500ms), as a ratio to its floor measured in the same run: the same loss with the
+// takeover done by hand at the instant of loss (one ownership write, then the survivor's
+// ExternalDNS). Both are timed from the loss to the zone answering the survivor's gateway; the
+// difference is the operator's detection, which the heartbeat's staleness bounds on purpose.
+func BenchmarkFailover_TimeToFailOver(b *testing.B) {
+	for range b.N {
+		w, zone := startBindFailoverWorld(b)
+		ctx := b.Context()
+		name := w.hostname(failoverNS)
+		chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+		q := zone.Query(name, "A")
+		at := w.publish(w.aks01)
+		waitAnswer(ctx, b, at, q, chain(w.aks01))
+		at = w.publish(w.aks02)
+		waitSyncs(ctx, b, at, w.aks01.ed, w.aks02.ed)
+
+		writer := zonewriter.RFC2136{Server: fmt.Sprintf("127.0.0.1:%d", zone.Port), Zone: zone.Zone,
+			TSIGName: zone.TSIG.Name, TSIGAlgorithm: zone.TSIG.Algorithm, TSIGSecret: zone.TSIG.Secret}
+		byHand := func(from, to string) {
+			b.Helper()
+			txtName := "weu-d-cname-" + name + "."
+			recs, err := zone.ZoneRecords(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Type == "TXT" && r.Name == txtName && strings.Contains(r.Data, "external-dns/owner="+from+",") {
+					passed, _ := failover.PassOwnership(r.Data, from, to)
+					if err := writer.PassOwnership(ctx, txtName, uint32(r.TTL), r.Data, passed); err != nil {
+						b.Fatal(err)
+					}
+					return
+				}
+			}
+			b.Fatalf("no ownership record of %s at %s", from, txtName)
+		}
+		timeTo := func(want []string, since time.Time) time.Duration {
+			b.Helper()
+			if _, err := framework.Converge(ctx, q, framework.Resolves(want...), 2*convergeTimeout, 50*time.Millisecond); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(since)
+		}
+
+		// The floor: the loss, and at once the takeover by hand.
+		lost := w.lose()
+		byHand(w.aks01.owner, w.aks02.owner)
+		floor := timeTo(chain(w.aks02), lost)
+		// Back to the start: the name passed back by hand, aks01 running again and vouched for.
+		byHand(w.aks02.owner, w.aks01.owner)
+		w.comeBack()
+		timeTo(chain(w.aks01), time.Now())
+		waitRegion(ctx, b, w.aks02, "weu", "Unreachable", "WitnessSaysAlive", w.diagnostics)
+
+		// The operator: the same loss, nobody at the keyboard.
+		lost = w.lose()
+		took := timeTo(chain(w.aks02), lost)
+		b.ReportMetric(floor.Seconds(), "floor-s")
+		b.ReportMetric(took.Seconds(), "failover-s")
+		b.ReportMetric(took.Seconds()/floor.Seconds(), "ratio")
+		b.Logf("time to fail over %s, floor (takeover by hand at the loss) %s: %.1f times the floor; the heartbeat goes stale 5 s after its last refresh",
+			took.Round(time.Millisecond), floor.Round(time.Millisecond), took.Seconds()/floor.Seconds())
+	}
+}
