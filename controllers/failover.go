@@ -99,6 +99,11 @@ type Failover struct {
 	healthySince time.Time
 	lastBeat     time.Time
 	ios          map[string]cachedIO
+	// servers are the clusters behind the gateway target hostnames the zones' heartbeats name;
+	// cluster is this one's, zoneRegions each failover zone's region (for Attribute).
+	servers     map[string]failover.Server
+	cluster     string
+	zoneRegions map[string]string
 }
 
 type cachedIO struct {
@@ -186,6 +191,7 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 		f.forget()
 		return s.probeInterval
 	}
+	f.located(identity.Spec.Cluster, zones)
 	own := identity.Spec.Region
 	targets, addresses, err := f.ownGateways(ctx, zones)
 	if err != nil {
@@ -495,6 +501,7 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// The readings are from before this round's passes: they judge the earlier ones only.
+	f.servers = failover.Servers(readings)
 	held := append(failover.Held(f.held, readings), taken...)
 	changed := len(held) != len(f.held) || len(taken) > 0
 	f.held = held
@@ -528,10 +535,34 @@ func eventType(s failover.State) string {
 	return "Warning"
 }
 
+// located records this cluster's name and the failover zones' regions, for Attribute.
+func (f *Failover) located(cluster string, zones []failoverZone) {
+	regions := make(map[string]string, len(zones))
+	for _, z := range zones {
+		regions[z.controller] = z.region
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cluster, f.zoneRegions = cluster, regions
+}
+
+// Attribute says who serves a failover zone's answer when it is not the zone's own region
+// (failover.Attribute), "" otherwise or for other zones.
+func (f *Failover) Attribute(controller, answer string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	region, ok := f.zoneRegions[controller]
+	if !ok {
+		return ""
+	}
+	return failover.Attribute(answer, region, f.cluster, f.servers)
+}
+
 // forget drops every view when no zone has failover settings.
 func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.servers, f.zoneRegions = nil, nil
 	if len(f.regions) > 0 {
 		f.regions = map[string]*regionView{}
 		select {

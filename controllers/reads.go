@@ -26,6 +26,13 @@ type cacheReads struct {
 	base
 	apis  *OptionalAPIs
 	zones zoneResults // nil: no verification
+	// servers says who serves a zone's answer under regional failover (nil: nobody says).
+	servers answerServers
+}
+
+// answerServers attributes a zone's answer to the cluster serving it (Failover.Attribute).
+type answerServers interface {
+	Attribute(controller, answer string) string
 }
 
 var _ core.RouteReads = cacheReads{}
@@ -76,6 +83,11 @@ func (c cacheReads) RouteZone(route *routingv1alpha1.ServiceRoute, controller st
 		return nil
 	}
 	if o, ok := c.zones.Route(verify.RouteKey{Namespace: route.Namespace, Name: route.Name, Controller: controller}); ok {
+		if c.servers != nil {
+			if note := c.servers.Attribute(controller, o.Answer); note != "" {
+				o.Answer += " (" + note + ")"
+			}
+		}
 		return &o
 	}
 	return nil

@@ -38,6 +38,9 @@ type ServiceRouteReconciler struct {
 	Zones zoneResults
 	// ZoneChanges fire when a route's state in a zone changed (nil: none).
 	ZoneChanges <-chan event.GenericEvent
+	// Servers attribute a zone's answer to the cluster serving it under regional failover (nil:
+	// answers are reported as they are).
+	Servers answerServers
 }
 
 // +kubebuilder:rbac:groups=routing.router.io,resources=serviceroutes;gateways,verbs=get;list;watch
@@ -56,7 +59,7 @@ func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	route := original.DeepCopy()
-	res, err := core.Route(ctx, cacheReads{base: r.base, apis: r.APIs, zones: r.Zones}, applyWith[*externaldnsv1alpha1.DNSEndpoint](r.base), route)
+	res, err := core.Route(ctx, cacheReads{base: r.base, apis: r.APIs, zones: r.Zones, servers: r.Servers}, applyWith[*externaldnsv1alpha1.DNSEndpoint](r.base), route)
 	return r.end(ctx, route, original, res.Outcome, requeueOf(res.Written), err)
 }
 

@@ -121,7 +121,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,
-			Zones: zones.tracker, ZoneChanges: zones.routeEvents}).SetupWithManager},
+			Zones: zones.tracker, ZoneChanges: zones.routeEvents, Servers: fo}).SetupWithManager},
 		{"gateway", (&GatewayReconciler{base: b, APIs: apis, HostBudget: opts.IstioGatewayMaxBytes,
 			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce), Zones: zones.tracker, ZoneChanges: zones.gatewayEvents}).SetupWithManager},
 		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},

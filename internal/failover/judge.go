@@ -54,6 +54,8 @@ type Heartbeat struct {
 	At time.Time
 	// GatewayAnswers is the region's own probe of its own gateway, as the heartbeat says.
 	GatewayAnswers bool
+	// Cluster is the cluster that wrote it (from the record's name).
+	Cluster string
 	// Owner is the ExternalDNS owner ID of the region's instance for the zone.
 	Owner string
 	// Targets are the region's gateway target hostnames, whose addresses the zone publishes.

@@ -238,3 +238,45 @@ func (z *ZoneReading) regionOf(owner string) string {
 	}
 	return ""
 }
+
+// Server is a cluster that serves names through its gateway target hostnames.
+type Server struct {
+	Cluster, Region string
+}
+
+// Servers maps every gateway target hostname (Canonical) the zones' heartbeats name to the cluster
+// that named it.
+func Servers(zones []ZoneReading) map[string]Server {
+	out := map[string]Server{}
+	for _, z := range zones {
+		for region, beats := range z.Beats {
+			for _, b := range beats {
+				for _, t := range b.Targets {
+					out[Canonical(t)] = Server{Cluster: b.Cluster, Region: region}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Attribute says who serves what a zone answers when it is not the zone's own region: the cluster
+// whose gateway target hostname the answer's CNAME names, e.g. "served by cluster aks02, of region
+// neu, for region weu" ("this cluster" for ownCluster). It is "" when the answer names no known
+// target, or the zone's own region serves it (the usual case, nothing to say).
+func Attribute(answer, zoneRegion, ownCluster string, servers map[string]Server) string {
+	rest, ok := strings.CutPrefix(answer, "CNAME ")
+	if !ok {
+		return ""
+	}
+	target, _, _ := strings.Cut(rest, " ")
+	s, known := servers[Canonical(target)]
+	if !known || s.Region == zoneRegion {
+		return ""
+	}
+	who := "cluster " + s.Cluster
+	if s.Cluster == ownCluster {
+		who = "this cluster"
+	}
+	return "served by " + who + ", of region " + s.Region + ", for region " + zoneRegion
+}

@@ -171,3 +171,19 @@ func TestHeld_OnlyWhatTheZonesStillSayIsOurs(t *testing.T) {
 	unread := weuZone(func(z *ZoneReading) { z.Read, z.TXT = false, nil })
 	assert.Equal(t, []Pass{taken}, Held([]Pass{taken}, []ZoneReading{unread}), "an unread zone says nothing: still counted")
 }
+
+func TestAttribute(t *testing.T) {
+	servers := Servers([]ZoneReading{weuZone(func(z *ZoneReading) {
+		z.Beats["weu"][0].Cluster, z.Beats["neu"][0].Cluster = "aks01", "aks02"
+	})})
+	assert.Equal(t, map[string]Server{"aks01-weu-internal.example.com": {"aks01", "weu"}, "aks02-neu-internal.example.com": {"aks02", "neu"}}, servers)
+	for _, tt := range []struct{ answer, zoneRegion, own, want string }{
+		{"CNAME aks02-neu-internal.example.com. → A 10.2.0.1", "weu", "aks01", "served by cluster aks02, of region neu, for region weu"},
+		{"CNAME aks02-neu-internal.example.com. → A 10.2.0.1", "weu", "aks02", "served by this cluster, of region neu, for region weu"},
+		{"CNAME aks01-weu-internal.example.com. → A 10.1.0.1", "weu", "aks02", ""}, // the zone's own region serves it
+		{"CNAME other.example.com. → A 10.9.9.9", "weu", "aks02", ""},             // no heartbeat names it
+		{"NXDOMAIN", "weu", "aks02", ""},
+	} {
+		assert.Equal(t, tt.want, Attribute(tt.answer, tt.zoneRegion, tt.own, servers), tt.answer)
+	}
+}

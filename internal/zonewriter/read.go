@@ -25,8 +25,9 @@ func newReading(zone string) *reading {
 
 func (r *reading) txt(name string, ttl uint32, value string) {
 	name = failover.Canonical(name)
-	if _, region, ok := failover.ParseHeartbeatName(name, r.zone); ok {
+	if cluster, region, ok := failover.ParseHeartbeatName(name, r.zone); ok {
 		if hb, ok := failover.ParseHeartbeat(region, value); ok {
+			hb.Cluster = cluster
 			r.out.Beats[region] = append(r.out.Beats[region], hb)
 		}
 		return

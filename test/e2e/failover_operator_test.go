@@ -279,6 +279,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if got := takenNames(cfg, "weu", controller); got != 1 {
 		t.Errorf("2. aks02's dns-config says it took %d names in %s from weu, want 1: %+v", got, controller, cfg.Status.Failover)
 	}
+	waitRouteZone(ctx, t, aks02, controller, routingv1alpha1.ZonePublished, "served by this cluster, of region neu, for region weu")
 	if status, want := routerPlugin(t, aks02, "status"), "weu: Lost (HeartbeatStale) since "; !strings.Contains(status, want) ||
 		!strings.Contains(status, "this cluster serves its names: 1 in "+controller) {
 		t.Errorf("2. kubectl router status does not say weu is lost and 1 name is served here:\n%s", status)
@@ -288,6 +289,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	// 3. Back: aks01 returns; the ownership record fences it.
 	w.comeBack()
 	stable(t, "3. aks01 back, fenced", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks01.ed, aks02.ed)
+	waitRouteZone(ctx, t, aks01, controller, routingv1alpha1.ZoneDrifted, "served by cluster aks02, of region neu, for region weu")
 	wantSkip := fmt.Sprintf(`because owner id does not match (found: \"%s\", required: \"%s\")`, aks02.owner, aks01.owner)
 	if line := firstLineWith(aks01.ed.Log(), wantSkip); line == "" {
 		t.Errorf("3. aks01's ExternalDNS did not log that %s owns %s now\n%s", aks02.owner, name, aks01.ed.Diagnostics())
@@ -508,4 +510,26 @@ func routerPlugin(t testing.TB, m *failoverMember, args ...string) string {
 		t.Fatalf("kubectl router %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
 	}
 	return out.String()
+}
+
+// waitRouteZone waits until the team's route in m reports state in the zone of controller, with an
+// answer that says note (who serves it).
+func waitRouteZone(ctx context.Context, t testing.TB, m *failoverMember, controller string, state routingv1alpha1.ZoneState, note string) {
+	t.Helper()
+	err := framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, fmt.Sprintf("%s's route to say %s, %q, in %s", m.cluster, state, note, controller),
+		func(ctx context.Context) (bool, string, error) {
+			r := &routingv1alpha1.ServiceRoute{}
+			if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "api-route"}, r); err != nil {
+				return false, "", err
+			}
+			for _, z := range r.Status.Zones {
+				if z.Controller == controller {
+					return z.State == state && strings.Contains(z.Answer, note), fmt.Sprintf("%s: %s", z.State, z.Answer), nil
+				}
+			}
+			return false, fmt.Sprintf("no zone %s: %+v", controller, r.Status.Zones), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
