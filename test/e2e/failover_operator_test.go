@@ -325,6 +325,19 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 		t.Error(err)
 	}
 	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
+	// Nothing lost on the way: every record a live route or gateway publishes is in the zone, with
+	// its owner's ownership record.
+	recs := framework.LogZone(ctx, t, "4. at the end", zone)
+	for _, want := range []struct{ name, rtype, data string }{
+		{name + ".", "CNAME", aks01.target(w.domain) + "."}, {otherName + ".", "CNAME", aks01.target(w.domain) + "."},
+		{aks01.target(w.domain) + ".", "A", aks01.lbIP}, {aks02.target(w.domain) + ".", "A", aks02.lbIP},
+		{"weu-d-cname-" + name + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
+		{"weu-d-cname-" + otherName + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
+	} {
+		if !framework.HasRecord(recs, want.name, want.rtype, want.data) {
+			t.Errorf("4. the zone lacks %s %s %s", want.name, want.rtype, want.data)
+		}
+	}
 }
 
 // takenNames is how many names a dns-config's status says this cluster took from region in zone.
