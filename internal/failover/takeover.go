@@ -127,6 +127,30 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 	for region, j := range judged {
 		states[region] = j.State
 	}
+	return passes(zones, names, func(_ *ZoneReading, n Name, holder string) bool {
+		return states[holder] == Lost && StandIn(holder, n.StandIns, states) == own
+	})
+}
+
+// Reclaims are the ownership writes by which this cluster (of region own), healthy again, takes
+// back the names of its own region's zones that a stand-in holds: every name it publishes there
+// under a policy with automatic failback whose ownership record names the owner of one of the
+// policy's stand-in regions. healthy is MayFailBack's answer for this cluster's own gateway; a
+// cluster that has not been healthy for long enough reclaims nothing.
+func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pass {
+	if !healthy {
+		return nil
+	}
+	return passes(zones, names, func(z *ZoneReading, n Name, holder string) bool {
+		return n.FailBack && z.Region == own && holder != own && slices.Contains(n.StandIns, holder)
+	})
+}
+
+// passes walks the ownership records of the names in their zones and passes to this cluster's
+// owner those held by another owner whose region (known from the zone's heartbeats) take accepts,
+// published from the name's own namespace. A zone not read, a record set of other than one
+// ownership value and an owner no heartbeat names are left alone.
+func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
 	byController := make(map[string]*ZoneReading, len(zones))
 	for i := range zones {
 		byController[zones[i].Controller] = &zones[i]
@@ -143,53 +167,13 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 				continue
 			}
 			owner := OwnerOf(set.Values[0])
-			region := z.regionOf(owner)
-			if owner == "" || owner == z.Owner || region == "" || states[region] != Lost || StandIn(region, n.StandIns, states) != own ||
-				resourceNamespace(set.Values[0]) != n.Namespace {
+			holder := z.regionOf(owner)
+			if owner == "" || owner == z.Owner || holder == "" || resourceNamespace(set.Values[0]) != n.Namespace || !take(z, n, holder) {
 				continue
 			}
 			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
 				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
-					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: region})
-			}
-		}
-	}
-	return out
-}
-
-// Reclaims are the ownership writes by which this cluster (of region own), healthy again, takes
-// back the names of its own region's zones that a stand-in holds: every name it publishes there
-// under a policy with automatic failback whose ownership record names the owner of one of the
-// policy's stand-in regions. healthy is MayFailBack's answer for this cluster's own gateway; a
-// cluster that has not been healthy for long enough reclaims nothing.
-func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pass {
-	if !healthy {
-		return nil
-	}
-	byController := make(map[string]*ZoneReading, len(zones))
-	for i := range zones {
-		byController[zones[i].Controller] = &zones[i]
-	}
-	var out []Pass
-	for _, n := range names {
-		z := byController[n.Controller]
-		if !n.FailBack || z == nil || !z.Read || z.Owner == "" || z.Region != own {
-			continue
-		}
-		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
-			set, ok := z.TXT[txtName]
-			if !ok || len(set.Values) != 1 {
-				continue
-			}
-			owner := OwnerOf(set.Values[0])
-			standIn := z.regionOf(owner)
-			if owner == "" || owner == z.Owner || standIn == "" || standIn == own || !slices.Contains(n.StandIns, standIn) ||
-				resourceNamespace(set.Values[0]) != n.Namespace {
-				continue
-			}
-			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
-				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
-					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: standIn})
+					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: holder})
 			}
 		}
 	}

@@ -181,7 +181,7 @@ func TestAttribute(t *testing.T) {
 		{"CNAME aks02-neu-internal.example.com. → A 10.2.0.1", "weu", "aks01", "served by cluster aks02, of region neu, for region weu"},
 		{"CNAME aks02-neu-internal.example.com. → A 10.2.0.1", "weu", "aks02", "served by this cluster, of region neu, for region weu"},
 		{"CNAME aks01-weu-internal.example.com. → A 10.1.0.1", "weu", "aks02", ""}, // the zone's own region serves it
-		{"CNAME other.example.com. → A 10.9.9.9", "weu", "aks02", ""},             // no heartbeat names it
+		{"CNAME other.example.com. → A 10.9.9.9", "weu", "aks02", ""},              // no heartbeat names it
 		{"NXDOMAIN", "weu", "aks02", ""},
 	} {
 		assert.Equal(t, tt.want, Attribute(tt.answer, tt.zoneRegion, tt.own, servers), tt.answer)

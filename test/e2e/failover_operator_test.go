@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +24,6 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -430,35 +428,16 @@ func startBindFailoverWorld(t testing.TB) (*failoverWorld, *framework.BindServer
 // back, is fenced.
 func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
 	ctx := t.Context()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	az, err := framework.StartAzurePrivateDNS(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const controller = "external-dns-weu"
-	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", "weu-values.yaml"), controller, "aks01")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, group, domain, prefix := example.Flag("azure-subscription-id"), example.Flag("azure-resource-group"), example.Flag("domain-filter"), example.Flag("txt-prefix")
-	az.CreateZone(sub, group, domain)
-	file, err := az.AzureJSON(sub, group)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const controller = failoverController
+	z := startAzureExampleZone(t, controller)
+	az, sub, group, domain, file := z.az, z.sub, z.group, z.domain, z.file
 	w := startFailoverWorld(t, domain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
-		args := slices.DeleteFunc(example.AzureLocalArgs(file), func(a string) bool {
-			return strings.HasPrefix(a, "--txt-owner-id=") || strings.HasPrefix(a, "--interval=")
-		})
 		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
 				Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
 					SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file,
 					Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}},
-				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix}},
-			framework.ExternalDNSOptions{Name: controller, Args: append(args, "--txt-owner-id="+m.owner, "--interval=1s")}
+				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: z.prefix}},
+			framework.ExternalDNSOptions{Name: controller, Args: z.argsFor(m.owner)}
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() string {

@@ -223,31 +223,9 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 // back, leaves it alone.
 func TestFailover_OwnershipPassesInAzurePrivateDNS(t *testing.T) {
 	ctx := t.Context()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	az, err := framework.StartAzurePrivateDNS(t)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const controller, ns = "external-dns-weu", "myapp"
-	example, err := framework.RenderExternalDNSExample(ctx, filepath.Join(root, "docs", "examples", "external-dns", "weu-values.yaml"), controller, "aks01")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, group, domain, prefix := example.Flag("azure-subscription-id"), example.Flag("azure-resource-group"), example.Flag("domain-filter"), example.Flag("txt-prefix")
-	az.CreateZone(sub, group, domain)
-	file, err := az.AzureJSON(sub, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	argsFor := func(owner string) []string {
-		args := slices.DeleteFunc(example.AzureLocalArgs(file), func(a string) bool {
-			return strings.HasPrefix(a, "--txt-owner-id=") || strings.HasPrefix(a, "--interval=")
-		})
-		return append(args, "--txt-owner-id="+owner, "--interval=1s")
-	}
+	z := startAzureExampleZone(t, controller)
+	az, sub, group, domain, prefix, argsFor := z.az, z.sub, z.group, z.domain, z.prefix, z.argsFor
 	owner1, owner2 := controller+"-aks01", controller+"-aks02"
 	aks01, aks02 := startWEUClusters(t, ns)
 	ed1, err := aks01.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: controller, Args: argsFor(owner1)})
@@ -291,7 +269,7 @@ func TestFailover_OwnershipPassesInAzurePrivateDNS(t *testing.T) {
 	if err := ed1.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	writer, err := zonewriter.NewAzurePrivateDNS(azureprivatedns.Zone{SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file}, nil)
+	writer, err := zonewriter.NewAzurePrivateDNS(azureprivatedns.Zone{SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: z.file}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,4 +316,45 @@ func TestFailover_OwnershipPassesInAzurePrivateDNS(t *testing.T) {
 	if values := az.Records(sub, group, domain)[txtKey]; len(values) != 1 || !strings.Contains(values[0], "external-dns/owner="+owner2+",") {
 		t.Errorf("4. the ownership record set %s holds %v, want aks02's only", txtKey, values)
 	}
+}
+
+// azureExampleZone is the weu zone of docs/examples/external-dns/weu-values.yaml on the Azure
+// stand-in, with its azure.json.
+type azureExampleZone struct {
+	az                               *framework.AzurePrivateDNS
+	sub, group, domain, prefix, file string
+	example                          *framework.ExternalDNSExample
+}
+
+// startAzureExampleZone starts the Azure stand-in with the zone the ExternalDNS chart renders
+// from the weu example values for controller.
+func startAzureExampleZone(t *testing.T, controller string) *azureExampleZone {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &azureExampleZone{}
+	if z.az, err = framework.StartAzurePrivateDNS(t); err != nil {
+		t.Fatal(err)
+	}
+	if z.example, err = framework.RenderExternalDNSExample(t.Context(), filepath.Join(root, "docs", "examples", "external-dns", "weu-values.yaml"), controller, "aks01"); err != nil {
+		t.Fatal(err)
+	}
+	e := z.example
+	z.sub, z.group, z.domain, z.prefix = e.Flag("azure-subscription-id"), e.Flag("azure-resource-group"), e.Flag("domain-filter"), e.Flag("txt-prefix")
+	z.az.CreateZone(z.sub, z.group, z.domain)
+	if z.file, err = z.az.AzureJSON(z.sub, z.group); err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// argsFor is the chart's ExternalDNS command line for the zone, run here with owner's ID and a 1 s
+// interval.
+func (z *azureExampleZone) argsFor(owner string) []string {
+	args := slices.DeleteFunc(z.example.AzureLocalArgs(z.file), func(a string) bool {
+		return strings.HasPrefix(a, "--txt-owner-id=") || strings.HasPrefix(a, "--interval=")
+	})
+	return append(args, "--txt-owner-id="+owner, "--interval=1s")
 }
