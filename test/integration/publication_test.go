@@ -57,33 +57,27 @@ func (f *fixture) setVerifiedControllers(regions []string, nameservers map[strin
 
 // setFailover gives the controller of region failover settings.
 func (f *fixture) setFailover(region string, settings *clusterv1alpha1.ZoneFailover) {
-	f.t.Helper()
-	require.NoError(f.t, retryOnConflict(func() error {
-		cfg := &clusterv1alpha1.DNSConfiguration{}
-		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
-			return err
-		}
-		for i, c := range cfg.Spec.ExternalDNSControllers {
-			if c.Region == region {
-				cfg.Spec.ExternalDNSControllers[i].Failover = settings
-			}
-		}
-		return env.Client.Update(f.ctx, cfg)
-	}))
+	f.updateController(region, func(c *clusterv1alpha1.ExternalDNSController) { c.Failover = settings })
 }
 
 // setResolvers makes the zone of region be checked through the recursive resolver at addr.
 func (f *fixture) setResolvers(region, addr string) {
+	f.updateController(region, func(c *clusterv1alpha1.ExternalDNSController) {
+		c.Verification = &clusterv1alpha1.ZoneVerification{Resolvers: []string{addr}, Timeout: &metav1.Duration{Duration: 300 * time.Millisecond}}
+	})
+}
+
+// updateController changes the DNSConfiguration's controller of region.
+func (f *fixture) updateController(region string, change func(*clusterv1alpha1.ExternalDNSController)) {
 	f.t.Helper()
 	require.NoError(f.t, retryOnConflict(func() error {
 		cfg := &clusterv1alpha1.DNSConfiguration{}
 		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
 			return err
 		}
-		for i, c := range cfg.Spec.ExternalDNSControllers {
-			if c.Region == region {
-				cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{Resolvers: []string{addr},
-					Timeout: &metav1.Duration{Duration: 300 * time.Millisecond}}
+		for i := range cfg.Spec.ExternalDNSControllers {
+			if cfg.Spec.ExternalDNSControllers[i].Region == region {
+				change(&cfg.Spec.ExternalDNSControllers[i])
 			}
 		}
 		return env.Client.Update(f.ctx, cfg)
