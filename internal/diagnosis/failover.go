@@ -96,7 +96,7 @@ func WriteFailoverEffect(w io.Writer, e FailoverEffect) error {
 	for _, z := range e.Zones {
 		p.line("")
 		p.line("zone %s:", z.Controller)
-		p.line("  take over %d name(s), where the lost region holds them:", len(z.TakenHere))
+		p.line("  take over %d name(s), where the lost region holds them, published from the same namespace:", len(z.TakenHere))
 		for _, n := range z.TakenHere {
 			p.line("    %s", n)
 		}

@@ -12,15 +12,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	routerapp "github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"github.com/service-router/service-router-operator/internal/testenv"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -57,6 +63,33 @@ func listenGateway(t testing.TB, addrs ...string) *gatewayListener {
 	return g
 }
 
+// freePort is a TCP port free on every one of the addresses.
+func freePort(t testing.TB, addrs ...string) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", addrs[0]+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		free := true
+		for _, a := range addrs[1:] {
+			other, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = other.Close()
+		}
+		_ = l.Close()
+		if free {
+			return port
+		}
+	}
+	t.Fatalf("no port free on all of %v", addrs)
+	return 0
+}
+
 func (g *gatewayListener) close() {
 	for _, l := range g.ls {
 		_ = l.Close()
@@ -89,10 +122,12 @@ type failoverWorld struct {
 	t            testing.TB
 	domain       string
 	aks01, aks02 *failoverMember
-	// port is where the gateways listen and aks01 probes; aks02 probes cutPort, where only its own
-	// gateway listens: its path to aks01's gateway is cut.
-	port, cutPort int
-	gateway1      *gatewayListener
+	// port is where both gateways listen. Each cluster probes a port of its own where only its own
+	// gateway listens, so that its probes of the other's gateway fail while its own answer: the
+	// path between the two is cut both ways (aks01 probes probePort01, aks02 probePort02).
+	port, probePort01, probePort02 int
+	// gateway1 is aks01's gateway: its listeners on port and probePort01.
+	gateway1 *gatewayListener
 }
 
 // startFailoverWorld starts the world; zone gives a member's ExternalDNS controller entry (its
@@ -104,15 +139,13 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 		aks01: &failoverMember{cluster: "aks01", region: "weu", lbIP: "127.0.0.11", owner: "external-dns-weu-aks01"},
 		aks02: &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}}
 	w.aks01.cl, w.aks02.cl = startWEUClusters(t, failoverNS)
-	w.gateway1 = listenGateway(t, w.aks01.lbIP+":0")
-	w.port = w.gateway1.ls[0].Addr().(*net.TCPAddr).Port
-	cut := listenGateway(t, w.aks02.lbIP+":0")
-	w.cutPort = cut.ls[0].Addr().(*net.TCPAddr).Port
-	listenGateway(t, net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.port)))
+	w.port, w.probePort01, w.probePort02 = freePort(t, w.aks01.lbIP, w.aks02.lbIP), freePort(t, w.aks01.lbIP), freePort(t, w.aks02.lbIP)
+	w.gateway1 = listenGateway(t, net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.probePort01)))
+	listenGateway(t, net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.probePort02)))
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
-		probePort, adopts := w.port, []string(nil)
+		probePort, adopts := w.probePort01, []string(nil)
 		if m == w.aks02 {
-			probePort, adopts = w.cutPort, []string{"weu"}
+			probePort, adopts = w.probePort02, []string{"weu"}
 		}
 		controller, edOpts := zone(m)
 		settings := &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
@@ -167,12 +200,59 @@ func (w *failoverWorld) publish(m *failoverMember) time.Time {
 		if ns == failoverNS {
 			fo = &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}
 		}
-		create(ctx, w.t, m.cl.Client, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dns"},
-			Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive, Failover: fo}})
-		create(ctx, w.t, m.cl.Client, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-route"},
-			Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: gatewayName, GatewayNamespace: gatewayNamespace, Environment: "dev", Application: ns}})
+		create(ctx, w.t, m.cl.Client, failoverPolicy(ns, fo))
+		create(ctx, w.t, m.cl.Client, apiRoute(ns, ns))
 	}
 	return at
+}
+
+// failoverPolicy is namespace's DNSPolicy: Active, with failover (nil: none).
+func failoverPolicy(namespace string, failover *routingv1alpha1.PolicyFailover) *routingv1alpha1.DNSPolicy {
+	return &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "dns"},
+		Spec: routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive, Failover: failover}}
+}
+
+// apiRoute is the api route of namespace, for application (its hostname's last label).
+func apiRoute(namespace, application string) *routingv1alpha1.ServiceRoute {
+	return &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "api-route"},
+		Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: "api", GatewayName: gatewayName, GatewayNamespace: gatewayNamespace, Environment: "dev", Application: application}}
+}
+
+// tenantClient acts as user, an application team with the built-in edit role in namespace and
+// nothing else: bound to edit and to the operator's shipped editor role, which a cluster running
+// the operator aggregates into edit (config/rbac/editor_role.yaml).
+func tenantClient(t testing.TB, cl *framework.Cluster, user, namespace string) client.Client {
+	t.Helper()
+	ctx := t.Context()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := framework.ReadManifests(filepath.Join(root, "config", "rbac", "editor_role.yaml"))
+	if err != nil || len(roles) != 1 {
+		t.Fatalf("the shipped editor role: %v (%d objects)", err, len(roles))
+	}
+	roles[0].SetName("service-router-editor")
+	if err := cl.Client.Create(ctx, roles[0]); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"edit", "service-router-editor"} {
+		create(ctx, t, cl.Client, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user + "-" + role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}})
+	}
+	cfg := rest.CopyConfig(cl.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: cl.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tenant cannot touch what the platform owns: the failover settings are cluster-scoped.
+	cfgObj := &clusterv1alpha1.DNSConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfgObj); !apierrors.IsForbidden(err) {
+		t.Fatalf("%s reads dns-config: %v, want Forbidden", user, err)
+	}
+	return c
 }
 
 // lose stops everything of aks01 at once: its operator, its ExternalDNS and its gateway.
@@ -190,7 +270,7 @@ func (w *failoverWorld) lose() time.Time {
 // comeBack restarts aks01's gateway, ExternalDNS and operator.
 func (w *failoverWorld) comeBack() {
 	ctx, t, m := w.t.Context(), w.t, w.aks01
-	w.gateway1 = listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)))
+	w.gateway1 = listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(m.lbIP, strconv.Itoa(w.probePort01)))
 	var err error
 	if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
 		t.Fatal(err)
@@ -207,9 +287,9 @@ func (w *failoverWorld) comeBack() {
 // listener on the load balancer address the zone publishes). The zone is watched with dig every
 // 50 ms throughout.
 //
-//  1. Partitioned, not lost: aks02 cannot reach aks01's gateway (its probes go to a port nothing
-//     listens on there), but aks01's heartbeat stays fresh and says its gateway answers: aks02
-//     reports weu Unreachable (WitnessSaysAlive) and nothing moves.
+//  1. Partitioned, not lost: neither cluster reaches the other's gateway (each probes a port only
+//     its own gateway listens on), but both heartbeats stay fresh and say their gateways answer:
+//     each reports the other's region Unreachable (WitnessSaysAlive) and nothing moves.
 //  2. Lost: aks01's operator, its ExternalDNS and its gateway stop at once. Once the heartbeat is
 //     stale, aks02's operator passes the name's ownership to its own ExternalDNS, which points the
 //     name at aks02's gateway: a direct switch, no NXDOMAIN. Another team's route, whose policy
@@ -234,24 +314,49 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	at := w.publish(aks01)
 	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
 	waitAnswer(ctx, t, at, otherQ, chain(aks01), diag()...)
+	// A third team, solo, publishes only from aks01. In aks02, where no namespace claims solo's
+	// hostname, a tenant of namespace thief (edit there and nothing else) copies solo's route,
+	// under a policy naming neu as stand-in: aks02 publishes solo's name from thief.
+	const soloNS, thiefNS = "solo", "thief"
+	soloName := w.hostname(soloNS)
+	soloQ := zone.Query(soloName, "A")
+	createNamespace(ctx, t, aks01.cl.Client, soloNS)
+	createNamespace(ctx, t, aks02.cl.Client, thiefNS)
+	standIn := &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}
+	solo, thief := tenantClient(t, aks01.cl, "solo-team", soloNS), tenantClient(t, aks02.cl, "thief-team", thiefNS)
+	at = create(ctx, t, solo, failoverPolicy(soloNS, standIn))
+	create(ctx, t, solo, apiRoute(soloNS, soloNS))
+	waitAnswer(ctx, t, at, soloQ, chain(aks01), diag()...)
+	create(ctx, t, thief, failoverPolicy(thiefNS, standIn))
+	create(ctx, t, thief, apiRoute(thiefNS, soloNS))
+
 	at = w.publish(aks02)
 	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
 	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	ep := &externaldnsv1alpha1.DNSEndpoint{}
+	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Namespace: thiefNS, Name: "api-route-" + controller}, ep); err != nil || ep.Spec.Endpoints[0].DNSName != soloName {
+		t.Fatalf("aks02 does not publish solo's name from thief (the attack needs it): %v %+v", err, ep.Spec.Endpoints)
+	}
 
-	// What aks02 would do, as `kubectl router plan` previews it: take the team's name, leave the
-	// other team's.
+	// What aks02 would do, as `kubectl router plan` previews it: take the names it publishes under
+	// stand-in policies where weu holds them from the same namespace (the team's; thief's copy of
+	// solo's is listed, but weu holds solo's name from solo), leave the other team's.
 	plan := routerPlugin(t, aks02, "plan", "--region-lost", "weu")
-	for _, want := range []string{"If region weu were lost, this cluster (region neu) would:", "take over 1 name(s), where the lost region holds them:\n    " + failoverNS + ": " + name,
+	for _, want := range []string{"If region weu were lost, this cluster (region neu) would:",
+		"take over 2 name(s), where the lost region holds them, published from the same namespace:\n    " + failoverNS + ": " + name + "\n    " + thiefNS + ": " + soloName,
 		"move nothing for 1 name(s) whose policy lists no serving stand-in: " + failoverOtherNS + ": " + otherName} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("kubectl router plan --region-lost weu lacks %q:\n%s", want, plan)
 		}
 	}
 
-	// 1. Partitioned: aks02's probes of aks01's gateway fail, aks01's heartbeat vouches for it.
+	// 1. Partitioned both ways: each cluster's probes of the other's gateway fail, and the other's
+	// heartbeat vouches for it.
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessSaysAlive", diag)
 	stable(t, "1. partitioned, not lost", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
 	assertRegion(ctx, t, aks02, "weu", "Unreachable")
+	assertRegion(ctx, t, aks01, "neu", "Unreachable")
 
 	// 2. Lost: aks01's operator, ExternalDNS and gateway stop at once.
 	lost := w.lose()
@@ -282,7 +387,8 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 		!strings.Contains(status, "this cluster serves its names: 1 in "+controller) {
 		t.Errorf("2. kubectl router status does not say weu is lost and 1 name is served here:\n%s", status)
 	}
-	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks02.ed)
+	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays; solo's name, which aks02 publishes only from thief, is not taken",
+		[]framework.Query{q, otherQ, soloQ}, [][]string{chain(aks02), chain(aks01), chain(aks01)}, aks02.ed)
 
 	// 3. Back: aks01 returns; the ownership record fences it.
 	w.comeBack()
@@ -524,4 +630,112 @@ func waitRouteZone(ctx context.Context, t testing.TB, m *failoverMember, control
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// flappingGateway answers one connection, then refuses connections for down, again and again: a
+// gateway that answers about every other probe a second apart.
+func flappingGateway(t testing.TB, addr string, down time.Duration) (accepted *atomic.Int32, stop func()) {
+	t.Helper()
+	accepted = &atomic.Int32{}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Errorf("flapping gateway on %s: %v", addr, err)
+				return
+			}
+			go func() { <-done; _ = l.Close() }()
+			c, err := l.Accept()
+			_ = l.Close()
+			if err != nil {
+				return // stopped
+			}
+			_ = c.Close()
+			accepted.Add(1)
+			select {
+			case <-done:
+				return
+			case <-time.After(down):
+			}
+		}
+	})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(stop)
+	return accepted, stop
+}
+
+// TestFailover_FlappingGatewayMovesNothing: aks01's operator is gone, so its heartbeat goes
+// stale in the zone, and its gateway answers about every other probe of aks02's (it refuses
+// connections for 1.5 s after each one it accepts, probes come every second). The failures never
+// reach the threshold (3) in a row: aks02 never judges weu lost and the name stays, without a
+// single change of answer. Once the gateway stops answering for good, the name moves.
+func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
+	ctx := t.Context()
+	w, zone := startBindFailoverWorld(t)
+	aks01, aks02 := w.aks01, w.aks02
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	q := zone.Query(name, "A")
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), zone.Diagnostics)
+	at = w.publish(aks02)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+
+	// aks02 now probes aks01's gateway where it flaps; aks01's operator stops (its ExternalDNS runs on).
+	w.gateway1.close()
+	accepted, stopFlapping := flappingGateway(t, net.JoinHostPort(aks01.lbIP, strconv.Itoa(w.port)), 1500*time.Millisecond)
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port))
+	if err := aks02.cl.Client.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := aks01.op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Beyond the heartbeat's staleness (5 s), for 20 probes: weu is never Lost, the name never
+	// moves (dig every 100 ms).
+	var states, others []string
+	before := accepted.Load()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if ans, err := framework.Dig(ctx, q.Port, q.Name, q.Type); err == nil && !framework.SameRecords(ans, chain(aks01)) {
+			others = append(others, strings.Join(ans.Shorts(), " | "))
+		}
+		c := &clusterv1alpha1.DNSConfiguration{}
+		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, c); err != nil {
+			continue
+		}
+		for _, r := range c.Status.Failover {
+			if r.Region == "weu" && (len(states) == 0 || states[len(states)-1] != r.State+" "+r.Reason) {
+				states = append(states, r.State+" "+r.Reason)
+			}
+		}
+	}
+	answered := accepted.Load() - before
+	t.Logf("aks02's view of weu over 20 s of a flapping gateway and a stale heartbeat: %v; the gateway answered %d of about 20 probes", states, answered)
+	if answered < 4 || answered > 16 {
+		t.Errorf("the gateway answered %d of about 20 probes: it did not flap", answered)
+	}
+	if len(others) > 0 {
+		t.Errorf("%s answered other than aks01's gateway: %v", name, others)
+	}
+	for _, s := range states {
+		if strings.HasPrefix(s, "Lost") {
+			t.Errorf("a flapping gateway was judged lost: %v", states)
+		}
+	}
+
+	// The gateway stops answering for good: three failures in a row, and the name moves.
+	lost := time.Now()
+	stopFlapping()
+	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, append(w.diagnostics(), zone.Diagnostics)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the gateway gone for good: %s answers aks02's gateway %s later; seen: %s", name, time.Since(lost).Round(time.Millisecond), tr)
 }

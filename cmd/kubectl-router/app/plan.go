@@ -58,7 +58,7 @@ predicted (exit code 3).
 
 With --region-lost REGION instead of manifests, plan previews regional failover: for each zone
 with failover settings, which of this cluster's names it would take over if it judged the region
-lost now (where the lost region holds them), which would go to another stand-in first in their
+lost now (where the lost region holds them, published from the same namespace), which would go to another stand-in first in their
 policy's order, and which would not move.
 
 Nothing is written. The operator's flags that change its decisions (the guard's, the Istio
