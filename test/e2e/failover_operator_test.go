@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,8 +103,11 @@ type failoverMember struct {
 	cluster, region, lbIP, owner string
 	cl                           *framework.Cluster
 	op                           *framework.Operator
-	ed                           *framework.ExternalDNS
-	edOpts                       framework.ExternalDNSOptions
+	// eds are its ExternalDNS instances, one per zone (ed the first: the weu zone's), started with
+	// edOpts.
+	eds    []*framework.ExternalDNS
+	ed     *framework.ExternalDNS
+	edOpts []framework.ExternalDNSOptions
 }
 
 func (m *failoverMember) target(domain string) string {
@@ -130,9 +134,20 @@ type failoverWorld struct {
 	gateway1 *gatewayListener
 }
 
-// startFailoverWorld starts the world; zone gives a member's ExternalDNS controller entry (its
-// verification and failover settings) and its ExternalDNS options.
+// startFailoverWorld starts the world with the weu zone alone; zone gives a member's ExternalDNS
+// controller entry (its verification and failover settings) and its ExternalDNS options.
 func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions)) *failoverWorld {
+	t.Helper()
+	return startFailoverZones(t, domain, nil, []string{"weu"}, func(m *failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions) {
+		c, o := zone(m)
+		return []clusterv1alpha1.ExternalDNSController{c}, []framework.ExternalDNSOptions{o}
+	})
+}
+
+// startFailoverZones starts the world with several zones: aks01 adopts adopts01, aks02 adopts02;
+// zones gives a member's ExternalDNS controller entries and the options of its instances.
+func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string,
+	zones func(*failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions)) *failoverWorld {
 	t.Helper()
 	ctx := t.Context()
 	w := &failoverWorld{t: t, domain: domain,
@@ -143,11 +158,11 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 	w.gateway1 = listenGateway(t, net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.probePort01)))
 	listenGateway(t, net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.probePort02)))
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
-		probePort, adopts := w.probePort01, []string(nil)
+		probePort, adopts := w.probePort01, adopts01
 		if m == w.aks02 {
-			probePort, adopts = w.probePort02, []string{"weu"}
+			probePort, adopts = w.probePort02, adopts02
 		}
-		controller, edOpts := zone(m)
+		controllers, edOpts := zones(m)
 		settings := &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
 			FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
 			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
@@ -159,7 +174,7 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 			&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
 				Spec: clusterv1alpha1.ClusterIdentitySpec{Region: m.region, Cluster: m.cluster, Domain: domain, EnvironmentLetter: worldEnvLetter, AdoptsRegions: adopts}},
 			&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
-				Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings, ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{controller}}},
+				Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings, ExternalDNSControllers: controllers}},
 			&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
 				Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace}},
 		} {
@@ -170,10 +185,8 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 			t.Fatal(err)
 		}
 		m.edOpts = edOpts
+		m.startExternalDNS(t)
 		var err error
-		if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
-			t.Fatal(err)
-		}
 		if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -181,8 +194,28 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 	return w
 }
 
+// startExternalDNS starts the member's ExternalDNS instances, one per zone.
+func (m *failoverMember) startExternalDNS(t testing.TB) {
+	t.Helper()
+	m.eds = nil
+	for _, o := range m.edOpts {
+		ed, err := m.cl.StartExternalDNS(t.Context(), t, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.eds = append(m.eds, ed)
+	}
+	m.ed = m.eds[0]
+}
+
 func (w *failoverWorld) diagnostics() []func() string {
-	return []func() string{w.aks01.op.Diagnostics, w.aks02.op.Diagnostics, w.aks01.ed.Diagnostics, w.aks02.ed.Diagnostics}
+	out := []func() string{w.aks01.op.Diagnostics, w.aks02.op.Diagnostics}
+	for _, m := range []*failoverMember{w.aks01, w.aks02} {
+		for _, ed := range m.eds {
+			out = append(out, ed.Diagnostics)
+		}
+	}
+	return out
 }
 
 // hostname is the api route's hostname in namespace.
@@ -258,10 +291,12 @@ func tenantClient(t testing.TB, cl *framework.Cluster, user, namespace string) c
 // lose stops everything of aks01 at once: its operator, its ExternalDNS and its gateway.
 func (w *failoverWorld) lose() time.Time {
 	at := time.Now()
-	for _, stop := range []func() error{w.aks01.op.Stop, w.aks01.ed.Stop} {
-		if err := stop(); err != nil {
-			w.t.Fatal(err)
-		}
+	stops := []func() error{w.aks01.op.Stop}
+	for _, ed := range w.aks01.eds {
+		stops = append(stops, ed.Stop)
+	}
+	if err := parallel(stops...); err != nil {
+		w.t.Fatal(err)
 	}
 	w.gateway1.close()
 	return at
@@ -271,10 +306,8 @@ func (w *failoverWorld) lose() time.Time {
 func (w *failoverWorld) comeBack() {
 	ctx, t, m := w.t.Context(), w.t, w.aks01
 	w.gateway1 = listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(m.lbIP, strconv.Itoa(w.probePort01)))
+	m.startExternalDNS(t)
 	var err error
-	if m.ed, err = m.cl.StartExternalDNS(ctx, t, m.edOpts); err != nil {
-		t.Fatal(err)
-	}
 	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -738,4 +771,86 @@ func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the gateway gone for good: %s answers aks02's gateway %s later; seen: %s", name, time.Since(lost).Round(time.Millisecond), tr)
+}
+
+// TestFailover_EveryZoneFollows runs the loss in the multi-region world: two clusters, three
+// regional zones (weu, neu, frc, each a BIND), six ExternalDNS instances (one per cluster and
+// zone, an owner ID each, one TXT prefix per zone). aks01 (weu) adopts neu and frc, aks02 (neu)
+// adopts weu and frc, so both publish every name into every zone, and aks01, first, owns them
+// all. Each operator beats in all three zones. When everything of aks01 stops, its heartbeat goes
+// stale in all three (a majority), and aks02 takes the name over in each: every zone, watched with
+// dig every 50 ms, switches directly from aks01's gateway to aks02's.
+func TestFailover_EveryZoneFollows(t *testing.T) {
+	ctx := t.Context()
+	zones, err := framework.StartRegionalZones(ctx, t, worldDomain, worldRegions...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startFailoverZones(t, worldDomain, []string{"neu", "frc"}, []string{"weu", "frc"},
+		func(m *failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions) {
+			var controllers []clusterv1alpha1.ExternalDNSController
+			var opts []framework.ExternalDNSOptions
+			for _, r := range worldRegions {
+				name, owner, prefix := framework.RegionalControllerName(r), "external-dns-"+r+"-"+m.cluster, r+"-"+worldEnvLetter+"-"
+				controllers = append(controllers, clusterv1alpha1.ExternalDNSController{Name: name, Region: r,
+					Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zones[r].Port)}},
+					Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: owner, TXTPrefix: prefix}})
+				opts = append(opts, framework.ExternalDNSOptions{Name: name, OwnerID: owner, TXTPrefix: prefix}.ForBind(zones[r]))
+			}
+			return controllers, opts
+		})
+	aks01, aks02 := w.aks01, w.aks02
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	diag := func() []func() string {
+		out := w.diagnostics()
+		for _, r := range worldRegions {
+			out = append(out, zones[r].Diagnostics)
+		}
+		return out
+	}
+	at := w.publish(aks01)
+	for _, r := range worldRegions {
+		waitAnswer(ctx, t, at, zones[r].Query(name, "A"), chain(aks01), diag()...)
+	}
+	at = w.publish(aks02)
+	for _, r := range worldRegions {
+		waitAnswer(ctx, t, at, zones[r].Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
+	}
+	waitSyncs(ctx, t, at, append(slices.Clone(aks01.eds), aks02.eds...)...)
+
+	lost := w.lose()
+	traces := make(map[string]framework.Trace, len(worldRegions))
+	var mu sync.Mutex
+	var watches []func() error
+	for _, r := range worldRegions {
+		watches = append(watches, func() error {
+			tr, err := framework.Converge(ctx, zones[r].Query(name, "A"), framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			mu.Lock()
+			traces[r] = tr
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := parallel(watches...); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range worldRegions {
+		tr := traces[r]
+		t.Logf("zone %s: %s answers aks02's gateway %s after aks01 stopped; seen: %s", r, name, tr.Took.Round(time.Millisecond), tr)
+		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
+			t.Errorf("zone %s: want a direct switch from aks01's gateway to aks02's, seen: %s", r, tr)
+		}
+	}
+	t.Logf("every zone follows %s after the loss", time.Since(lost).Round(time.Millisecond))
+	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range worldRegions {
+		if got := takenNames(cfg, "weu", framework.RegionalControllerName(r)); got != 1 {
+			t.Errorf("aks02's dns-config says it took %d names from weu in %s, want 1: %+v", got, framework.RegionalControllerName(r), cfg.Status.Failover)
+		}
+	}
 }
