@@ -36,7 +36,7 @@ type DNSConfigurationReconciler struct {
 
 // regionViews is regional failover's view of the other regions (Failover).
 type regionViews interface {
-	Regions() []clusterv1alpha1.RegionFailoverStatus
+	Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool)
 }
 
 // zoneCounter counts a zone's routes by their state there (verify.Tracker).
@@ -63,7 +63,9 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
 	cfg.Status.Verification, cfg.Status.VerificationSummary = plan.ZoneVerification(cfg, r.countZone)
 	if r.Failover != nil {
-		cfg.Status.Failover = r.Failover.Regions()
+		if regions, known := r.Failover.Regions(); known {
+			cfg.Status.Failover = regions
+		}
 	}
 	// Looked at again once every held deletion has had its turn, so that the condition clears
 	// even when the last of them needed no reconcile (its object was deleted by someone else),

@@ -88,7 +88,10 @@ type Failover struct {
 	probe func(ctx context.Context, address string) error
 	now   func() time.Time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// judged says a round has judged the regions since this leader started (or none has failover
+	// zones any more): until then the status keeps what an earlier leader wrote.
+	judged  bool
 	regions map[string]*regionView
 	// held are the names this leader took over that the zones still say are this cluster's
 	// (failover.Held): the leader's own record, for status; it starts empty when a leader starts.
@@ -141,10 +144,14 @@ func (f *Failover) Start(ctx context.Context) error {
 	}
 }
 
-// Regions is this cluster's view of the other regions, for the DNSConfiguration's status.
-func (f *Failover) Regions() []clusterv1alpha1.RegionFailoverStatus {
+// Regions is this cluster's view of the other regions, for the DNSConfiguration's status; known is
+// false until this leader's first round has judged them (the status then keeps what it says).
+func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.judged {
+		return nil, false
+	}
 	var out []clusterv1alpha1.RegionFailoverStatus
 	for region, v := range f.regions {
 		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.judgement.State), Reason: v.judgement.Reason,
@@ -162,7 +169,7 @@ func (f *Failover) Regions() []clusterv1alpha1.RegionFailoverStatus {
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b clusterv1alpha1.RegionFailoverStatus) int { return strings.Compare(a.Region, b.Region) })
-	return out
+	return out, true
 }
 
 func truncate(s string, n int) string {
@@ -500,10 +507,12 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	taken []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	changed := !f.judged
+	f.judged = true
 	// The readings are from before this round's passes: they judge the earlier ones only.
 	f.servers = failover.Servers(readings)
 	held := append(failover.Held(f.held, readings), taken...)
-	changed := len(held) != len(f.held) || len(taken) > 0
+	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
 	for region, j := range judged {
 		if region == own {
@@ -563,7 +572,8 @@ func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.servers, f.zoneRegions = nil, nil
-	if len(f.regions) > 0 {
+	if !f.judged || len(f.regions) > 0 {
+		f.judged = true
 		f.regions = map[string]*regionView{}
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
