@@ -269,8 +269,15 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 		}
 		return names
 	}
-	written := grants()
-	require.Len(t, written, 1, "the GatewayAPI backend grants its listeners the Secret of the ingress namespace")
+	// The plan's comparison does not cover the grant in the ingress namespace: waited for here (the
+	// ReferenceGrant API may be found served a discovery round after the operator started).
+	var written []string
+	waitFor(t, "the GatewayAPI backend to grant its listeners the Secret of the ingress namespace", func() string {
+		if written = grants(); len(written) != 1 {
+			return fmt.Sprintf("grants %v", written)
+		}
+		return ""
+	}, waitTimeout)
 
 	stop()
 	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNS, Name: "gw"}}))
