@@ -163,9 +163,7 @@ func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string
 			probePort, adopts = w.probePort02, adopts02
 		}
 		controllers, edOpts := zones(m)
-		settings := &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
-			FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
-			HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
+		settings := w.settings(probePort)
 		createNamespace(ctx, t, m.cl.Client, failoverOtherNS)
 		if err := framework.EnsureNamespace(ctx, m.cl.Client, gatewayNamespace); err != nil {
 			t.Fatal(err)
@@ -206,6 +204,17 @@ func (m *failoverMember) startExternalDNS(t testing.TB) {
 		m.eds = append(m.eds, ed)
 	}
 	m.ed = m.eds[0]
+}
+
+// settings are a member's failover settings: the world's fast ones, or with FAILOVER_SETTINGS=defaults
+// (the benchmark's second run) the operator's defaults but the probe port.
+func (w *failoverWorld) settings(probePort int) *clusterv1alpha1.FailoverSettings {
+	if os.Getenv("FAILOVER_SETTINGS") == "defaults" {
+		return &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort))}
+	}
+	return &clusterv1alpha1.FailoverSettings{ProbePort: ptr.To(int32(probePort)), ProbeInterval: &metav1.Duration{Duration: time.Second},
+		FailureThreshold: ptr.To(int32(3)), HeartbeatInterval: &metav1.Duration{Duration: time.Second},
+		HeartbeatStaleAfter: &metav1.Duration{Duration: 5 * time.Second}, FailbackAfter: &metav1.Duration{Duration: 3 * time.Second}}
 }
 
 func (w *failoverWorld) diagnostics() []func() string {
