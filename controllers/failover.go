@@ -221,7 +221,11 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	}
 	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, readings, names), "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster")
-	f.pass(ctx, cfg, zones, failover.Reclaims(own, failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), "NameTakenBack",
+	// Names go back only while this cluster's heartbeats reach every zone: a cluster the others may
+	// judge lost (its heartbeat stale in a majority of the zones) must not take back what they
+	// would take again, round after round.
+	beating := now.Sub(f.lastBeat) <= 2*s.heartbeatInterval
+	f.pass(ctx, cfg, zones, failover.Reclaims(own, beating && failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
 	if f.remember(now, own, judged, readings, taken, cfg) {
 		select {
