@@ -25,6 +25,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 )
 
@@ -155,7 +156,7 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 	var out []clusterv1alpha1.RegionFailoverStatus
 	for region, v := range f.regions {
 		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.judgement.State), Reason: v.judgement.Reason,
-			Message: truncate(v.judgement.Message, 1024), Since: &metav1.Time{Time: v.since.Truncate(time.Second)}}
+			Message: plan.Truncate(v.judgement.Message, 1024), Since: &metav1.Time{Time: v.since.Truncate(time.Second)}}
 		taken := map[string]int32{}
 		for _, p := range f.held {
 			if p.Region == region {
@@ -170,13 +171,6 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 	}
 	slices.SortFunc(out, func(a, b clusterv1alpha1.RegionFailoverStatus) int { return strings.Compare(a.Region, b.Region) })
 	return out, true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // round is one pass: heartbeat when due, read the zones, probe, judge, take over. It returns the

@@ -78,7 +78,7 @@ func zoneStatus(z ZoneInput, previous []routingv1alpha1.ZoneStatus) routingv1alp
 	case !z.Verified:
 		s.State = routingv1alpha1.ZoneUnverified
 	case !changed && z.Observation != nil && z.Observation.For == want:
-		s.State, s.Answer = z.Observation.State, truncate(z.Observation.Answer, 512)
+		s.State, s.Answer = z.Observation.State, Truncate(z.Observation.Answer, 512)
 		// Seconds, as the API stores it; and the time of the first check that found this
 		// state and answer, so that a new leader finding what the status says writes nothing.
 		s.LastChecked = &metav1.Time{Time: z.Observation.Since.Truncate(time.Second)}
@@ -157,8 +157,9 @@ func describeZone(z routingv1alpha1.ZoneStatus) string {
 	return z.Controller + " (" + strings.Join(details, "; ") + ")"
 }
 
-// truncate shortens s to at most n characters.
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n characters (runes, as a CRD's maxLength counts them), ending
+// it with "..." when it was longer.
+func Truncate(s string, n int) string {
 	runes := []rune(s)
 	if len(runes) <= n {
 		return s
