@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/miekg/dns"
@@ -46,18 +45,10 @@ func (r *reading) address(name, value string) {
 // returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
 // caller's to fill.
 func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
-	timeout := w.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
+	timeout := w.timeout()
 	m := new(dns.Msg)
 	m.SetAxfr(dns.Fqdn(w.Zone))
-	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}
-	if w.TSIGName != "" {
-		key := dns.Fqdn(w.TSIGName)
-		tr.TsigSecret = map[string]string{key: w.TSIGSecret}
-		m.SetTsig(key, dns.Fqdn(strings.ToLower(w.TSIGAlgorithm)), 300, time.Now().Unix())
-	}
+	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, TsigSecret: w.sign(m)}
 	envelopes, err := tr.In(m, w.Server)
 	if err != nil {
 		return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)

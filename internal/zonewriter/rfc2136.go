@@ -86,15 +86,7 @@ type rcodeError int
 func (e rcodeError) Error() string { return "the server answered " + dns.RcodeToString[int(e)] }
 
 func (w RFC2136) send(ctx context.Context, m *dns.Msg, what string) error {
-	c := &dns.Client{Net: "tcp", Timeout: w.Timeout}
-	if c.Timeout == 0 {
-		c.Timeout = 5 * time.Second
-	}
-	if w.TSIGName != "" {
-		key := dns.Fqdn(w.TSIGName)
-		c.TsigSecret = map[string]string{key: w.TSIGSecret}
-		m.SetTsig(key, dns.Fqdn(strings.ToLower(w.TSIGAlgorithm)), 300, time.Now().Unix())
-	}
+	c := &dns.Client{Net: "tcp", Timeout: w.timeout(), TsigSecret: w.sign(m)}
 	answer, _, err := c.ExchangeContext(ctx, m, w.Server)
 	if err != nil {
 		return fmt.Errorf("%s in zone %s at %s: %w", what, w.Zone, w.Server, err)
@@ -103,4 +95,23 @@ func (w RFC2136) send(ctx context.Context, m *dns.Msg, what string) error {
 		return fmt.Errorf("%s in zone %s at %s: %w", what, w.Zone, w.Server, rcodeError(answer.Rcode))
 	}
 	return nil
+}
+
+// timeout bounds each exchange (default 5 s).
+func (w RFC2136) timeout() time.Duration {
+	if w.Timeout == 0 {
+		return 5 * time.Second
+	}
+	return w.Timeout
+}
+
+// sign makes m carry a TSIG signature with the writer's key, and returns the secrets the client
+// signs with (nil without a key: m goes unsigned).
+func (w RFC2136) sign(m *dns.Msg) map[string]string {
+	if w.TSIGName == "" {
+		return nil
+	}
+	key := dns.Fqdn(w.TSIGName)
+	m.SetTsig(key, dns.Fqdn(strings.ToLower(w.TSIGAlgorithm)), 300, time.Now().Unix())
+	return map[string]string{key: w.TSIGSecret}
 }
