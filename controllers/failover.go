@@ -322,7 +322,10 @@ func (f *Failover) zoneIO(c clusterv1alpha1.ExternalDNSController, domain string
 func (f *Failover) ownGateways(ctx context.Context, zones []failoverZone) (targets, addresses []string, err error) {
 	for _, z := range zones {
 		list := &externaldnsv1alpha1.DNSEndpointList{}
-		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller}); err != nil {
+		// Read only, and only the gateway entry points' DNSEndpoints: no copy of every route's,
+		// every round.
+		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller, naming.LabelResourceType: naming.ResourceTypeGateway},
+			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, err
 		}
 		for _, ep := range list.Items {
@@ -438,7 +441,9 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 	var out []failover.Name
 	for _, z := range zones {
 		list := &externaldnsv1alpha1.DNSEndpointList{}
-		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller}, client.HasLabels{naming.LabelServiceRoute}); err != nil {
+		// Read only: the cache's own objects, not a copy of every route's DNSEndpoint every round.
+		if err := f.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: z.controller}, client.HasLabels{naming.LabelServiceRoute},
+			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for _, ep := range list.Items {
