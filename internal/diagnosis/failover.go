@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -46,11 +46,12 @@ func FailoverEffectOf(w *preview.World, lost string) (FailoverEffect, error) {
 		states[r.Region] = failover.State(r.State)
 	}
 	states[lost] = failover.Lost
+	policies := preview.PoliciesInForce(w.Policies)
 	for _, c := range w.Configuration.Spec.ExternalDNSControllers {
 		if c.Failover == nil {
 			continue
 		}
-		e.Zones = append(e.Zones, zoneEffect(w, c, own, lost, states))
+		e.Zones = append(e.Zones, zoneEffect(w, policies, c, own, lost, states))
 	}
 	if len(e.Zones) == 0 {
 		return e, fmt.Errorf("no ExternalDNS controller of the DNSConfiguration has failover settings: losing %s moves nothing", lost)
@@ -58,14 +59,15 @@ func FailoverEffectOf(w *preview.World, lost string) (FailoverEffect, error) {
 	return e, nil
 }
 
-func zoneEffect(w *preview.World, c clusterv1alpha1.ExternalDNSController, own, lost string, states map[string]failover.State) ZoneFailoverEffect {
+func zoneEffect(w *preview.World, policies map[string]*routingv1alpha1.DNSPolicy, c clusterv1alpha1.ExternalDNSController, own, lost string,
+	states map[string]failover.State) ZoneFailoverEffect {
 	z := ZoneFailoverEffect{Controller: c.Name, StandIns: map[string][]string{}}
 	for _, ep := range w.Endpoints {
 		if ep.Labels[naming.LabelController] != c.Name || ep.Labels[naming.LabelServiceRoute] == "" || ep.DeletionTimestamp != nil {
 			continue
 		}
 		var standIns []string
-		if p, ok := plan.Oldest(preview.InNamespace(w.Policies, ep.Namespace)); ok && p.Spec.Failover != nil {
+		if p := policies[ep.Namespace]; p != nil && p.Spec.Failover != nil {
 			standIns = p.Spec.Failover.StandIns
 		}
 		to := failover.StandIn(lost, standIns, states)

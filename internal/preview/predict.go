@@ -279,19 +279,25 @@ type index struct {
 	endpointsByRoute map[string][]*externaldnsv1alpha1.DNSEndpoint
 }
 
-func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) *index {
-	ix := &index{policies: map[string]*routingv1alpha1.DNSPolicy{}, listedBy: map[string][]string{}, claims: map[string][]*routingv1alpha1.ServiceRoute{},
-		gateways: map[types.NamespacedName]*routingv1alpha1.Gateway{}, routesByGateway: map[types.NamespacedName][]*routingv1alpha1.ServiceRoute{},
-		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}}
+// PoliciesInForce maps each namespace to the DNSPolicy in force there: its oldest.
+func PoliciesInForce(policies []*routingv1alpha1.DNSPolicy) map[string]*routingv1alpha1.DNSPolicy {
 	byNamespace := map[string][]*routingv1alpha1.DNSPolicy{}
-	for _, p := range w.Policies {
+	for _, p := range policies {
 		byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p)
 	}
-	for ns, policies := range byNamespace {
-		if oldest, ok := plan.Oldest(policies); ok {
-			ix.policies[ns] = oldest
+	out := make(map[string]*routingv1alpha1.DNSPolicy, len(byNamespace))
+	for ns, inNamespace := range byNamespace {
+		if oldest, ok := plan.Oldest(inNamespace); ok {
+			out[ns] = oldest
 		}
 	}
+	return out
+}
+
+func newIndex(w *World, routes []*routingv1alpha1.ServiceRoute, gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) *index {
+	ix := &index{policies: PoliciesInForce(w.Policies), listedBy: map[string][]string{}, claims: map[string][]*routingv1alpha1.ServiceRoute{},
+		gateways: map[types.NamespacedName]*routingv1alpha1.Gateway{}, routesByGateway: map[types.NamespacedName][]*routingv1alpha1.ServiceRoute{},
+		endpointsByRoute: map[string][]*externaldnsv1alpha1.DNSEndpoint{}}
 	for _, name := range slices.Sorted(maps.Keys(w.Namespaces)) {
 		apps, _ := naming.Applications(w.Namespaces[name].Annotations)
 		for _, app := range apps {
