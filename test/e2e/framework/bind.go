@@ -40,6 +40,16 @@ type TSIGKey struct {
 	Secret    string // base64
 }
 
+// ExternalDNSArgs are the rfc2136 provider's arguments for a zone that takes updates signed with
+// k, or only from its own address without a key (k nil): --rfc2136-insecure.
+func (k *TSIGKey) ExternalDNSArgs() []string {
+	if k == nil {
+		return []string{"--rfc2136-insecure"}
+	}
+	return []string{"--rfc2136-tsig-keyname=" + k.Name, "--rfc2136-tsig-secret=" + k.Secret,
+		"--rfc2136-tsig-secret-alg=" + k.Algorithm, "--rfc2136-tsig-axfr"}
+}
+
 // BindServer is a running `named` on 127.0.0.1:Port with one primary zone that accepts dynamic
 // updates (RFC 2136) and zone transfers from 127.0.0.1, without TSIG: what ExternalDNS's rfc2136
 // provider with --rfc2136-insecure and --rfc2136-axfr needs.

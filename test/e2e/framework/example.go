@@ -155,15 +155,5 @@ func (x *ExternalDNSExample) LocalArgs(b *BindServer) (args, replaced []string) 
 		"--rfc2136-zone="+b.Zone,
 		"--rfc2136-axfr",
 	)
-	if b.TSIG != nil {
-		args = append(args,
-			"--rfc2136-tsig-keyname="+b.TSIG.Name,
-			"--rfc2136-tsig-secret="+b.TSIG.Secret,
-			"--rfc2136-tsig-secret-alg="+b.TSIG.Algorithm,
-			"--rfc2136-tsig-axfr",
-		)
-	} else {
-		args = append(args, "--rfc2136-insecure")
-	}
-	return args, replaced
+	return append(args, b.TSIG.ExternalDNSArgs()...), replaced
 }

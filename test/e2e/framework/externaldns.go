@@ -161,11 +161,6 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 	if err != nil {
 		return nil, err
 	}
-	security := []string{"--rfc2136-insecure"}
-	if k := opts.TSIG; k != nil {
-		security = []string{"--rfc2136-tsig-keyname=" + k.Name, "--rfc2136-tsig-secret=" + k.Secret,
-			"--rfc2136-tsig-secret-alg=" + k.Algorithm, "--rfc2136-tsig-axfr"}
-	}
 	args := []string{
 		"--source=crd",
 		"--crd-source-apiversion=externaldns.k8s.io/v1alpha1",
@@ -186,7 +181,7 @@ func startExternalDNSOnce(ctx context.Context, binary string, opts ExternalDNSOp
 		"--metrics-address=127.0.0.1:" + strconv.Itoa(port),
 		"--log-level=" + opts.LogLevel,
 	}
-	args = append(args, security...)
+	args = append(args, opts.TSIG.ExternalDNSArgs()...)
 	if !opts.AnnotationFilterOnly {
 		args = append(args, "--label-filter="+naming.LabelController+"="+opts.Name)
 	}
