@@ -3,6 +3,7 @@ package packaging
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,7 +20,7 @@ import (
 func TestChart_ExtraVolumesMountTheGuidesTLSRoots(t *testing.T) {
 	guide, err := os.ReadFile(repoPath("docs", "OPERATOR-GUIDE.md"))
 	require.NoError(t, err)
-	block, err := framework.BlockWith(string(guide), "extraVolumeMounts:")
+	block, err := framework.BlockWith(string(guide), "# tls-roots-values.yaml:")
 	require.NoError(t, err, "docs/OPERATOR-GUIDE.md shows the TLS roots' values file")
 	values := filepath.Join(t.TempDir(), "tls-roots-values.yaml")
 	require.NoError(t, os.WriteFile(values, []byte(block), 0o644))
@@ -45,4 +46,50 @@ func TestChart_ExtraVolumesMountTheGuidesTLSRoots(t *testing.T) {
 		"--set", "extraVolumes[0].name=roots", "--set", "extraVolumeMounts[0].name=roots")
 	require.Error(t, err, "a mount without mountPath must be rejected")
 	assert.Contains(t, err.Error(), "mountPath")
+}
+
+// The TSIG key of docs/OPERATOR-GUIDE.md's regional failover: the Secret its kubectl command
+// creates, mounted by the values file its heredoc writes, puts the key named after the zone at the
+// path the DNSConfiguration's tsig.secretFile reads.
+func TestChart_ExtraVolumesMountTheGuidesTSIGKeyWhereTheFailoverReadsIt(t *testing.T) {
+	guide, err := os.ReadFile(repoPath("docs", "OPERATOR-GUIDE.md"))
+	require.NoError(t, err)
+	config, err := framework.BlockWith(string(guide), "secretFile:")
+	require.NoError(t, err, "the guide's failover DNSConfiguration")
+	secretFile := fieldValue(t, config, "secretFile:")
+
+	shell, err := framework.BlockWith(string(guide), "tsig-values.yaml <<'EOF'")
+	require.NoError(t, err, "the guide's TSIG values")
+	_, rest, ok := strings.Cut(shell, "tsig-values.yaml <<'EOF'\n")
+	require.True(t, ok)
+	valuesText, _, ok := strings.Cut(rest, "\nEOF")
+	require.True(t, ok, "the heredoc ends")
+	values := filepath.Join(t.TempDir(), "tsig-values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(valuesText), 0o644))
+
+	pod := deploymentOf(t, renderChart(t, "-f", values)).Spec.Template.Spec
+	require.Len(t, pod.Volumes, 1)
+	secret := pod.Volumes[0].Secret
+	require.NotNil(t, secret, "the key's volume is a Secret: %+v", pod.Volumes[0])
+	assert.Contains(t, shell, "create secret generic "+secret.SecretName+" --from-literal="+filepath.Base(secretFile)+"=",
+		"the Secret the guide creates holds a key named after the file secretFile reads")
+	require.Len(t, pod.Containers[0].VolumeMounts, 1)
+	mount := pod.Containers[0].VolumeMounts[0]
+	assert.Equal(t, pod.Volumes[0].Name, mount.Name)
+	assert.True(t, mount.ReadOnly)
+	assert.Equal(t, mount.MountPath, filepath.Dir(secretFile), "secretFile is a file of the mounted Secret")
+}
+
+// fieldValue returns the value of the one line of block that starts with key, its comment aside.
+func fieldValue(t *testing.T, block, key string) string {
+	t.Helper()
+	var values []string
+	for line := range strings.SplitSeq(block, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+			v, _, _ = strings.Cut(v, "#")
+			values = append(values, strings.TrimSpace(v))
+		}
+	}
+	require.Len(t, values, 1, "one %s line", key)
+	return values[0]
 }
