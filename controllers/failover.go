@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,7 +84,9 @@ type regionView struct {
 // Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
 // Changes wakes it when they change.
 type Failover struct {
-	reader   client.Reader
+	reader client.Reader
+	// writer updates this cluster's own DNSEndpoints, to tell ExternalDNS of a pass (nudge).
+	writer   client.Writer
 	recorder events.EventRecorder
 	changes  chan event.GenericEvent
 	// probe connects to a gateway address (host:port); nil error when it answered.
@@ -115,9 +119,13 @@ type cachedIO struct {
 	io  zoneIO
 }
 
-func newFailover(reader client.Reader, recorder events.EventRecorder) *Failover {
-	return &Failover{reader: reader, recorder: recorder, changes: make(chan event.GenericEvent, 1),
+func newFailover(c client.Client, recorder events.EventRecorder) *Failover {
+	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
 		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}}
+	if c != nil {
+		f.reader, f.writer = c, c
+	}
+	return f
 }
 
 // dialProbe is a probe of a gateway's data plane: the listener accepts a TCP connection.
@@ -462,7 +470,8 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 				continue
 			}
 			for _, e := range ep.Spec.Endpoints {
-				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, StandIns: pf.standIns, FailBack: pf.failBack})
+				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, Endpoint: ep.Name,
+					StandIns: pf.standIns, FailBack: pf.failBack})
 			}
 		}
 	}
@@ -490,8 +499,38 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 		}
 		done = append(done, p)
 		f.recorder.Eventf(cfg, nil, "Warning", reason, "Failover", note, p.Hostname, p.Controller, p.From, p.Region, p.To)
+		f.nudge(ctx, p)
 	}
 	return done
+}
+
+// nudge marks this cluster's DNSEndpoint of a name whose ownership just passed to its ExternalDNS
+// (naming.AnnotationOwnershipPassed): an ExternalDNS run with --events synchronises on the update
+// within seconds, instead of at its next interval (a minute by default), and points the name at
+// this cluster. The DNSEndpoint is the operator's own (it was listed by the operator's labels);
+// only the annotation changes. A failed nudge costs time, not correctness: the next interval
+// synchronises anyway.
+func (f *Failover) nudge(ctx context.Context, p failover.Pass) {
+	log := ctrl.Log.WithName("failover")
+	cached := &externaldnsv1alpha1.DNSEndpoint{}
+	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Endpoint}, cached); err != nil {
+		log.Error(err, "reading the DNSEndpoint to tell ExternalDNS of a pass", "namespace", p.Namespace, "name", p.Endpoint)
+		return
+	}
+	if cached.Labels[naming.LabelManagedBy] != naming.ManagedByValue {
+		return
+	}
+	ep := cached.DeepCopy()
+	ep.Annotations = maps.Clone(ep.Annotations)
+	if ep.Annotations == nil {
+		ep.Annotations = map[string]string{}
+	}
+	ep.Annotations[naming.AnnotationOwnershipPassed] = f.now().UTC().Format(time.RFC3339)
+	// The resourceVersion read is the update's precondition: a conflict means the DNSEndpoint
+	// changed meanwhile, and that change is the update ExternalDNS reacts to.
+	if err := f.writer.Update(ctx, ep); err != nil && !apierrors.IsConflict(err) {
+		log.Error(err, "telling ExternalDNS of a pass", "namespace", p.Namespace, "name", p.Endpoint)
+	}
 }
 
 // probedOwn records a probe of this cluster's own gateway.

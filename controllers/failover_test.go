@@ -5,9 +5,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // A new leader says nothing of the regions until its first round has judged them, so that the
@@ -42,4 +49,33 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 		t.Error("forgetting again changes nothing")
 	default:
 	}
+}
+
+// After a pass, the loop marks the DNSEndpoint that publishes the name, so that an ExternalDNS
+// run with --events synchronises at once; a DNSEndpoint of that name that is not the operator's
+// is left as it is, and a missing one is no error.
+func TestFailover_NudgeMarksOnlyTheOperatorsDNSEndpoint(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, externaldnsv1alpha1.AddToScheme(scheme))
+	owned := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route-external-dns-weu",
+		Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue}, Annotations: map[string]string{"team": "kept"}}}
+	foreign := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "api-route-external-dns-weu"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owned, foreign).Build()
+	f := newFailover(c, nil)
+	f.now = func() time.Time { return time.Date(2026, 11, 27, 3, 0, 0, 0, time.FixedZone("CET", 3600)) }
+	get := func(ns string) *externaldnsv1alpha1.DNSEndpoint {
+		ep := &externaldnsv1alpha1.DNSEndpoint{}
+		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "api-route-external-dns-weu"}, ep))
+		return ep
+	}
+	before := get("myapp").ResourceVersion
+
+	f.nudge(t.Context(), failover.Pass{Namespace: "myapp", Endpoint: "api-route-external-dns-weu"})
+	f.nudge(t.Context(), failover.Pass{Namespace: "other", Endpoint: "api-route-external-dns-weu"})
+	f.nudge(t.Context(), failover.Pass{Namespace: "gone", Endpoint: "api-route-external-dns-weu"})
+
+	got := get("myapp")
+	assert.NotEqual(t, before, got.ResourceVersion, "an update: what ExternalDNS's informer reacts to")
+	assert.Equal(t, map[string]string{"team": "kept", naming.AnnotationOwnershipPassed: "2026-11-27T02:00:00Z"}, got.Annotations)
+	assert.Empty(t, get("other").Annotations, "not the operator's: untouched")
 }

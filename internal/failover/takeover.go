@@ -97,8 +97,8 @@ func JudgeRegions(now time.Time, own string, zones []ZoneReading, probes map[str
 // DNSPolicy lists stand-ins.
 type Name struct {
 	// Controller is the zone's ExternalDNS controller; Hostname the name (the route's CNAME);
-	// Namespace the route's namespace.
-	Controller, Hostname, Namespace string
+	// Namespace the route's namespace; Endpoint the name of the DNSEndpoint that publishes it.
+	Controller, Hostname, Namespace, Endpoint string
 	// StandIns are the policy's stand-in regions, in order.
 	StandIns []string
 	// FailBack says the policy's failback is Automatic: names go back to their own region.
@@ -114,6 +114,8 @@ type Pass struct {
 	From, To                      string
 	// Region is the lost region the name is taken from.
 	Region string
+	// Namespace and Endpoint name this cluster's DNSEndpoint that publishes the name.
+	Namespace, Endpoint string
 }
 
 // Takeovers are the ownership writes this cluster (of region own) makes: every name it publishes
@@ -173,7 +175,7 @@ func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name,
 			}
 			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
 				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
-					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: holder})
+					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: holder, Namespace: n.Namespace, Endpoint: n.Endpoint})
 			}
 		}
 	}

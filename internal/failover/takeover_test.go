@@ -39,10 +39,12 @@ func weuZone(mut ...func(*ZoneReading)) ZoneReading {
 
 func TestTakeovers(t *testing.T) {
 	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}, "frc": {State: Serving}}
-	api := Name{Controller: "external-dns-weu", Hostname: apiName + ".", Namespace: "myapp", StandIns: []string{"neu"}}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName + ".", Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"}}
 	with := func(mut func(*Name)) []Name { n := api; mut(&n); return []Name{n} }
+	// The pass names the DNSEndpoint that publishes the name here, which the loop then nudges.
 	pass := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300,
-		Old: ownership(aks01Owner), New: ownership(aks02Owner), From: aks01Owner, To: aks02Owner, Region: "weu"}
+		Old: ownership(aks01Owner), New: ownership(aks02Owner), From: aks01Owner, To: aks02Owner, Region: "weu",
+		Namespace: "myapp", Endpoint: "api-route-external-dns-weu"}
 	tests := []struct {
 		name   string
 		judged map[string]Judgement
@@ -133,10 +135,11 @@ func TestReclaims(t *testing.T) {
 		}
 		return z
 	}
-	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", StandIns: []string{"neu"}, FailBack: true}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"}, FailBack: true}
 	with := func(mut func(*Name)) []Name { n := api; mut(&n); return []Name{n} }
 	back := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300,
-		Old: ownership(aks02Owner), New: ownership(aks01Owner), From: aks02Owner, To: aks01Owner, Region: "neu"}
+		Old: ownership(aks02Owner), New: ownership(aks01Owner), From: aks02Owner, To: aks01Owner, Region: "neu",
+		Namespace: "myapp", Endpoint: "api-route-external-dns-weu"}
 	tests := []struct {
 		name    string
 		healthy bool

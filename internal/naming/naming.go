@@ -37,6 +37,11 @@ const (
 	// namespace owns: its ServiceRoutes may use only those, and ServiceRoutes of other namespaces
 	// may not use them. A namespace editor cannot change Namespace objects, so the platform decides.
 	AnnotationApplications = "router.io/applications"
+	// AnnotationOwnershipPassed, on a route's DNSEndpoint, is when regional failover last passed
+	// the ownership of one of its names to this cluster's ExternalDNS (RFC 3339). Setting it is
+	// an update of the DNSEndpoint, which an ExternalDNS run with --events takes as the cue to
+	// synchronise at once instead of at its next interval.
+	AnnotationOwnershipPassed = "router.io/ownership-passed-at"
 )
 
 // Applications parses a namespace's router.io/applications annotation: the application names it

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	routerapp "github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -789,6 +790,11 @@ func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
 // all. Each operator beats in all three zones. When everything of aks01 stops, its heartbeat goes
 // stale in all three (a majority), and aks02 takes the name over in each: every zone, watched with
 // dig every 50 ms, switches directly from aks01's gateway to aks02's.
+//
+// aks02's ExternalDNS instances run as the homelab walkthrough runs its own, with --events, and an
+// interval (10 minutes) no wait here reaches: each synchronises only when a DNSEndpoint it reads
+// changes. After passing a name's ownership the operator marks the DNSEndpoint that publishes it
+// (router.io/ownership-passed-at), and that update is what makes them point the name at aks02.
 func TestFailover_EveryZoneFollows(t *testing.T) {
 	ctx := t.Context()
 	zones, err := framework.StartRegionalZones(ctx, t, worldDomain, worldRegions...)
@@ -804,7 +810,11 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 				controllers = append(controllers, clusterv1alpha1.ExternalDNSController{Name: name, Region: r,
 					Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zones[r].Port)}},
 					Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: owner, TXTPrefix: prefix}})
-				opts = append(opts, framework.ExternalDNSOptions{Name: name, OwnerID: owner, TXTPrefix: prefix}.ForBind(zones[r]))
+				o := framework.ExternalDNSOptions{Name: name, OwnerID: owner, TXTPrefix: prefix}.ForBind(zones[r])
+				if m.cluster == "aks02" {
+					o.Interval, o.ExtraArgs = eventsOnlyInterval, []string{"--events"}
+				}
+				opts = append(opts, o)
 			}
 			return controllers, opts
 		})
@@ -827,6 +837,9 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 		waitAnswer(ctx, t, at, zones[r].Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
 	}
 	waitSyncs(ctx, t, at, append(slices.Clone(aks01.eds), aks02.eds...)...)
+	// Each status write of aks02's ExternalDNS (observedGeneration) is an update it runs again on:
+	// wait out that run, so that nothing but the takeover's mark can make it run after the loss.
+	waitSyncs(ctx, t, waitProcessed(ctx, t, aks02), aks02.eds...)
 
 	lost := w.lose()
 	traces := make(map[string]framework.Trace, len(worldRegions))
@@ -851,15 +864,56 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 			t.Errorf("zone %s: want a direct switch from aks01's gateway to aks02's, seen: %s", r, tr)
 		}
 	}
-	t.Logf("every zone follows %s after the loss", time.Since(lost).Round(time.Millisecond))
+	took := time.Since(lost)
+	t.Logf("every zone follows %s after the loss (aks02's ExternalDNS: --events, --interval=%s)", took.Round(time.Millisecond), eventsOnlyInterval)
+	// The bound: the heartbeat goes stale 5 s after its last refresh, then one round (1 s), the
+	// writes, and ExternalDNS's run on the DNSEndpoint's update (at most 5 s later: --events
+	// schedules it so).
+	if bound := 5*time.Second + 3*time.Second + 5*time.Second; took > bound+5*time.Second {
+		t.Errorf("the takeover took %s, beyond the design's bound of %s plus 5 s of a loaded machine", took.Round(time.Millisecond), bound)
+	}
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range worldRegions {
-		if got := takenNames(cfg, "weu", framework.RegionalControllerName(r)); got != 1 {
-			t.Errorf("aks02's dns-config says it took %d names from weu in %s, want 1: %+v", got, framework.RegionalControllerName(r), cfg.Status.Failover)
+		controller := framework.RegionalControllerName(r)
+		if got := takenNames(cfg, "weu", controller); got != 1 {
+			t.Errorf("aks02's dns-config says it took %d names from weu in %s, want 1: %+v", got, controller, cfg.Status.Failover)
+		}
+		ep := &externaldnsv1alpha1.DNSEndpoint{}
+		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "api-route-" + controller}, ep); err != nil {
+			t.Fatal(err)
+		}
+		if at, err := time.Parse(time.RFC3339, ep.Annotations[naming.AnnotationOwnershipPassed]); err != nil || at.Before(lost.Truncate(time.Second)) {
+			t.Errorf("aks02's DNSEndpoint %s does not say when its name passed (after the loss at %s): %q", ep.Name, lost.Format(time.RFC3339), ep.Annotations)
 		}
 	}
 }
+
+// waitProcessed waits until m's ExternalDNS instances have processed every DNSEndpoint of m
+// (status.observedGeneration is the generation) and returns the time they were found so.
+func waitProcessed(ctx context.Context, t testing.TB, m *failoverMember) time.Time {
+	t.Helper()
+	err := framework.Poll(ctx, syncTimeout, 100*time.Millisecond, m.cluster+"'s DNSEndpoints processed by its ExternalDNS", func(ctx context.Context) (bool, string, error) {
+		list := &externaldnsv1alpha1.DNSEndpointList{}
+		if err := m.cl.Client.List(ctx, list); err != nil {
+			return false, "", err
+		}
+		for _, ep := range list.Items {
+			if ep.Status.ObservedGeneration != ep.Generation {
+				return false, ep.Namespace + "/" + ep.Name + " not processed", nil
+			}
+		}
+		return len(list.Items) > 0, fmt.Sprintf("%d DNSEndpoints", len(list.Items)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// eventsOnlyInterval is an ExternalDNS --interval longer than any wait of the tests: an instance
+// run with it and --events synchronises only when what it reads changes.
+const eventsOnlyInterval = 10 * time.Minute
