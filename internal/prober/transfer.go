@@ -99,33 +99,52 @@ func Transfer(ctx context.Context, server, apex string, timeout time.Duration) (
 	m := new(dns.Msg)
 	m.SetAxfr(dns.Fqdn(apex))
 	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}
-	envelopes, err := tr.In(m, server)
-	if err != nil {
-		return verify.Listing{}, failureOf(err)
-	}
 	listing := verify.Listing{Source: server, Records: map[string][]verify.Record{}}
+	err := Walk(ctx, tr, m, server, func(rr dns.RR) {
+		name := verify.Canonical(rr.Header().Name)
+		switch v := rr.(type) {
+		case *dns.CNAME:
+			listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "CNAME", Value: verify.Canonical(v.Target)})
+		case *dns.A:
+			listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "A", Value: v.A.String()})
+		case *dns.AAAA:
+			listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "AAAA", Value: v.AAAA.String()})
+		}
+	})
+	switch {
+	case err == nil:
+		return listing, ""
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return verify.Listing{}, "timeout"
+	}
+	return verify.Listing{}, transferFailure(err)
+}
+
+// Walk transfers the zone request asks for (an AXFR, signed when tr holds the key's secret) from
+// server, and gives each record to each in the order the server sends them: the one transfer loop
+// of publication verification (Transfer) and of regional failover's zone reads. It returns the
+// first error: the connection's, the server's (a refusal carries its response code, see
+// transferFailure), or ctx's when it ends during the transfer. A transfer given up is drained, so
+// that the library's reader ends.
+func Walk(ctx context.Context, tr *dns.Transfer, request *dns.Msg, server string, each func(dns.RR)) error {
+	envelopes, err := tr.In(request, server)
+	if err != nil {
+		return err
+	}
 	for e := range envelopes {
 		if e.Error != nil {
 			go drain(envelopes)
-			return verify.Listing{}, transferFailure(e.Error)
+			return e.Error
 		}
 		for _, rr := range e.RR {
-			name := verify.Canonical(rr.Header().Name)
-			switch v := rr.(type) {
-			case *dns.CNAME:
-				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "CNAME", Value: verify.Canonical(v.Target)})
-			case *dns.A:
-				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "A", Value: v.A.String()})
-			case *dns.AAAA:
-				listing.Records[name] = append(listing.Records[name], verify.Record{Name: name, Type: "AAAA", Value: v.AAAA.String()})
-			}
+			each(rr)
 		}
-		if ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
 			go drain(envelopes)
-			return verify.Listing{}, "timeout"
+			return err
 		}
 	}
-	return listing, ""
+	return nil
 }
 
 // transferFailure names a failed transfer: the library reports a server's refusal as an error

@@ -2,6 +2,7 @@ package zonewriter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/prober"
 )
 
 // reading collects what failover reads of a zone: heartbeats, TXT values and addresses.
@@ -49,34 +51,24 @@ func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
 	m := new(dns.Msg)
 	m.SetAxfr(dns.Fqdn(w.Zone))
 	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, TsigSecret: w.sign(m)}
-	envelopes, err := tr.In(m, w.Server)
-	if err != nil {
-		return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)
-	}
 	r := newReading(w.Zone)
-	for e := range envelopes {
-		if e.Error != nil {
-			go func() {
-				for range envelopes { //nolint:revive // drained so the transfer's goroutine ends
-				}
-			}()
-			return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, e.Error)
+	err := prober.Walk(ctx, tr, m, w.Server, func(rr dns.RR) {
+		switch v := rr.(type) {
+		case *dns.TXT:
+			r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
+		case *dns.A:
+			r.address(v.Hdr.Name, v.A.String())
+		case *dns.AAAA:
+			r.address(v.Hdr.Name, v.AAAA.String())
 		}
-		for _, rr := range e.RR {
-			switch v := rr.(type) {
-			case *dns.TXT:
-				r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
-			case *dns.A:
-				r.address(v.Hdr.Name, v.A.String())
-			case *dns.AAAA:
-				r.address(v.Hdr.Name, v.AAAA.String())
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	})
+	switch {
+	case err == nil:
+		return r.out, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return failover.ZoneReading{}, err
 	}
-	return r.out, nil
+	return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)
 }
 
 // Read lists the zone's record sets through Resource Manager and returns its heartbeats, TXT
