@@ -52,7 +52,7 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 }
 
 // After a pass, the loop marks the DNSEndpoint that publishes the name, so that an ExternalDNS
-// run with --events synchronises at once; a DNSEndpoint of that name that is not the operator's
+// run with --events synchronises within seconds; a DNSEndpoint of that name that is not the operator's
 // is left as it is, and a missing one is no error.
 func TestFailover_NudgeMarksOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 	scheme := runtime.NewScheme()
