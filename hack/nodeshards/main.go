@@ -37,6 +37,7 @@ var expected = map[string]int{
 	"TestOLM_InstallModes":                                   180,
 	"TestChart_HighAvailabilityInPods":                       140,
 	"TestHomelab_WalkthroughResolves":                        70,
+	"TestFailover_InPodsTakesOverALostRegion":                50,
 	"TestOLM_Scorecard":                                      40,
 	"TestNodeWorld_SchedulesPodsOnBothNodes":                 30,
 }

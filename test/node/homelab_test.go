@@ -236,8 +236,8 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	if out, err = cl.RunScript(ctx, block("pod-security.kubernetes.io/enforce=restricted")); err != nil || strings.Contains(out, "Warning") {
 		t.Fatalf("step 2, the restricted label: %v\n%s", err, out)
 	}
-	if out, err = cl.RunScript(ctx, "kubectl -n "+operatorNamespace+" rollout restart deployment/"+operatorDeployment); err != nil {
-		t.Fatal(err)
+	if out, err := cl.RunScript(ctx, "kubectl -n "+operatorNamespace+" rollout restart deployment/"+operatorDeployment); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 	pods, err := w.WaitDeploymentReady(ctx, operatorNamespace, operatorDeployment, podTimeout)
 	if err != nil {

@@ -3,7 +3,6 @@
 package node
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +59,5 @@ func TestNodeWorld_SchedulesPodsOnBothNodes(t *testing.T) {
 	if len(nodes) != 2 {
 		t.Errorf("the Deployment's pods run on %v, want one on each node", nodes)
 	}
-	t.Log(fmt.Sprintf("world started and a 2-replica Deployment Ready on both nodes %s after the test began", time.Since(start).Round(10*time.Millisecond)))
+	t.Logf("world started and a 2-replica Deployment Ready on both nodes %s after the test began", time.Since(start).Round(10*time.Millisecond))
 }
