@@ -96,15 +96,7 @@ func TestAKS_InstallJourneyPublishesThroughWorkloadIdentity(t *testing.T) {
 	j.w = startWorld(t, 2)
 	j.cl = j.w.Cluster()
 	j.systemPool(ctx)
-	for what, install := range map[string]func() error{
-		"Istio":               j.w.InstallIstioCRDs,
-		"ExternalDNS":         j.w.InstallExternalDNSCRDs,
-		"Prometheus Operator": func() error { return j.w.InstallPrometheusOperatorCRDs(ctx) },
-	} {
-		if err := install(); err != nil {
-			t.Fatalf("installing the %s CRDs: %v", what, err)
-		}
-	}
+	installCRDs(ctx, t, j.w, istioCRDs, externalDNSCRDs, prometheusOperatorCRDs)
 	j.azure(ctx)
 	j.installOperator(ctx)
 	j.installExternalDNS(ctx)

@@ -120,11 +120,7 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 
 	w := startWorld(t, 1)
 	cl := w.Cluster()
-	for what, install := range map[string]func() error{"Istio": w.InstallIstioCRDs, "ExternalDNS": w.InstallExternalDNSCRDs} {
-		if err := install(); err != nil {
-			t.Fatalf("installing the %s CRDs: %v", what, err)
-		}
-	}
+	installCRDs(ctx, t, w, istioCRDs, externalDNSCRDs)
 	repo, err := w.PushOperatorImage(ctx)
 	if err != nil {
 		t.Fatal(err)

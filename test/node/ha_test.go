@@ -52,15 +52,7 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	ctx := t.Context()
 	w := startWorld(t, 2)
 	cl := w.Cluster()
-	for what, install := range map[string]func() error{
-		"Istio":               w.InstallIstioCRDs,
-		"ExternalDNS":         w.InstallExternalDNSCRDs,
-		"Prometheus Operator": func() error { return w.InstallPrometheusOperatorCRDs(ctx) },
-	} {
-		if err := install(); err != nil {
-			t.Fatalf("installing the %s CRDs: %v", what, err)
-		}
-	}
+	installCRDs(ctx, t, w, istioCRDs, externalDNSCRDs, prometheusOperatorCRDs)
 	repo, err := w.PushOperatorImage(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -90,3 +90,26 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// The projects whose CRDs a test installs in its world (installCRDs).
+const (
+	istioCRDs              = "Istio"
+	externalDNSCRDs        = "ExternalDNS"
+	prometheusOperatorCRDs = "Prometheus Operator"
+)
+
+// installCRDs installs in w the CRDs of projects, as each project's own install would, or fails
+// the test.
+func installCRDs(ctx context.Context, t *testing.T, w *framework.NodeWorld, projects ...string) {
+	t.Helper()
+	install := map[string]func() error{
+		istioCRDs:              w.InstallIstioCRDs,
+		externalDNSCRDs:        w.InstallExternalDNSCRDs,
+		prometheusOperatorCRDs: func() error { return w.InstallPrometheusOperatorCRDs(ctx) },
+	}
+	for _, p := range projects {
+		if err := install[p](); err != nil {
+			t.Fatalf("installing the %s CRDs: %v", p, err)
+		}
+	}
+}

@@ -61,11 +61,7 @@ func startOLMWorld(t *testing.T) *olmWorld {
 		t.Fatal(err)
 	}
 	w := startWorld(t, 2)
-	for what, install := range map[string]func() error{"Istio": w.InstallIstioCRDs, "ExternalDNS": w.InstallExternalDNSCRDs} {
-		if err := install(); err != nil {
-			t.Fatalf("installing the %s CRDs: %v", what, err)
-		}
-	}
+	installCRDs(ctx, t, w, istioCRDs, externalDNSCRDs)
 	// OLM's catalog operator dials the registry by its Service's DNS name.
 	if err := w.StartClusterDNS(ctx, t); err != nil {
 		t.Fatal(err)
