@@ -40,7 +40,7 @@ const (
 	// AnnotationOwnershipPassed, on a route's DNSEndpoint, is when regional failover last passed
 	// the ownership of one of its names to this cluster's ExternalDNS (RFC 3339). Setting it is
 	// an update of the DNSEndpoint, which an ExternalDNS run with --events takes as the cue to
-	// synchronise about 5 s later instead of at its next interval.
+	// synchronise within about 5 s instead of at its next interval.
 	AnnotationOwnershipPassed = "router.io/ownership-passed-at"
 )
 
