@@ -221,20 +221,24 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 		log.Error(err, "listing the names this cluster stands in for; nothing moves this round")
 		names = nil
 	}
-	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, readings, names), "NameTakenOver",
+	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
+	standing, returned := failover.Standing(names, readings)
+	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, readings, names), true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster")
 	// Names go back only while this cluster's heartbeats reach every zone: a cluster the others may
 	// judge lost (its heartbeat stale in a majority of the zones) must not take back what they
 	// would take again, round after round.
 	beating := now.Sub(f.lastBeat) <= 2*s.heartbeatInterval
-	f.pass(ctx, cfg, zones, failover.Reclaims(own, beating && failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), "NameTakenBack",
+	f.pass(ctx, cfg, zones, failover.Reclaims(own, beating && failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
-	if f.remember(now, own, judged, readings, taken, cfg) {
+	f.unmark(ctx, returned, taken)
+	if f.remember(now, own, judged, readings, taken, standing, cfg) {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
 		}
 	}
+	f.remark(ctx, names, taken)
 	return s.probeInterval
 }
 
@@ -471,7 +475,7 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 			}
 			for _, e := range ep.Spec.Endpoints {
 				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, Endpoint: ep.Name,
-					StandIns: pf.standIns, FailBack: pf.failBack})
+					StandIns: pf.standIns, FailBack: pf.failBack, TakenFrom: ep.Annotations[naming.AnnotationTakenFrom]})
 			}
 		}
 	}
@@ -479,10 +483,12 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 }
 
 // pass writes the ownership passes, each announced by an Event of reason on the DNSConfiguration
-// (note formats the name, zone, old owner, region and new owner); it returns those that succeeded.
+// (note formats the name, zone, old owner, region and new owner) and marked on this cluster's
+// DNSEndpoint of the name (mark; takeover says the pass takes a lost region's name, not one back
+// home); it returns those that succeeded.
 // A pass refused because the value changed (another stand-in was first, or the owner wrote it) is
 // no error: the zone says who owns it now.
-func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, reason, note string) []failover.Pass {
+func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, takeover bool, reason, note string) []failover.Pass {
 	ios := map[string]zoneIO{}
 	for _, z := range zones {
 		ios[z.controller] = z.io
@@ -499,37 +505,86 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 		}
 		done = append(done, p)
 		f.recorder.Eventf(cfg, nil, "Warning", reason, "Failover", note, p.Hostname, p.Controller, p.From, p.Region, p.To)
-		f.nudge(ctx, p)
+		marks := map[string]string{naming.AnnotationOwnershipPassed: f.now().UTC().Format(time.RFC3339), naming.AnnotationTakenFrom: ""}
+		if takeover {
+			marks[naming.AnnotationTakenFrom] = p.Region
+		}
+		f.mark(ctx, p.Namespace, p.Endpoint, marks)
 	}
 	return done
 }
 
-// nudge marks this cluster's DNSEndpoint of a name whose ownership just passed to its ExternalDNS
-// (naming.AnnotationOwnershipPassed): an ExternalDNS run with --events synchronises on the update
-// within seconds, instead of at its next interval (a minute by default), and points the name at
-// this cluster. The DNSEndpoint is the operator's own (it was listed by the operator's labels);
-// only the annotation changes. A failed nudge costs time, not correctness: the next interval
-// synchronises anyway.
-func (f *Failover) nudge(ctx context.Context, p failover.Pass) {
+// remark sets the taken-from mark again where this leader holds a name whose DNSEndpoint lacks it
+// (its mark failed, or someone removed it), but on the names this round took: their marks were
+// just written, and names, listed before, cannot show them yet.
+func (f *Failover) remark(ctx context.Context, names []failover.Name, takenNow []failover.Pass) {
+	f.mu.Lock()
+	var missing []failover.Pass
+	for _, p := range f.held {
+		if slices.ContainsFunc(takenNow, func(t failover.Pass) bool { return t.Namespace == p.Namespace && t.Endpoint == p.Endpoint }) {
+			continue
+		}
+		if slices.ContainsFunc(names, func(n failover.Name) bool {
+			return n.Namespace == p.Namespace && n.Endpoint == p.Endpoint && n.TakenFrom != p.Region
+		}) {
+			missing = append(missing, p)
+		}
+	}
+	f.mu.Unlock()
+	for _, p := range missing {
+		f.mark(ctx, p.Namespace, p.Endpoint, map[string]string{naming.AnnotationTakenFrom: p.Region})
+	}
+}
+
+// unmark removes the taken-from mark of the names that went back (failover.Standing's returned),
+// but those this round took again.
+func (f *Failover) unmark(ctx context.Context, returned []failover.Name, takenNow []failover.Pass) {
+	for _, n := range returned {
+		if !slices.ContainsFunc(takenNow, func(p failover.Pass) bool { return p.Namespace == n.Namespace && p.Endpoint == n.Endpoint }) {
+			f.mark(ctx, n.Namespace, n.Endpoint, map[string]string{naming.AnnotationTakenFrom: ""})
+		}
+	}
+}
+
+// mark sets the annotations of marks ("" removes one) on this cluster's DNSEndpoint of a name whose
+// ownership passed: naming.AnnotationOwnershipPassed, the time of the pass, an update an ExternalDNS
+// run with --events synchronises on within seconds instead of at its next interval (a minute by
+// default); naming.AnnotationTakenFrom, the region a takeover took the name from, from which a
+// later leader counts the takeovers that stand (failover.Standing). The DNSEndpoint is the
+// operator's own (it was listed by the operator's labels); only these annotations change. A
+// failed mark costs time, not correctness: the next interval synchronises anyway, and this
+// leader remembers its takeovers.
+func (f *Failover) mark(ctx context.Context, namespace, name string, marks map[string]string) {
 	log := ctrl.Log.WithName("failover")
 	cached := &externaldnsv1alpha1.DNSEndpoint{}
-	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Endpoint}, cached); err != nil {
-		log.Error(err, "reading the DNSEndpoint to tell ExternalDNS of a pass", "namespace", p.Namespace, "name", p.Endpoint)
+	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cached); err != nil {
+		log.Error(err, "reading the DNSEndpoint to mark a pass", "namespace", namespace, "name", name)
 		return
 	}
 	if cached.Labels[naming.LabelManagedBy] != naming.ManagedByValue {
 		return
 	}
-	ep := cached.DeepCopy()
-	ep.Annotations = maps.Clone(ep.Annotations)
-	if ep.Annotations == nil {
-		ep.Annotations = map[string]string{}
+	annotations := maps.Clone(cached.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	ep.Annotations[naming.AnnotationOwnershipPassed] = f.now().UTC().Format(time.RFC3339)
+	for k, v := range marks {
+		if v == "" {
+			delete(annotations, k)
+		} else {
+			annotations[k] = v
+		}
+	}
+	if maps.Equal(annotations, cached.Annotations) {
+		return
+	}
+	ep := cached.DeepCopy()
+	ep.Annotations = annotations
 	// The resourceVersion read is the update's precondition: a conflict means the DNSEndpoint
-	// changed meanwhile, and that change is the update ExternalDNS reacts to.
+	// changed meanwhile (that change is an update ExternalDNS reacts to); a taken-from mark still
+	// missing is set again next round (remark).
 	if err := f.writer.Update(ctx, ep); err != nil && !apierrors.IsConflict(err) {
-		log.Error(err, "telling ExternalDNS of a pass", "namespace", p.Namespace, "name", p.Endpoint)
+		log.Error(err, "marking a pass on its DNSEndpoint", "namespace", namespace, "name", name)
 	}
 }
 
@@ -546,14 +601,16 @@ func (f *Failover) probedOwn(answered bool, now time.Time) {
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
 func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement, readings []failover.ZoneReading,
-	taken []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
+	taken, standing []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	changed := !f.judged
 	f.judged = true
 	// The readings are from before this round's passes: they judge the earlier ones only.
 	f.servers = failover.Servers(readings)
-	held := append(failover.Held(f.held, readings), taken...)
+	// This leader's takeovers that still stand, those an earlier leader made (standing), and this
+	// round's.
+	held := failover.Union(failover.Held(f.held, readings), standing, taken)
 	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
 	for region, j := range judged {

@@ -27,11 +27,11 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 
 	now := time.Unix(1000, 0)
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
-	assert.True(t, f.remember(now, "neu", judged, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
+	assert.True(t, f.remember(now, "neu", judged, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
 	regions, known := f.Regions()
 	assert.True(t, known)
 	assert.Equal(t, []clusterv1alpha1.RegionFailoverStatus{{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Since: regions[0].Since}}, regions)
-	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
+	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
 
 	g := newFailover(nil, nil)
 	g.forget()
@@ -51,10 +51,11 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 	}
 }
 
-// After a pass, the loop marks the DNSEndpoint that publishes the name, so that an ExternalDNS
-// run with --events synchronises within seconds; a DNSEndpoint of that name that is not the operator's
-// is left as it is, and a missing one is no error.
-func TestFailover_NudgeMarksOnlyTheOperatorsDNSEndpoint(t *testing.T) {
+// After a pass, the loop marks the DNSEndpoint that publishes the name (when, and from which
+// region a takeover took it), so that an ExternalDNS run with --events synchronises within seconds
+// and a later leader can count the takeover; a mark of "" removes one; a DNSEndpoint of that name
+// that is not the operator's is left as it is, and a missing one is no error.
+func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, externaldnsv1alpha1.AddToScheme(scheme))
 	owned := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route-external-dns-weu",
@@ -62,20 +63,41 @@ func TestFailover_NudgeMarksOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 	foreign := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "api-route-external-dns-weu"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owned, foreign).Build()
 	f := newFailover(c, nil)
-	f.now = func() time.Time { return time.Date(2026, 11, 27, 3, 0, 0, 0, time.FixedZone("CET", 3600)) }
 	get := func(ns string) *externaldnsv1alpha1.DNSEndpoint {
 		ep := &externaldnsv1alpha1.DNSEndpoint{}
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "api-route-external-dns-weu"}, ep))
 		return ep
 	}
 	before := get("myapp").ResourceVersion
+	taken := map[string]string{naming.AnnotationOwnershipPassed: "2026-11-27T02:00:00Z", naming.AnnotationTakenFrom: "weu"}
 
-	f.nudge(t.Context(), failover.Pass{Namespace: "myapp", Endpoint: "api-route-external-dns-weu"})
-	f.nudge(t.Context(), failover.Pass{Namespace: "other", Endpoint: "api-route-external-dns-weu"})
-	f.nudge(t.Context(), failover.Pass{Namespace: "gone", Endpoint: "api-route-external-dns-weu"})
+	f.mark(t.Context(), "myapp", "api-route-external-dns-weu", taken)
+	f.mark(t.Context(), "other", "api-route-external-dns-weu", taken)
+	f.mark(t.Context(), "gone", "api-route-external-dns-weu", taken)
 
 	got := get("myapp")
 	assert.NotEqual(t, before, got.ResourceVersion, "an update: what ExternalDNS's informer reacts to")
-	assert.Equal(t, map[string]string{"team": "kept", naming.AnnotationOwnershipPassed: "2026-11-27T02:00:00Z"}, got.Annotations)
+	assert.Equal(t, map[string]string{"team": "kept", naming.AnnotationOwnershipPassed: "2026-11-27T02:00:00Z", naming.AnnotationTakenFrom: "weu"}, got.Annotations)
 	assert.Empty(t, get("other").Annotations, "not the operator's: untouched")
+
+	marked := got.ResourceVersion
+	f.mark(t.Context(), "myapp", "api-route-external-dns-weu", taken)
+	assert.Equal(t, marked, get("myapp").ResourceVersion, "marked already: no write")
+	f.mark(t.Context(), "myapp", "api-route-external-dns-weu", map[string]string{naming.AnnotationTakenFrom: ""})
+	assert.Equal(t, map[string]string{"team": "kept", naming.AnnotationOwnershipPassed: "2026-11-27T02:00:00Z"}, get("myapp").Annotations, "the name went back")
+}
+
+// A new leader counts, from its first round, the takeovers an earlier leader made that stand
+// (failover.Standing), beside its own.
+func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
+	f := newFailover(nil, nil)
+	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
+	standing := []failover.Pass{{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
+	mine := []failover.Pass{{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"},
+		{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
+	assert.True(t, f.remember(time.Unix(1000, 0), "neu", judged, nil, mine, standing, &clusterv1alpha1.DNSConfiguration{}))
+	regions, _ := f.Regions()
+	assert.Equal(t, []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-weu", Names: 2}}, regions[0].Taken, "a.example.com once")
+	assert.False(t, f.remember(time.Unix(1001, 0), "neu", judged, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
+		"the same takeovers again change nothing")
 }

@@ -103,6 +103,9 @@ type Name struct {
 	StandIns []string
 	// FailBack says the policy's failback is Automatic: names go back to their own region.
 	FailBack bool
+	// TakenFrom is the region this cluster took the name over from, as its DNSEndpoint's mark
+	// (naming.AnnotationTakenFrom) says; "" when it took none.
+	TakenFrom string
 }
 
 // Pass is one ownership write: the TXT record TXTName in the zone of Controller goes from the
@@ -201,6 +204,62 @@ func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
 		held = append(held, p)
 	}
 	return held
+}
+
+// Standing are the takeovers the DNSEndpoints' marks and the zones say still stand, whoever made
+// them (this leader, or an earlier one): every name marked as taken from a region (TakenFrom)
+// whose ownership record in its zone names this cluster's owner; a zone not read keeps its marked
+// names counted. Returned are the marked names whose ownership record names another owner: they
+// went back (or on), and their marks are out of date. A marked name whose zone holds no ownership
+// record for it is neither: nothing definite is known.
+func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) {
+	byController := make(map[string]*ZoneReading, len(zones))
+	for i := range zones {
+		byController[zones[i].Controller] = &zones[i]
+	}
+	for _, n := range names {
+		z := byController[n.Controller]
+		if n.TakenFrom == "" || z == nil || z.Owner == "" {
+			continue
+		}
+		pass := Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), To: z.Owner, Region: n.TakenFrom, Namespace: n.Namespace, Endpoint: n.Endpoint}
+		if !z.Read {
+			pass.TXTName = ownershipNames(z.TXTPrefix, n.Hostname)[0]
+			held = append(held, pass)
+			continue
+		}
+		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
+			set, ok := z.TXT[txtName]
+			if !ok || len(set.Values) != 1 || OwnerOf(set.Values[0]) == "" {
+				continue
+			}
+			if OwnerOf(set.Values[0]) == z.Owner {
+				pass.TXTName, pass.TTL, pass.New = txtName, set.TTL, set.Values[0]
+				held = append(held, pass)
+			} else {
+				returned = append(returned, n)
+			}
+			break
+		}
+	}
+	return held, returned
+}
+
+// Union is every pass of lists, the first of each zone and name (Controller, Hostname) kept.
+func Union(lists ...[]Pass) []Pass {
+	type key struct{ controller, hostname string }
+	seen := map[key]bool{}
+	var out []Pass
+	for _, list := range lists {
+		for _, p := range list {
+			k := key{p.Controller, Canonical(p.Hostname)}
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // ownershipNames are the names of a CNAME's ownership records under ExternalDNS's TXT registry:

@@ -190,3 +190,54 @@ func TestAttribute(t *testing.T) {
 		assert.Equal(t, tt.want, Attribute(tt.answer, tt.zoneRegion, tt.own, servers), tt.answer)
 	}
 }
+
+// A new leader finds the takeovers that stand from the marks on its DNSEndpoints and the zones'
+// ownership records, and which marks are out of date.
+func TestStanding(t *testing.T) {
+	// The weu zone as aks02 (neu) reads it, having taken the API name from weu.
+	taken := func(mut ...func(*ZoneReading)) ZoneReading {
+		return weuZone(append([]func(*ZoneReading){func(z *ZoneReading) {
+			z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}, TTL: 300}
+		}}, mut...)...)
+	}
+	marked := Name{Controller: "external-dns-weu", Hostname: apiName + ".", Namespace: "myapp", Endpoint: "api-route-external-dns-weu",
+		StandIns: []string{"neu"}, TakenFrom: "weu"}
+	with := func(mut func(*Name)) []Name { n := marked; mut(&n); return []Name{n} }
+	stands := Pass{Controller: "external-dns-weu", Hostname: apiName, TXTName: apiTXT, TTL: 300, New: ownership(aks02Owner),
+		To: aks02Owner, Region: "weu", Namespace: "myapp", Endpoint: "api-route-external-dns-weu"}
+	tests := []struct {
+		name         string
+		zone         ZoneReading
+		names        []Name
+		held         []Pass
+		returnedName []Name
+	}{
+		{"marked, and the zone says this cluster owns it: it stands", taken(), []Name{marked}, []Pass{stands}, nil},
+		{"not marked: this cluster's own name, or one it published first", taken(), with(func(n *Name) { n.TakenFrom = "" }), nil, nil},
+		{"marked, but the home cluster took it back: out of date", weuZone(), []Name{marked}, nil, []Name{marked}},
+		{"marked, the zone not read: still counted", taken(func(z *ZoneReading) { z.Read = false }), []Name{marked},
+			[]Pass{func() Pass { p := stands; p.TTL, p.New = 0, ""; return p }()}, nil},
+		{"marked, no ownership record in the zone: nothing definite", weuZone(func(z *ZoneReading) { delete(z.TXT, apiTXT) }), []Name{marked}, nil, nil},
+		{"marked, in a zone without failover settings here", taken(), with(func(n *Name) { n.Controller = "external-dns-neu" }), nil, nil},
+		{"the old registry form", taken(func(z *ZoneReading) {
+			delete(z.TXT, apiTXT)
+			z.TXT["weu-p-"+apiName] = TXTSet{Values: []string{ownership(aks02Owner)}, TTL: 300}
+		}), []Name{marked}, []Pass{func() Pass { p := stands; p.TXTName = "weu-p-" + apiName; return p }()}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			held, returned := Standing(tt.names, []ZoneReading{tt.zone})
+			assert.Equal(t, tt.held, held)
+			assert.Equal(t, tt.returnedName, returned)
+		})
+	}
+}
+
+func TestUnion(t *testing.T) {
+	a := Pass{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu", TXTName: "first"}
+	b := Pass{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"}
+	aAgain := Pass{Controller: "external-dns-weu", Hostname: "A.example.com.", Region: "weu", TXTName: "second"}
+	aElsewhere := Pass{Controller: "external-dns-neu", Hostname: "a.example.com", Region: "weu"}
+	assert.Equal(t, []Pass{a, b, aElsewhere}, Union([]Pass{a}, []Pass{b, aAgain}, nil, []Pass{aElsewhere}))
+	assert.Empty(t, Union())
+}

@@ -42,6 +42,10 @@ const (
 	// an update of the DNSEndpoint, which an ExternalDNS run with --events takes as the cue to
 	// synchronise within about 5 s instead of at its next interval.
 	AnnotationOwnershipPassed = "router.io/ownership-passed-at"
+	// AnnotationTakenFrom, on a route's DNSEndpoint, is the region whose name regional failover
+	// took over for this cluster; it goes when the name goes back. A new leader counts the
+	// takeovers that stand from it and the zones' ownership records.
+	AnnotationTakenFrom = "router.io/taken-from-region"
 )
 
 // Applications parses a namespace's router.io/applications annotation: the application names it

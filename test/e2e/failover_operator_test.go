@@ -433,6 +433,37 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays; solo's name, which aks02 publishes only from thief, is not taken",
 		[]framework.Query{q, otherQ, soloQ}, [][]string{chain(aks02), chain(aks01), chain(aks01)}, aks02.ed)
 
+	// 2b. A new leader in aks02 (its operator restarted) counts the takeover it did not make: the
+	// DNSEndpoint's mark says from which region, the zone that aks02 owns the name.
+	if got := endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom); got != "weu" {
+		t.Errorf("2b. aks02's DNSEndpoint is marked as taken from %q, want weu", got)
+	}
+	if err := aks02.op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	if aks02.op, err = aks02.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02's new leader to judge weu", func(ctx context.Context) (bool, string, error) {
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+			return false, "", err
+		}
+		for _, r := range cfg.Status.Failover {
+			if r.Region == "weu" && r.Since != nil && !r.Since.Time.Before(restarted.Truncate(time.Second)) {
+				if got := takenNames(cfg, "weu", controller); got != 1 {
+					return false, "", fmt.Errorf("2b. aks02's new leader says it holds %d names taken from weu, want 1: %+v", got, cfg.Status.Failover)
+				}
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%+v", cfg.Status.Failover), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+
 	// 3. Back: aks01 returns; the ownership record fences it.
 	w.comeBack()
 	stable(t, "3. aks01 back, fenced", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks01.ed, aks02.ed)
@@ -471,6 +502,13 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02's mark of the name to go", func(ctx context.Context) (bool, string, error) {
+		got := endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom)
+		return got == "", "taken from " + got, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
 	// Nothing lost on the way: every record a live route or gateway publishes is in the zone, with
 	// its owner's ownership record.
@@ -485,6 +523,16 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 			t.Errorf("4. the zone lacks %s %s %s", want.name, want.rtype, want.data)
 		}
 	}
+}
+
+// endpointAnnotation is the annotation key of m's DNSEndpoint namespace/name ("" when unset).
+func endpointAnnotation(ctx context.Context, t testing.TB, m *failoverMember, namespace, name, key string) string {
+	t.Helper()
+	ep := &externaldnsv1alpha1.DNSEndpoint{}
+	if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ep); err != nil {
+		t.Fatal(err)
+	}
+	return ep.Annotations[key]
 }
 
 // takenNames is how many names a dns-config's status says this cluster took from region in zone.
