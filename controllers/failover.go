@@ -79,6 +79,9 @@ type regionView struct {
 	judgement failover.Judgement
 	since     time.Time
 	probes    failover.Probes
+	// inherited says judgement and since are an earlier leader's (the DNSConfiguration's status),
+	// kept until this leader's own probes decide.
+	inherited bool
 }
 
 // Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
@@ -588,6 +591,26 @@ func (f *Failover) mark(ctx context.Context, namespace, name string, marks map[s
 	}
 }
 
+// decided says this leader's own probes of a region reach a judgement: one answered, or threshold
+// failed in a row.
+func decided(p failover.Probes, threshold int) bool {
+	return p.Successes > 0 || p.Failures >= threshold
+}
+
+// earlierJudgement is what the DNSConfiguration's status (an earlier leader's) says of region.
+func earlierJudgement(cfg *clusterv1alpha1.DNSConfiguration, region string) (regionView, bool) {
+	for _, st := range cfg.Status.Failover {
+		if st.Region == region && st.State != "" {
+			v := regionView{judgement: failover.Judgement{State: failover.State(st.State), Reason: st.Reason, Message: st.Message}}
+			if st.Since != nil {
+				v.since = st.Since.Time
+			}
+			return v, true
+		}
+	}
+	return regionView{}, false
+}
+
 // probedOwn records a probe of this cluster's own gateway.
 func (f *Failover) probedOwn(answered bool, now time.Time) {
 	f.own = f.own.After(answered)
@@ -613,11 +636,24 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	held := failover.Union(failover.Held(f.held, readings), standing, taken)
 	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
+	threshold := failoverSettingsOf(cfg).judge.FailureThreshold
 	for region, j := range judged {
 		if region == own {
 			continue
 		}
 		v := f.view(region)
+		// A new leader's probes start with none: until they decide (an answer, or the threshold
+		// of failures in a row), the region stays as the earlier leader judged it, rather than
+		// Serving for want of failures (and the status, events and metrics flapping).
+		if earlier, found := earlierJudgement(cfg, region); found && v.judgement.State == "" && !decided(v.probes, threshold) {
+			v.judgement, v.since, v.inherited = earlier.judgement, cmp.Or(earlier.since, now), true
+		}
+		if v.inherited {
+			if !decided(v.probes, threshold) {
+				continue
+			}
+			v.inherited = false
+		}
 		if v.judgement.State != j.State || v.judgement.Reason != j.Reason {
 			changed = true
 			if v.judgement.State != "" {

@@ -101,3 +101,42 @@ func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
 	assert.False(t, f.remember(time.Unix(1001, 0), "neu", judged, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
 		"the same takeovers again change nothing")
 }
+
+// A new leader whose probes have not decided yet keeps each region as the earlier leader's status
+// says (state, reason and since), instead of judging it Serving for want of failures; once its
+// own probes decide, its own judgement stands.
+func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testing.T) {
+	lostSince := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	cfg := &clusterv1alpha1.DNSConfiguration{Status: clusterv1alpha1.DNSConfigurationStatus{Failover: []clusterv1alpha1.RegionFailoverStatus{
+		{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Message: "an earlier leader's", Since: &metav1.Time{Time: lostSince}}}}}
+	undecided := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Serving, Reason: "GatewayAnswers"}}
+	lost := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale", Message: "mine"}}
+	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
+	weu := func(f *Failover) clusterv1alpha1.RegionFailoverStatus {
+		regions, known := f.Regions()
+		require.True(t, known)
+		require.Len(t, regions, 1)
+		return regions[0]
+	}
+
+	f := newFailover(nil, nil)
+	f.view("weu").probes = failover.Probes{Failures: 1}
+	f.remember(now, "neu", undecided, nil, nil, nil, cfg)
+	got := weu(f)
+	assert.Equal(t, "Lost", got.State, "one failed probe of three decides nothing")
+	assert.Equal(t, "HeartbeatStale", got.Reason)
+	assert.Equal(t, lostSince, got.Since.Time)
+
+	f.view("weu").probes = failover.Probes{Failures: 3}
+	assert.False(t, f.remember(now.Add(2*time.Second), "neu", lost, nil, nil, nil, cfg), "its own probes agree: no change, no event")
+	got = weu(f)
+	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
+	assert.Equal(t, "mine", got.Message)
+
+	g := newFailover(nil, nil)
+	g.view("weu").probes = failover.Probes{Successes: 1}
+	g.remember(now, "neu", undecided, nil, nil, nil, cfg)
+	got = weu(g)
+	assert.Equal(t, "Serving", got.State, "its gateway answered this leader: decided")
+	assert.Equal(t, now, got.Since.Time)
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	routerapp "github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -433,11 +434,13 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays; solo's name, which aks02 publishes only from thief, is not taken",
 		[]framework.Query{q, otherQ, soloQ}, [][]string{chain(aks02), chain(aks01), chain(aks01)}, aks02.ed)
 
-	// 2b. A new leader in aks02 (its operator restarted) counts the takeover it did not make: the
-	// DNSEndpoint's mark says from which region, the zone that aks02 owns the name.
+	// 2b. A new leader in aks02 (its operator restarted) counts the takeover it did not make (the
+	// DNSEndpoint's mark says from which region, the zone that aks02 owns the name), and keeps weu
+	// Lost since the earlier leader said so while its own probes decide.
 	if got := endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom); got != "weu" {
 		t.Errorf("2b. aks02's DNSEndpoint is marked as taken from %q, want weu", got)
 	}
+	before := regionStatus(ctx, t, aks02, "weu")
 	if err := aks02.op.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -445,23 +448,33 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if aks02.op, err = aks02.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02's new leader to judge weu", func(ctx context.Context) (bool, string, error) {
-		cfg := &clusterv1alpha1.DNSConfiguration{}
-		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
-			return false, "", err
+	// The new leader's rounds show in the zone: its heartbeats. Three written after the restart mean
+	// its first round, which judged the regions, is over, and the status written.
+	heartbeat := zone.Query(failover.HeartbeatName(aks02.cluster, aks02.region, w.domain), "TXT")
+	var beats []time.Time
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "three heartbeats of aks02's new leader", func(ctx context.Context) (bool, string, error) {
+		ans, err := framework.Dig(ctx, heartbeat.Port, heartbeat.Name, heartbeat.Type)
+		if err != nil || len(ans.Records) != 1 {
+			return false, fmt.Sprintf("%v %v", ans, err), nil
 		}
-		for _, r := range cfg.Status.Failover {
-			if r.Region == "weu" && r.Since != nil && !r.Since.Time.Before(restarted.Truncate(time.Second)) {
-				if got := takenNames(cfg, "weu", controller); got != 1 {
-					return false, "", fmt.Errorf("2b. aks02's new leader says it holds %d names taken from weu, want 1: %+v", got, cfg.Status.Failover)
-				}
-				return true, "", nil
-			}
+		hb, ok := failover.ParseHeartbeat(aks02.region, ans.Records[0].Data)
+		if ok && hb.At.After(restarted) && !slices.Contains(beats, hb.At) {
+			beats = append(beats, hb.At)
 		}
-		return false, fmt.Sprintf("%+v", cfg.Status.Failover), nil
+		return len(beats) >= 3, fmt.Sprintf("heartbeats since the restart: %v", beats), nil
 	})
 	if err != nil {
-		t.Error(err)
+		t.Fatal(err)
+	}
+	cfg = &clusterv1alpha1.DNSConfiguration{}
+	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := takenNames(cfg, "weu", controller); got != 1 {
+		t.Errorf("2b. aks02's new leader says it holds %d names taken from weu, want 1: %+v", got, cfg.Status.Failover)
+	}
+	if after := regionStatus(ctx, t, aks02, "weu"); after.State != "Lost" || !after.Since.Equal(before.Since) {
+		t.Errorf("2b. aks02's new leader says weu is %s since %s, want Lost since %s (the earlier leader's)", after.State, after.Since, before.Since)
 	}
 
 	// 3. Back: aks01 returns; the ownership record fences it.
@@ -523,6 +536,22 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 			t.Errorf("4. the zone lacks %s %s %s", want.name, want.rtype, want.data)
 		}
 	}
+}
+
+// regionStatus is what m's dns-config says of region.
+func regionStatus(ctx context.Context, t testing.TB, m *failoverMember, region string) clusterv1alpha1.RegionFailoverStatus {
+	t.Helper()
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	if err := m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cfg.Status.Failover {
+		if r.Region == region {
+			return r
+		}
+	}
+	t.Fatalf("%s's dns-config says nothing of region %s: %+v", m.cluster, region, cfg.Status.Failover)
+	return clusterv1alpha1.RegionFailoverStatus{}
 }
 
 // endpointAnnotation is the annotation key of m's DNSEndpoint namespace/name ("" when unset).
