@@ -88,7 +88,7 @@ type regionView struct {
 // Changes wakes it when they change.
 type Failover struct {
 	reader client.Reader
-	// writer updates this cluster's own DNSEndpoints, to tell ExternalDNS of a pass (nudge).
+	// writer updates this cluster's own DNSEndpoints: the marks of a pass (mark).
 	writer   client.Writer
 	recorder events.EventRecorder
 	changes  chan event.GenericEvent
