@@ -17,15 +17,35 @@ func HeartbeatName(cluster, region, zone string) string {
 	return fmt.Sprintf("%s.%s.%s.%s", heartbeatLabel, cluster, region, strings.TrimSuffix(zone, "."))
 }
 
-// maxTXTString is the longest string one TXT record holds (RFC 1035): the heartbeat stays one.
+// maxTXTString is the longest character-string of a TXT record (RFC 1035); a longer value is
+// written as several (TXTStrings).
 const maxTXTString = 255
+
+// maxHeartbeat is the longest heartbeat value: 1,024 bytes, the longest TXT value Azure DNS takes,
+// four strings of a TXT record.
+const maxHeartbeat = 1024
+
+// TXTStrings are the character-strings of a TXT record holding value: 255 bytes each, the last one
+// shorter, as a zone file's parser (and so ExternalDNS's RFC 2136 provider) splits a longer value.
+// Readers join a record's strings back into the value.
+func TXTStrings(value string) []string {
+	if value == "" {
+		return []string{""}
+	}
+	var out []string
+	for len(value) > maxTXTString {
+		out = append(out, value[:maxTXTString])
+		value = value[maxTXTString:]
+	}
+	return append(out, value)
+}
 
 // HeartbeatValue is the heartbeat's TXT value: when it was written, what the cluster's own probe
 // of its own gateway found, the ExternalDNS owner ID of the cluster's instance for the zone and
 // its gateway target hostnames, whose addresses the zone publishes and the other clusters probe,
 // e.g. "at=2026-11-27T03:00:00Z gateway=answers owner=external-dns-weu-aks01
-// targets=aks01-weu-internal.example.com". Targets that would make it longer than one TXT string
-// are left out.
+// targets=aks01-weu-internal.example.com". Targets that would make it longer than maxHeartbeat
+// (about 25 target hostnames) are left out, never cut.
 func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets []string) string {
 	gateway := "fails"
 	if gatewayAnswers {
@@ -37,7 +57,7 @@ func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets []s
 	}
 	var kept []string
 	for _, t := range targets {
-		if len(v)+len(" targets=")+len(strings.Join(append(kept, t), ",")) > maxTXTString {
+		if len(v)+len(" targets=")+len(strings.Join(append(kept, t), ",")) > maxHeartbeat {
 			break
 		}
 		kept = append(kept, t)

@@ -48,22 +48,51 @@ func TestParseHeartbeat(t *testing.T) {
 	}
 }
 
-// A heartbeat stays one TXT string: the targets that do not fit are left out, never cut.
-func TestHeartbeatValue_StaysOneTXTString(t *testing.T) {
-	var targets []string
-	for i := range 20 {
-		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.example.com", i))
+// A heartbeat names every target of a cluster with many gateways (20 here, over 255 bytes: several
+// strings of one TXT record); past 1,024 bytes, the longest TXT value Azure DNS takes, the targets
+// that do not fit are left out, never cut.
+func TestHeartbeatValue_KeepsWholeTargetsUpTo1024Bytes(t *testing.T) {
+	targets := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("aks01-weu-gateway-%02d.example.com", i))
+		}
+		return out
 	}
-	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets)
-	if len(v) > 255 {
+	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(20))
+	hb, ok := ParseHeartbeat("weu", v)
+	if !ok || len(v) <= 255 || !slices.Equal(hb.Targets, targets(20)) {
+		t.Errorf("want all 20 targets in %d bytes; got %v from %s", len(v), hb.Targets, v)
+	}
+
+	v = HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(40))
+	if len(v) > 1024 {
 		t.Fatalf("%d bytes: %s", len(v), v)
 	}
-	hb, ok := ParseHeartbeat("weu", v)
-	if !ok || len(hb.Targets) == 0 || len(hb.Targets) == len(targets) || !slices.Equal(hb.Targets, targets[:len(hb.Targets)]) {
+	hb, ok = ParseHeartbeat("weu", v)
+	if !ok || len(hb.Targets) == 0 || len(hb.Targets) == 40 || !slices.Equal(hb.Targets, targets(40)[:len(hb.Targets)]) {
 		t.Errorf("want the first targets that fit, whole; got %v from %s", hb.Targets, v)
 	}
-	if strings.Contains(v, "gateway-19") {
+	if strings.Contains(v, "gateway-39") {
 		t.Errorf("the last target cannot fit: %s", v)
+	}
+}
+
+func TestTXTStrings(t *testing.T) {
+	long := strings.Repeat("a", 255) + strings.Repeat("b", 255) + "c"
+	for _, tt := range []struct {
+		name, value string
+		want        []string
+	}{
+		{"empty: one empty string", "", []string{""}},
+		{"short: one string", "at=2026-11-27T03:00:00Z gateway=answers", []string{"at=2026-11-27T03:00:00Z gateway=answers"}},
+		{"exactly 255 bytes: one string", strings.Repeat("a", 255), []string{strings.Repeat("a", 255)}},
+		{"longer: 255-byte strings, the rest last", long, []string{strings.Repeat("a", 255), strings.Repeat("b", 255), "c"}},
+	} {
+		got := TXTStrings(tt.value)
+		if !slices.Equal(got, tt.want) || strings.Join(got, "") != tt.value {
+			t.Errorf("%s: TXTStrings = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

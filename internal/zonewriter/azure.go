@@ -87,9 +87,14 @@ func (w *AzurePrivateDNS) relative(name string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(name, "."), "."+w.zone.ZoneName)
 }
 
-// txtRecords is a TXT record set's records for one value, without the quotes dig prints.
+// txtRecords is a TXT record set's records for one value, without the quotes dig prints, in
+// 255-byte strings (failover.TXTStrings).
 func txtRecords(value string) []*armprivatedns.TxtRecord {
-	return []*armprivatedns.TxtRecord{{Value: []*string{to.Ptr(strings.Trim(value, `"`))}}}
+	var strs []*string
+	for _, s := range failover.TXTStrings(strings.Trim(value, `"`)) {
+		strs = append(strs, to.Ptr(s))
+	}
+	return []*armprivatedns.TxtRecord{{Value: strs}}
 }
 
 // txtValues returns a record set's TXT values, each record's strings joined.

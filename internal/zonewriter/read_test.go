@@ -2,6 +2,7 @@ package zonewriter_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,4 +64,21 @@ func TestAzurePrivateDNS_ReadListsTheZone(t *testing.T) {
 	got, err := w.Read(ctx)
 	require.NoError(t, err)
 	assertReading(t, got, zone)
+}
+
+// A heartbeat naming 20 gateways (over 255 bytes) is written as several strings of one TXT record
+// and read back whole.
+func TestAzurePrivateDNS_LongHeartbeatReadWhole(t *testing.T) {
+	s, w := azureWriter(t)
+	ctx := context.Background()
+	var targets []string
+	for i := range 20 {
+		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone))
+	}
+	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", targets)))
+	got, err := w.Read(ctx)
+	require.NoError(t, err)
+	require.Len(t, got.Beats["weu"], 1)
+	assert.Equal(t, targets, got.Beats["weu"][0].Targets)
+	assert.Len(t, s.Records(sub, rg, zone)["_router-heartbeat.aks01.weu TXT"], 1, "one record, its strings one value")
 }

@@ -74,10 +74,11 @@ func (w RFC2136) update() *dns.Msg {
 	return m
 }
 
-// txt is a TXT record of one value: ExternalDNS writes one string per ownership value. Values
-// are given without the quotes dig prints around them.
+// txt is a TXT record of one value, in 255-byte strings as ExternalDNS writes a longer one
+// (failover.TXTStrings): an update's prerequisite must match the record exactly. Values are given
+// without the quotes dig prints around them.
 func txt(name string, ttl uint32, value string) *dns.TXT {
-	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: []string{strings.Trim(value, `"`)}}
+	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: failover.TXTStrings(strings.Trim(value, `"`))}
 }
 
 // rcodeError is a refusal by the server, by its response code.

@@ -81,10 +81,12 @@ func (s *Server) Records(subscriptionID, resourceGroup, name string) map[string]
 		case "CNAME":
 			values = append(values, *p.CnameRecord.Cname)
 		case "TXT":
-			for _, t := range p.TxtRecords {
+			for _, t := range p.TxtRecords { // a record's strings are one value, as DNS reads them
+				var b strings.Builder
 				for _, v := range t.Value {
-					values = append(values, *v)
+					b.WriteString(*v)
 				}
+				values = append(values, b.String())
 			}
 		default:
 			continue

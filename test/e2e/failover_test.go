@@ -212,6 +212,45 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(second) {
 		t.Errorf("after the refused write: %+v, want the second heartbeat still", beats)
 	}
+
+	// Past 255 bytes a value is several strings of one TXT record: a heartbeat naming 20 gateways,
+	// and an ownership value as ExternalDNS writes it for a long namespace and name (a zone file's
+	// parser splits it at 255 bytes; BIND's nsupdate takes the strings as given), which a pass's
+	// prerequisite must match exactly.
+	var targets []string
+	for i := range 20 {
+		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone.Zone))
+	}
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second.Add(20*time.Second), true, "external-dns-weu-aks01", targets)); err != nil {
+		t.Fatal(err)
+	}
+	reading, err := signed.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if beats := reading.Beats["weu"]; len(beats) != 1 || !slices.Equal(beats[0].Targets, targets) {
+		t.Errorf("a heartbeat naming 20 gateways reads back as %+v", beats)
+	}
+	ownership := func(owner string) string {
+		return "heritage=external-dns,external-dns/owner=" + owner + ",external-dns/resource=crd/" + strings.Repeat("n", 63) + "/" + strings.Repeat("r", 200)
+	}
+	long := "weu-d-cname-long." + zone.Zone + "."
+	var quoted []string
+	for _, s := range failover.TXTStrings(ownership("external-dns-weu-aks01")) {
+		quoted = append(quoted, `"`+s+`"`)
+	}
+	if err := zone.Update(ctx, "update add "+long+" 300 TXT "+strings.Join(quoted, " ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := signed.PassOwnership(ctx, long, 300, ownership("external-dns-weu-aks01"), ownership("external-dns-weu-aks02")); err != nil {
+		t.Fatalf("passing a %d-byte ownership value: %v", len(ownership("")), err)
+	}
+	if reading, err = signed.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := reading.TXT[strings.TrimSuffix(long, ".")].Values; !slices.Equal(got, []string{ownership("external-dns-weu-aks02")}) {
+		t.Errorf("after the pass, %s holds %q", long, got)
+	}
 }
 
 // TestFailover_OwnershipPassesInAzurePrivateDNS is the same measurement in an Azure Private DNS
