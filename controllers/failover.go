@@ -524,7 +524,7 @@ func (f *Failover) remark(ctx context.Context, names []failover.Name, takenNow [
 	f.mu.Lock()
 	var missing []failover.Pass
 	for _, p := range f.held {
-		if slices.ContainsFunc(takenNow, func(t failover.Pass) bool { return t.Namespace == p.Namespace && t.Endpoint == p.Endpoint }) {
+		if passedNow(takenNow, p.Namespace, p.Endpoint) {
 			continue
 		}
 		if slices.ContainsFunc(names, func(n failover.Name) bool {
@@ -539,11 +539,16 @@ func (f *Failover) remark(ctx context.Context, names []failover.Name, takenNow [
 	}
 }
 
+// passedNow says one of this round's passes was of the name DNSEndpoint namespace/name publishes.
+func passedNow(takenNow []failover.Pass, namespace, name string) bool {
+	return slices.ContainsFunc(takenNow, func(p failover.Pass) bool { return p.Namespace == namespace && p.Endpoint == name })
+}
+
 // unmark removes the taken-from mark of the names that went back (failover.Standing's returned),
 // but those this round took again.
 func (f *Failover) unmark(ctx context.Context, returned []failover.Name, takenNow []failover.Pass) {
 	for _, n := range returned {
-		if !slices.ContainsFunc(takenNow, func(p failover.Pass) bool { return p.Namespace == n.Namespace && p.Endpoint == n.Endpoint }) {
+		if !passedNow(takenNow, n.Namespace, n.Endpoint) {
 			f.mark(ctx, n.Namespace, n.Endpoint, map[string]string{naming.AnnotationTakenFrom: ""})
 		}
 	}

@@ -156,10 +156,7 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 // published from the name's own namespace. A zone not read, a record set of other than one
 // ownership value and an owner no heartbeat names are left alone.
 func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
-	byController := make(map[string]*ZoneReading, len(zones))
-	for i := range zones {
-		byController[zones[i].Controller] = &zones[i]
-	}
+	byController := zonesByController(zones)
 	var out []Pass
 	for _, n := range names {
 		z := byController[n.Controller]
@@ -189,10 +186,7 @@ func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name,
 // name this cluster's owner: the takeovers that still stand (a name passed back, or taken by its
 // own region again, no longer counts). A zone not read keeps its names counted.
 func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
-	byController := make(map[string]*ZoneReading, len(zones))
-	for i := range zones {
-		byController[zones[i].Controller] = &zones[i]
-	}
+	byController := zonesByController(zones)
 	for _, p := range taken {
 		z := byController[p.Controller]
 		if z != nil && z.Read {
@@ -213,10 +207,7 @@ func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
 // went back (or on), and their marks are out of date. A marked name whose zone holds no ownership
 // record for it is neither: nothing definite is known.
 func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) {
-	byController := make(map[string]*ZoneReading, len(zones))
-	for i := range zones {
-		byController[zones[i].Controller] = &zones[i]
-	}
+	byController := zonesByController(zones)
 	for _, n := range names {
 		z := byController[n.Controller]
 		if n.TakenFrom == "" || z == nil || z.Owner == "" {
@@ -258,6 +249,15 @@ func Union(lists ...[]Pass) []Pass {
 				out = append(out, p)
 			}
 		}
+	}
+	return out
+}
+
+// zonesByController indexes zones by their ExternalDNS controller.
+func zonesByController(zones []ZoneReading) map[string]*ZoneReading {
+	out := make(map[string]*ZoneReading, len(zones))
+	for i := range zones {
+		out[zones[i].Controller] = &zones[i]
 	}
 	return out
 }
