@@ -5,7 +5,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -52,26 +50,7 @@ const (
 //     every 50 ms.
 func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guide, err := os.ReadFile(filepath.Join(root, failoverDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := framework.DocSection(string(guide), failoverHeading)
-	if err != nil {
-		t.Fatalf("%s: %v", failoverDoc, err)
-	}
-	block := func(substr string) string {
-		t.Helper()
-		b, err := framework.BlockWith(doc, substr)
-		if err != nil {
-			t.Fatalf("%s, section %q: %v", failoverDoc, failoverHeading, err)
-		}
-		return b
-	}
+	block := readDocSection(t, failoverDoc, failoverHeading).block
 	guideConfig := &clusterv1alpha1.DNSConfiguration{}
 	if err := yaml.UnmarshalStrict([]byte(block("secretFile:")), guideConfig); err != nil {
 		t.Fatalf("%s: the failover DNSConfiguration: %v", failoverDoc, err)

@@ -4,12 +4,15 @@ package node
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -112,4 +115,40 @@ func installCRDs(ctx context.Context, t *testing.T, w *framework.NodeWorld, proj
 			t.Fatalf("installing the %s CRDs: %v", p, err)
 		}
 	}
+}
+
+// docSection is a section of one of the repository's documents, as a test follows it.
+type docSection struct {
+	t             *testing.T
+	file, heading string
+	// text is the section, from its heading to the next of the same level.
+	text string
+}
+
+// readDocSection reads the section heading of the repository's file, or fails the test.
+func readDocSection(t *testing.T, file, heading string) docSection {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := framework.DocSection(string(data), heading)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return docSection{t: t, file: file, heading: heading, text: text}
+}
+
+// block is the section's one fenced block that contains substr, or fails the test.
+func (d docSection) block(substr string) string {
+	d.t.Helper()
+	b, err := framework.BlockWith(d.text, substr)
+	if err != nil {
+		d.t.Fatalf("%s, section %q: %v", d.file, d.heading, err)
+	}
+	return b
 }

@@ -71,18 +71,8 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 		}
 		return string(data)
 	}
-	doc, err := framework.DocSection(read(homelabDoc), homelabHeading)
-	if err != nil {
-		t.Fatalf("%s: %v", homelabDoc, err)
-	}
-	block := func(substr string) string {
-		t.Helper()
-		b, err := framework.BlockWith(doc, substr)
-		if err != nil {
-			t.Fatalf("%s, section %q: %v", homelabDoc, homelabHeading, err)
-		}
-		return b
-	}
+	section := readDocSection(t, homelabDoc, homelabHeading)
+	doc, block := section.text, section.block
 	shellBlock := func(command string) string {
 		t.Helper()
 		b, err := framework.BlockWithLine(doc, command)
