@@ -43,15 +43,24 @@ type gatewayListener struct {
 	wg sync.WaitGroup
 }
 
+// listenGateway listens on each of the addresses and serves them as one gateway.
 func listenGateway(t testing.TB, addrs ...string) *gatewayListener {
 	t.Helper()
-	g := &gatewayListener{}
+	var ls []net.Listener
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
 			t.Fatalf("gateway listener on %s: %v", a, err)
 		}
-		g.ls = append(g.ls, l)
+		ls = append(ls, l)
+	}
+	return serveGateway(t, ls...)
+}
+
+// serveGateway accepts (and closes) connections on the listeners until the gateway is closed.
+func serveGateway(t testing.TB, ls ...net.Listener) *gatewayListener {
+	g := &gatewayListener{ls: ls}
+	for _, l := range ls {
 		g.wg.Go(func() {
 			for {
 				c, err := l.Accept()
@@ -66,31 +75,35 @@ func listenGateway(t testing.TB, addrs ...string) *gatewayListener {
 	return g
 }
 
-// freePort is a TCP port free on every one of the addresses.
-func freePort(t testing.TB, addrs ...string) int {
+// listenOnOnePort binds one TCP port, which the kernel picks, on every one of the addresses and
+// keeps the listeners open: the port is the test's from the moment it is picked. (Picking a port,
+// closing it and binding it again later lost it once in CI to another process, or to the next
+// pick, which the kernel may answer with the same port.)
+func listenOnOnePort(t testing.TB, addrs ...string) (int, []net.Listener) {
 	t.Helper()
 	for range 20 {
-		l, err := net.Listen("tcp", addrs[0]+":0")
+		first, err := net.Listen("tcp", addrs[0]+":0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		free := true
+		port := first.Addr().(*net.TCPAddr).Port
+		ls := []net.Listener{first}
 		for _, a := range addrs[1:] {
-			other, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
 			if err != nil {
-				free = false
 				break
 			}
-			_ = other.Close()
+			ls = append(ls, l)
 		}
-		_ = l.Close()
-		if free {
-			return port
+		if len(ls) == len(addrs) {
+			return port, ls
+		}
+		for _, l := range ls {
+			_ = l.Close()
 		}
 	}
 	t.Fatalf("no port free on all of %v", addrs)
-	return 0
+	return 0, nil
 }
 
 func (g *gatewayListener) close() {
@@ -156,9 +169,12 @@ func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string
 		aks01: &failoverMember{cluster: "aks01", region: "weu", lbIP: "127.0.0.11", owner: "external-dns-weu-aks01"},
 		aks02: &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}}
 	w.aks01.cl, w.aks02.cl = startWEUClusters(t, failoverNS)
-	w.port, w.probePort01, w.probePort02 = freePort(t, w.aks01.lbIP, w.aks02.lbIP), freePort(t, w.aks01.lbIP), freePort(t, w.aks02.lbIP)
-	w.gateway1 = listenGateway(t, net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks01.lbIP, strconv.Itoa(w.probePort01)))
-	listenGateway(t, net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(w.aks02.lbIP, strconv.Itoa(w.probePort02)))
+	var shared, probe01, probe02 []net.Listener
+	w.port, shared = listenOnOnePort(t, w.aks01.lbIP, w.aks02.lbIP)
+	w.probePort01, probe01 = listenOnOnePort(t, w.aks01.lbIP)
+	w.probePort02, probe02 = listenOnOnePort(t, w.aks02.lbIP)
+	w.gateway1 = serveGateway(t, shared[0], probe01[0])
+	serveGateway(t, shared[1], probe02[0])
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
 		probePort, adopts := w.probePort01, adopts01
 		if m == w.aks02 {
