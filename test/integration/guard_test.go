@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,13 +144,7 @@ func TestDeletionGuard_MassDeletionWaitsAndRevertKeepsRecords(t *testing.T) {
 	assert.Empty(t, deletions.names(), "nothing is deleted while the guard holds")
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg))
-	waitFor(t, "a MassDeletionHeld event on dns-config", func() string {
-		reasons := eventReasons(t, cfg)
-		if !slices.Contains(reasons, clusterv1alpha1.ReasonMassDeletionHeld) {
-			return "events: " + join(reasons)
-		}
-		return ""
-	})
+	waitEvent(t, cfg, clusterv1alpha1.ReasonMassDeletionHeld)
 
 	f.setControllers("weu", "neu") // reverted within the grace period
 	f.waitDeletionsHeld(metav1.ConditionFalse)

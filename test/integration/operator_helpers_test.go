@@ -393,6 +393,19 @@ func eventReasons(t testing.TB, obj client.Object) []string {
 	return reasons
 }
 
+// waitEvent waits for an events.k8s.io Event of reason regarding obj. The operator's recorder
+// sends Events asynchronously, after the status write that caused them: a status a test saw is no
+// proof its Event is stored yet.
+func waitEvent(t testing.TB, obj client.Object, reason string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("a %s event regarding %s", reason, obj.GetName()), func() string {
+		if reasons := eventReasons(t, obj); !slices.Contains(reasons, reason) {
+			return "events: " + join(reasons)
+		}
+		return ""
+	})
+}
+
 // createOrUpdate is ctrl.CreateOrUpdate as a person's retrying client does it: the operator
 // writes the status of these objects, so an update can meet a newer version and is retried on
 // a fresh read (mutate must set, not append).

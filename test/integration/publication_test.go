@@ -200,7 +200,7 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 	f.waitPublication(route, "external-dns-neu=Published external-dns-weu=Published", "2/2", routingv1alpha1.ReasonZonesPublished)
 	f.waitPublication(&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: f.gatewayNS, Name: gw.Name}},
 		"external-dns-neu=Published external-dns-weu=Published", "2/2", routingv1alpha1.ReasonZonesPublished)
-	assert.Contains(t, eventReasons(t, route), routingv1alpha1.ReasonZonesPublished)
+	waitEvent(t, route, routingv1alpha1.ReasonZonesPublished)
 
 	t.Run("a settled route and gateway cause no status write", func(t *testing.T) {
 		assertNoStatusWrites(t, f, route, gw, weu)
@@ -219,7 +219,7 @@ func TestPublication_RouteFollowsWhatEachZoneAnswers(t *testing.T) {
 		zones, cond := f.waitPublication(route, "external-dns-neu=Drifted external-dns-weu=Published", "1/2", routingv1alpha1.ReasonZonesDrifted)
 		assert.Equal(t, "CNAME aks02-neu-internal.example.com.", zone(zones, "external-dns-neu").Answer)
 		assert.Contains(t, cond.Message, "external-dns-neu (CNAME aks02-neu-internal.example.com.)")
-		assert.Contains(t, eventReasons(t, route), routingv1alpha1.ReasonZonesDrifted, "a Warning event tells kubectl describe")
+		waitEvent(t, route, routingv1alpha1.ReasonZonesDrifted) // a Warning event tells kubectl describe
 		ready := meta.FindStatusCondition(route.Status.Conditions, "Ready")
 		assert.Equal(t, metav1.ConditionTrue, ready.Status, "Ready (the DNSEndpoints are written) is separate from Published")
 		waitVerificationSummary(t, f, "external-dns-weu 1/1 published; external-dns-neu 0/1 published, 1 drifted")

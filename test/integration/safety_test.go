@@ -61,15 +61,7 @@ func TestOwnershipConflict_NeverOverwritesForeignObjects(t *testing.T) {
 	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKeyFromObject(foreignGateway), igAfter))
 	assert.Equal(t, foreignGateway.ResourceVersion, igAfter.ResourceVersion, "the foreign Istio Gateway was modified")
 
-	waitFor(t, "OwnershipConflict events", func() string {
-		reasons := eventReasons(t, route)
-		for _, r := range reasons {
-			if r == routingv1alpha1.ReasonOwnershipConflict {
-				return ""
-			}
-		}
-		return "events: " + join(reasons)
-	})
+	waitEvent(t, route, routingv1alpha1.ReasonOwnershipConflict)
 
 	// Once the foreign object is gone, the route takes its name.
 	require.NoError(t, env.Client.Delete(f.ctx, foreignEndpoint))
