@@ -75,11 +75,11 @@ func serveGateway(t testing.TB, ls ...net.Listener) *gatewayListener {
 	return g
 }
 
-// listenOnOnePort binds one TCP port, which the kernel picks, on every one of the addresses and
-// keeps the listeners open: the port is the test's from the moment it is picked. (Picking a port,
-// closing it and binding it again later lost it once in CI to another process, or to the next
-// pick, which the kernel may answer with the same port.)
-func listenOnOnePort(t testing.TB, addrs ...string) (int, []net.Listener) {
+// listenOnOnePort binds one TCP port, which the kernel picks (but none of avoid), on every one of
+// the addresses and keeps the listeners open: the port is the test's from the moment it is picked.
+// (Picking a port, closing it and binding it again later lost it once in CI to another process, or
+// to the next pick, which the kernel may answer with the same port.)
+func listenOnOnePort(t testing.TB, avoid []int, addrs ...string) (int, []net.Listener) {
 	t.Helper()
 	for range 20 {
 		first, err := net.Listen("tcp", addrs[0]+":0")
@@ -95,7 +95,7 @@ func listenOnOnePort(t testing.TB, addrs ...string) (int, []net.Listener) {
 			}
 			ls = append(ls, l)
 		}
-		if len(ls) == len(addrs) {
+		if len(ls) == len(addrs) && !slices.Contains(avoid, port) {
 			return port, ls
 		}
 		for _, l := range ls {
@@ -170,9 +170,11 @@ func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string
 		aks02: &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}}
 	w.aks01.cl, w.aks02.cl = startWEUClusters(t, failoverNS)
 	var shared, probe01, probe02 []net.Listener
-	w.port, shared = listenOnOnePort(t, w.aks01.lbIP, w.aks02.lbIP)
-	w.probePort01, probe01 = listenOnOnePort(t, w.aks01.lbIP)
-	w.probePort02, probe02 = listenOnOnePort(t, w.aks02.lbIP)
+	w.port, shared = listenOnOnePort(t, nil, w.aks01.lbIP, w.aks02.lbIP)
+	w.probePort01, probe01 = listenOnOnePort(t, nil, w.aks01.lbIP)
+	// Each cluster probes the other's address on its own probe port, where nothing may listen
+	// while the two are partitioned: the two probe ports differ.
+	w.probePort02, probe02 = listenOnOnePort(t, []int{w.probePort01}, w.aks02.lbIP)
 	w.gateway1 = serveGateway(t, shared[0], probe01[0])
 	serveGateway(t, shared[1], probe02[0])
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
