@@ -100,14 +100,7 @@ func startOLMWorld(t *testing.T) *olmWorld {
 	}
 	t.Logf("make release VERSION=%s REGISTRY=%s: %s\n%s", version, w.Registry, time.Since(start).Round(time.Second), lastLines(string(out), 5))
 
-	data, err := os.ReadFile(filepath.Join(root, olmDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := framework.DocSection(string(data), olmHeading)
-	if err != nil {
-		t.Fatalf("%s: %v", olmDoc, err)
-	}
+	doc := readDocSection(t, olmDoc, olmHeading).text
 	doc = strings.ReplaceAll(strings.ReplaceAll(doc, olmReleaseRegistry, w.Registry), olmOwnRegistry, w.Registry)
 	return &olmWorld{NodeWorld: w, root: root, version: version, releaseDir: releaseDir, doc: doc}
 }
