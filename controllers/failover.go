@@ -28,6 +28,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/verify"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 )
 
@@ -110,11 +111,39 @@ type Failover struct {
 	healthySince time.Time
 	lastBeat     time.Time
 	ios          map[string]cachedIO
-	// servers are the clusters behind the gateway target hostnames the zones' heartbeats name;
-	// cluster is this one's, zoneRegions each failover zone's region (for Attribute).
-	servers     map[string]failover.Server
+	attribution  attribution
+
+	// observed are the routes' states in the zones (the verification's), routeChanges where a
+	// route whose answer is attributed otherwise than before is sent to be reconciled again
+	// (reattribute). Both nil: nothing is sent.
+	observed     routeObservations
+	routeChanges chan<- event.GenericEvent
+}
+
+// routeObservations are the routes' states in one zone (verify.Tracker.Routes).
+type routeObservations interface {
+	Routes(controller string) map[verify.RouteKey]verify.Observation
+}
+
+// attribution is what Attribute knows: this cluster's name, each failover zone's region, and the
+// clusters behind the gateway target hostnames the zones' heartbeats name.
+type attribution struct {
 	cluster     string
 	zoneRegions map[string]string
+	servers     map[string]failover.Server
+}
+
+// of says who serves a failover zone's answer (failover.Attribute); "" for other zones.
+func (a attribution) of(controller, answer string) string {
+	region, ok := a.zoneRegions[controller]
+	if !ok {
+		return ""
+	}
+	return failover.Attribute(answer, region, a.cluster, a.servers)
+}
+
+func (a attribution) equal(b attribution) bool {
+	return a.cluster == b.cluster && maps.Equal(a.zoneRegions, b.zoneRegions) && maps.Equal(a.servers, b.servers)
 }
 
 type cachedIO struct {
@@ -122,9 +151,10 @@ type cachedIO struct {
 	io  zoneIO
 }
 
-func newFailover(c client.Client, recorder events.EventRecorder) *Failover {
+func newFailover(c client.Client, recorder events.EventRecorder, observed routeObservations, routeChanges chan<- event.GenericEvent) *Failover {
 	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
-		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}}
+		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{},
+		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
 	}
@@ -188,6 +218,7 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 // time until the next.
 func (f *Failover) round(ctx context.Context) time.Duration {
 	log := ctrl.Log.WithName("failover")
+	defer f.reattribute(ctx, f.attributionNow())
 	cfg, err := getConfiguration(ctx, f.reader)
 	if err != nil {
 		log.Error(err, "reading the DNSConfiguration; nothing moves this round")
@@ -634,8 +665,11 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	defer f.mu.Unlock()
 	changed := !f.judged
 	f.judged = true
-	// The readings are from before this round's passes: they judge the earlier ones only.
-	f.servers = failover.Servers(readings)
+	// The readings are from before this round's passes: they judge the earlier ones only. A round
+	// that read no zone knows no server: the attribution stays as the last reading said.
+	if slices.ContainsFunc(readings, func(r failover.ZoneReading) bool { return r.Read }) {
+		f.attribution.servers = failover.Servers(readings)
+	}
 	// This leader's takeovers that still stand, those an earlier leader made (standing), and this
 	// round's.
 	held := failover.Union(failover.Held(f.held, readings), standing, taken)
@@ -692,7 +726,7 @@ func (f *Failover) located(cluster string, zones []failoverZone) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.cluster, f.zoneRegions = cluster, regions
+	f.attribution.cluster, f.attribution.zoneRegions = cluster, regions
 }
 
 // Attribute says who serves a failover zone's answer when it is not the zone's own region
@@ -700,18 +734,51 @@ func (f *Failover) located(cluster string, zones []failoverZone) {
 func (f *Failover) Attribute(controller, answer string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	region, ok := f.zoneRegions[controller]
-	if !ok {
-		return ""
+	return f.attribution.of(controller, answer)
+}
+
+func (f *Failover) attributionNow() attribution {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attribution
+}
+
+// reattribute sends to be reconciled again every route whose answer in a zone the attribution
+// now reports otherwise than before. A route's status says who serves its answer as its last
+// reconcile saw it, and nothing else wakes it when only that changes: a new leader's routes are
+// reconciled before its first round has read the heartbeats (they would say Drifted without
+// naming who serves the name until the zone's answer next changed), and a cluster joining or
+// leaving the zones changes who the answers name.
+func (f *Failover) reattribute(ctx context.Context, before attribution) {
+	after := f.attributionNow()
+	if f.observed == nil || f.routeChanges == nil || before.equal(after) {
+		return
 	}
-	return failover.Attribute(answer, region, f.cluster, f.servers)
+	controllers := slices.Sorted(maps.Keys(before.zoneRegions))
+	for c := range after.zoneRegions {
+		if _, ok := before.zoneRegions[c]; !ok {
+			controllers = append(controllers, c)
+		}
+	}
+	for _, controller := range controllers {
+		for k, o := range f.observed.Routes(controller) {
+			if before.of(controller, o.Answer) == after.of(controller, o.Answer) {
+				continue
+			}
+			select {
+			case f.routeChanges <- event.GenericEvent{Object: &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // forget drops every view when no zone has failover settings.
 func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.servers, f.zoneRegions = nil, nil
+	f.attribution = attribution{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
 		f.regions = map[string]*regionView{}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,18 +11,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // A new leader says nothing of the regions until its first round has judged them, so that the
 // status keeps what an earlier leader wrote; without zones with failover settings it says, once,
 // that there is nothing to report.
 func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
-	f := newFailover(nil, nil)
+	f := newFailover(nil, nil, nil, nil)
 	_, known := f.Regions()
 	assert.False(t, known, "before the first round")
 
@@ -33,7 +38,7 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 	assert.Equal(t, []clusterv1alpha1.RegionFailoverStatus{{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Since: regions[0].Since}}, regions)
 	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
 
-	g := newFailover(nil, nil)
+	g := newFailover(nil, nil, nil, nil)
 	g.forget()
 	regions, known = g.Regions()
 	assert.True(t, known, "no zone has failover settings: a definite answer")
@@ -62,7 +67,7 @@ func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 		Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue}, Annotations: map[string]string{"team": "kept"}}}
 	foreign := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "api-route-external-dns-weu"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owned, foreign).Build()
-	f := newFailover(c, nil)
+	f := newFailover(c, nil, nil, nil)
 	get := func(ns string) *externaldnsv1alpha1.DNSEndpoint {
 		ep := &externaldnsv1alpha1.DNSEndpoint{}
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "api-route-external-dns-weu"}, ep))
@@ -90,7 +95,7 @@ func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 // A new leader counts, from its first round, the takeovers an earlier leader made that stand
 // (failover.Standing), beside its own.
 func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
-	f := newFailover(nil, nil)
+	f := newFailover(nil, nil, nil, nil)
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
 	standing := []failover.Pass{{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
 	mine := []failover.Pass{{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"},
@@ -119,7 +124,7 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testi
 		return regions[0]
 	}
 
-	f := newFailover(nil, nil)
+	f := newFailover(nil, nil, nil, nil)
 	f.view("weu").probes = failover.Probes{Failures: 1}
 	f.remember(now, "neu", undecided, nil, nil, nil, cfg)
 	got := weu(f)
@@ -133,10 +138,83 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testi
 	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
 	assert.Equal(t, "mine", got.Message)
 
-	g := newFailover(nil, nil)
+	g := newFailover(nil, nil, nil, nil)
 	g.view("weu").probes = failover.Probes{Successes: 1}
 	g.remember(now, "neu", undecided, nil, nil, nil, cfg)
 	got = weu(g)
 	assert.Equal(t, "Serving", got.State, "its gateway answered this leader: decided")
 	assert.Equal(t, now, got.Since.Time)
+}
+
+// A route's status says who serves its answer in a failover zone as its last reconcile saw it. When
+// a round learns otherwise (a new leader reads the heartbeats after its routes were reconciled;
+// failover settings removed), the routes whose answers are attributed otherwise are reconciled
+// again, and only those; a round that reads no zone changes nothing.
+func TestFailover_RoutesWhoseAnswerIsAttributedOtherwiseAreReconciledAgain(t *testing.T) {
+	ctx := t.Context()
+	now := time.Unix(1000, 0)
+	tracker := verify.NewTracker(verify.DefaultSettings, func() float64 { return 0 }, nil)
+	taken := verify.RouteKey{Namespace: "myapp", Name: "api-route", Controller: "external-dns-weu"}
+	elsewhere := verify.RouteKey{Namespace: "myapp", Name: "web-route", Controller: "external-dns-weu"}
+	ownRegion := verify.RouteKey{Namespace: "other", Name: "api-route", Controller: "external-dns-neu"}
+	// What each zone answers for each route's name: drifted from aks01's CNAME, all three.
+	answers := map[string]string{
+		"api.example.com": "CNAME aks02-neu-internal.example.com.", "web.example.com": "CNAME somewhere.example.com.",
+		"other.example.com": "CNAME aks02-neu-internal.example.com."}
+	for k, host := range map[verify.RouteKey]string{taken: "api.example.com", elsewhere: "web.example.com", ownRegion: "other.example.com"} {
+		tracker.SetRoute(k, []*endpoint.Endpoint{endpoint.NewEndpoint(host, endpoint.RecordTypeCNAME, "aks01-weu-internal.example.com")}, true, false, now)
+	}
+	for _, controller := range []string{"external-dns-weu", "external-dns-neu"} {
+		for {
+			check, ok, _ := tracker.Next(controller, now.Add(time.Minute))
+			if !ok {
+				break
+			}
+			tracker.Report(check, verify.Finding{State: routingv1alpha1.ZoneDrifted, Answer: answers[strings.TrimSuffix(check.Expected[0].Name, ".")]}, now)
+		}
+	}
+	routeChanges := make(chan event.GenericEvent, 10)
+	sent := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-routeChanges:
+				out = append(out, client.ObjectKeyFromObject(e.Object).String())
+			default:
+				return out
+			}
+		}
+	}
+	f := newFailover(nil, nil, tracker, routeChanges)
+	f.located("aks01", []failoverZone{{controller: "external-dns-weu", region: "weu"}, {controller: "external-dns-neu", region: "neu"}})
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	aks02Beats := []failover.ZoneReading{{Controller: "external-dns-weu", Region: "weu", Read: true, Beats: map[string][]failover.Heartbeat{
+		"neu": {{Found: true, Read: true, Cluster: "aks02", Targets: []string{"aks02-neu-internal.example.com"}}}}}}
+	const servedBy = "served by cluster aks02, of region neu, for region weu"
+
+	before := f.attributionNow()
+	f.reattribute(ctx, before)
+	assert.Empty(t, sent(), "nothing learnt")
+	assert.Empty(t, f.Attribute(taken.Controller, answers["api.example.com"]), "no heartbeat read yet")
+
+	f.remember(now, "weu", nil, aks02Beats, nil, nil, cfg)
+	f.reattribute(ctx, before)
+	assert.Equal(t, []string{"myapp/api-route"}, sent(), "only the answer now attributed: web's names no known gateway, other's zone is aks02's own region")
+	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]))
+
+	before = f.attributionNow()
+	f.remember(now.Add(5*time.Second), "weu", nil, aks02Beats, nil, nil, cfg)
+	f.reattribute(ctx, before)
+	assert.Empty(t, sent(), "the same heartbeats again")
+
+	unread := []failover.ZoneReading{{Controller: "external-dns-weu", Region: "weu"}}
+	f.remember(now.Add(10*time.Second), "weu", nil, unread, nil, nil, cfg)
+	f.reattribute(ctx, before)
+	assert.Empty(t, sent(), "a zone that could not be read says nothing")
+	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]), "kept as the last reading said")
+
+	f.forget()
+	f.reattribute(ctx, before)
+	assert.Equal(t, []string{"myapp/api-route"}, sent(), "no failover settings any more: the attribution goes")
+	assert.Empty(t, f.Attribute(taken.Controller, answers["api.example.com"]))
 }

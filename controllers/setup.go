@@ -106,7 +106,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(zones); err != nil {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
-	fo := newFailover(mgr.GetClient(), recorder)
+	fo := newFailover(mgr.GetClient(), recorder, zones.tracker, zones.routeEvents)
 	if err := mgr.Add(fo); err != nil {
 		return fmt.Errorf("adding regional failover: %w", err)
 	}

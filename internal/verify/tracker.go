@@ -328,6 +328,24 @@ func (t *Tracker) Zone(controller string) ZoneCounts {
 	return counts
 }
 
+// Routes is the known state of every route published into a zone, by route: what a change in how
+// answers are reported (who serves them, under regional failover) is compared against. Like Zone
+// it walks the zone's routes, so it is asked when that reporting changes, not on every change.
+func (t *Tracker) Routes(controller string) map[RouteKey]Observation {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[RouteKey]Observation{}
+	for k, s := range t.routes {
+		if k.Controller != controller {
+			continue
+		}
+		if o, known := t.routeView(s); known {
+			out[k] = o
+		}
+	}
+	return out
+}
+
 // Target is the state in its zone of the address records of a DNSEndpoint (source,
 // namespace/name); false when not known.
 func (t *Tracker) Target(source string) (Observation, bool) {

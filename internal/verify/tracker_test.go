@@ -330,7 +330,7 @@ func TestTracker_NameOfTwoEntryPointsSurvivesTheDeletionOfOne(t *testing.T) {
 	assert.Equal(t, routingv1alpha1.ZonePublished, o.State)
 }
 
-func TestTracker_ZoneCountsRoutesByState(t *testing.T) {
+func TestTracker_ZoneCountsAndListsRoutesByState(t *testing.T) {
 	var observed []time.Duration
 	tr := newTracker(&observed)
 	c := &clock{now: time.Unix(1000, 0)}
@@ -341,6 +341,11 @@ func TestTracker_ZoneCountsRoutesByState(t *testing.T) {
 	tr.SetRoute(web, cname("web.example.com", target), true, false, c.now)
 	tr.SetRoute(elsewhere, cname(host, target), true, false, c.now)
 	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePending: 2}, tr.Zone("external-dns-weu"), "not checked yet: pending")
+	pending := tr.Routes("external-dns-weu")
+	assert.Len(t, pending, 2)
+	for k, o := range pending {
+		assert.Equal(t, Observation{State: routingv1alpha1.ZonePending, Answer: NotCheckedYet, Since: o.Since, For: o.For}, o, k)
+	}
 
 	// The zone answers: api's CNAME and the target's address as published, web's CNAME elsewhere.
 	for range 10 {
@@ -358,6 +363,12 @@ func TestTracker_ZoneCountsRoutesByState(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePublished: 1, routingv1alpha1.ZoneDrifted: 1}, tr.Zone("external-dns-weu"))
+	routes := tr.Routes("external-dns-weu")
+	require.Len(t, routes, 2, "each zone its own routes")
+	assert.Equal(t, routingv1alpha1.ZonePublished, routes[weuRoute].State)
+	assert.Equal(t, "CNAME "+target+" → A 10.1.2.3", routes[weuRoute].Answer, "the route's answer composed with its target's")
+	assert.Equal(t, routingv1alpha1.ZoneDrifted, routes[web].State)
+	assert.Equal(t, "CNAME elsewhere.example.com", routes[web].Answer)
 	assert.Equal(t, ZoneCounts{routingv1alpha1.ZonePending: 1}, tr.Zone("external-dns-neu"), "each zone its own routes")
 	assert.Empty(t, tr.Zone("external-dns-frc"))
 }
