@@ -754,13 +754,15 @@ func (f *Failover) reattribute(ctx context.Context, before attribution) {
 	if f.observed == nil || f.routeChanges == nil || before.equal(after) {
 		return
 	}
-	controllers := slices.Sorted(maps.Keys(before.zoneRegions))
-	for c := range after.zoneRegions {
-		if _, ok := before.zoneRegions[c]; !ok {
-			controllers = append(controllers, c)
-		}
+	// Every zone either attribution knows, each once.
+	controllers := map[string]bool{}
+	for c := range before.zoneRegions {
+		controllers[c] = true
 	}
-	for _, controller := range controllers {
+	for c := range after.zoneRegions {
+		controllers[c] = true
+	}
+	for controller := range controllers {
 		for k, o := range f.observed.Routes(controller) {
 			if before.of(controller, o.Answer) == after.of(controller, o.Answer) {
 				continue
