@@ -117,10 +117,15 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		return b.finish(rq, err)
 	}
 	plan.SetOutcome(obj, o, err)
-	if b.Versions.Superseded(original) {
+	if superseded, lookAgain := b.Versions.Superseded(original); superseded {
 		// Our previous status write replaced this very copy: the cache is behind, and that
 		// write's own event runs this reconcile again on the fresh copy, whether this one found
 		// the status changed or not (the API server has the written one, not this copy's).
+		// When that event arrived while this reconcile ran, it went by: look again shortly, or
+		// a status equal to this stale copy's would never be written back.
+		if lookAgain {
+			err = errors.Join(err, errCacheLag)
+		}
 		return b.finish(rq, err)
 	}
 	wrote, writeErr := b.writeStatus(ctx, obj, original)

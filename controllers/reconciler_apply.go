@@ -24,9 +24,10 @@ import (
 // Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
 func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n core.Notice[T]) (core.Written[T], error) {
 	for _, obj := range current {
-		if w.Versions.Superseded(obj) {
+		if superseded, _ := w.Versions.Superseded(obj); superseded {
 			// A copy our last write replaced: the API server has what that write sent, whatever
-			// this reconcile decides from the copy; that write's event runs it again.
+			// this reconcile decides from the copy. Looked at again shortly (errCacheLag), also
+			// when that write's event went by while this reconcile ran.
 			return core.Written[T]{}, errCacheLag
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -74,6 +75,8 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 		err        error
 		patchErr   error
 		superseded bool
+		// echoWentBy: the event of that write arrived while the reconcile held the old copy.
+		echoWentBy bool
 		// unchanged: the route's status already says what the outcome says.
 		unchanged   bool
 		wantResult  ctrl.Result
@@ -94,7 +97,9 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 			err: errors.New("listing DNSPolicies: timeout"), patchErr: conflictError(), wantErr: true, wantPatches: 1},
 		{name: "a failed write is an error and announces nothing", outcome: notReady, patchErr: errors.New("connection refused"),
 			wantErr: true, wantPatches: 1},
-		{name: "a copy our last write replaced is not written again", outcome: notReady, superseded: true},
+		{name: "a copy our last write replaced is not written again (that write's event runs the reconcile again)", outcome: notReady, superseded: true},
+		{name: "a copy our last write replaced, whose event went by meanwhile, is a short retry", outcome: ready, unchanged: true,
+			superseded: true, echoWentBy: true, wantResult: ctrl.Result{RequeueAfter: cacheLagRetry}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +112,11 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 			versions := ownwrite.NewVersions()
 			if tt.superseded {
 				versions.Wrote(original.UID, original.ResourceVersion, "11")
+			}
+			if tt.echoWentBy {
+				echo := original.DeepCopy()
+				echo.ResourceVersion = "11"
+				require.False(t, ownwrite.EchoFilter(versions).Update(event.UpdateEvent{ObjectOld: original, ObjectNew: echo}), "the echo is dropped")
 			}
 			patcher, log := &statusPatcher{err: tt.patchErr}, &eventLog{}
 			b := base{Writer: patcher, Recorder: log, Versions: versions}

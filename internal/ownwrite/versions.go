@@ -59,6 +59,11 @@ type ownWrite struct {
 	// rerun: a reconcile skipped its write because it read the replaced version; the echo of
 	// the produced version must run it again.
 	rerun bool
+	// echoed: the event of the produced version arrived and was dropped. The write is remembered
+	// until the object's next event or reconcile all the same: a reconcile that read the
+	// replaced copy just before that event still holds it, and must learn that its copy is stale
+	// and that no event will run it again (Superseded).
+	echoed bool
 }
 
 func NewVersions() *Versions {
@@ -148,30 +153,36 @@ func (v *Versions) Wrote(uid types.UID, replaced, produced string) bool {
 }
 
 // Superseded reports whether obj, as read from the cache, is a version the operator's own write
-// already replaced; if so, the echo of that write will run the reconcile again. Once the cache
-// shows another version the entry is forgotten.
-func (v *Versions) Superseded(obj client.Object) bool {
+// already replaced. If so, the reconcile must not decide from it, and lookAgain says who runs it
+// again: false, the echo of that write will; true, that echo went by while the reconcile held the
+// copy (it read the cache just before the event), so the caller must ask to run again itself. Once
+// the cache shows another version the entry is forgotten.
+func (v *Versions) Superseded(obj client.Object) (superseded, lookAgain bool) {
 	if v == nil {
-		return false
+		return false, false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	w, ok := v.writes[obj.GetUID()]
 	if !ok || w.inFlight {
-		return false
+		return false, false
 	}
 	if w.replaced != "" && w.replaced == obj.GetResourceVersion() {
+		if w.echoed {
+			return true, true
+		}
 		w.rerun = true
 		v.writes[obj.GetUID()] = w
-		return true
+		return true, false
 	}
 	delete(v.writes, obj.GetUID())
-	return false
+	return false, false
 }
 
 // Echo reports whether an event carrying obj is only the echo of the operator's own last write
-// of it, with no reconcile waiting for it. Any event moves the object past the remembered write,
-// so the entry is forgotten.
+// of it, with no reconcile waiting for it. The dropped echo is remembered as seen (for
+// Superseded); any later event moves the object past the remembered write, so the entry is
+// forgotten.
 func (v *Versions) Echo(obj client.Object) bool {
 	if v == nil {
 		return false
@@ -189,6 +200,9 @@ func (v *Versions) Echo(obj client.Object) bool {
 	}
 	rv := obj.GetResourceVersion()
 	switch {
+	case w.echoed:
+		delete(v.writes, obj.GetUID()) // a relist of the echoed version, or a change after it
+		return false
 	case rv == w.replaced:
 		return false // an event of the version before the write: not an echo, and the write is still to come
 	case w.inFlight && w.seen == "":
@@ -197,9 +211,16 @@ func (v *Versions) Echo(obj client.Object) bool {
 		return true
 	case w.inFlight:
 		return false
+	case rv == w.produced && !w.rerun && w.replaced != "":
+		w.echoed = true
+		v.writes[obj.GetUID()] = w
+		return true
+	case rv == w.produced && !w.rerun:
+		delete(v.writes, obj.GetUID()) // a create's echo: no reconcile can hold a replaced copy
+		return true
 	}
 	delete(v.writes, obj.GetUID())
-	return rv == w.produced && !w.rerun
+	return false
 }
 
 // EchoFilter is the watch filter that drops the echoes of the operator's own writes (Echo) and
