@@ -117,15 +117,10 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 		return b.finish(rq, err)
 	}
 	plan.SetOutcome(obj, o, err)
-	if superseded, lookAgain := b.Versions.Superseded(original); superseded {
+	if b.Versions.Superseded(original) {
 		// Our previous status write replaced this very copy: the cache is behind, and that
 		// write's own event runs this reconcile again on the fresh copy, whether this one found
 		// the status changed or not (the API server has the written one, not this copy's).
-		// When that event arrived while this reconcile ran, it went by: look again shortly, or
-		// a status equal to this stale copy's would never be written back.
-		if lookAgain {
-			err = errors.Join(err, errCacheLag)
-		}
 		return b.finish(rq, err)
 	}
 	wrote, writeErr := b.writeStatus(ctx, obj, original)
@@ -137,13 +132,13 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 
 // writeStatus writes obj's status when it differs from original's (the cache's copy), as a merge
 // patch locked to original's resourceVersion. wrote says whether the API server took it. An
-// optimistic-lock conflict, or an event of somebody else's change that went by unseen while the
-// write was in flight, comes back as errCacheLag: the cache is behind, and a short retry settles
-// it.
+// optimistic-lock conflict, an event of somebody else's change that went by unseen while the
+// write was in flight, or an unchanged status compared with a copy the cache no longer holds
+// (stillCached), comes back as errCacheLag: the cache is behind, and a short retry settles it.
 func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wrote bool, err error) {
 	before, after := plan.StatusOf(original).Value, plan.StatusOf(obj).Value
 	if equality.Semantic.DeepEqual(before, after) {
-		return false, nil
+		return false, b.stillCached(ctx, original)
 	}
 	uid, replaced := original.GetUID(), original.GetResourceVersion()
 	b.Versions.Writing(uid, replaced)
@@ -159,6 +154,24 @@ func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wro
 		return true, errCacheLag // somebody else's change went by unseen: look again
 	}
 	return true, nil
+}
+
+// stillCached returns errCacheLag when the cache now holds another version of obj than the copy
+// the reconcile read. A decision that writes nothing because it matches that copy is right only
+// while the copy is current: the event of the operator's own previous write may have arrived
+// while the reconcile ran, and, dropped as an echo (ownwrite.EchoFilter), it runs nothing again.
+// The API server would keep what that write sent — a route kept saying DNSConfigurationNotFound
+// after dns-config came back. (Anybody else's change raises an event of its own; the retry then
+// costs one reconcile.)
+func (b base) stillCached(ctx context.Context, obj client.Object) error {
+	version, err := b.Cached.Version(ctx, obj)
+	switch {
+	case err != nil:
+		return err
+	case version != "" && version != obj.GetResourceVersion():
+		return errCacheLag
+	}
+	return nil
 }
 
 // finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache

@@ -24,11 +24,15 @@ import (
 // Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
 func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n core.Notice[T]) (core.Written[T], error) {
 	for _, obj := range current {
-		if superseded, _ := w.Versions.Superseded(obj); superseded {
+		if w.Versions.Superseded(obj) {
 			// A copy our last write replaced: the API server has what that write sent, whatever
-			// this reconcile decides from the copy. Looked at again shortly (errCacheLag), also
-			// when that write's event went by while this reconcile ran.
+			// this reconcile decides from the copy; that write's event runs it again.
 			return core.Written[T]{}, errCacheLag
+		}
+		if err := w.stillCached(ctx, obj); err != nil {
+			// The cache moved on since the copy was read (an echo of our write may have gone
+			// by meanwhile): an object left alone as "already as desired" might not be.
+			return core.Written[T]{}, err
 		}
 	}
 	ch := apply.Diff(k, desired, current)

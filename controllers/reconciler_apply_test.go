@@ -74,7 +74,7 @@ func writeWorld(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (b
 	scheme := runtime.NewScheme()
 	require.NoError(t, corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
-	return base{Client: c, APIReader: c, Writer: clientWriter{c}, Recorder: &eventLog{}, Versions: ownwrite.NewVersions()}, c
+	return base{Client: c, APIReader: c, Writer: clientWriter{c}, Recorder: &eventLog{}, Versions: ownwrite.NewVersions(), Cached: cacheOver(c)}, c
 }
 
 // live reads what the fake API server holds (nil: nothing of that name).
@@ -180,6 +180,18 @@ func TestApplyChanges_CacheLagIsARetryNotAConflict(t *testing.T) {
 		_, err := applyChanges(context.Background(), w, configMapKind, []*corev1.ConfigMap{ours("web", "1")}, stale, silent)
 		assert.ErrorIs(t, err, errCacheLag)
 		assert.Zero(t, writes, "nothing decided from a copy the API server no longer has")
+	})
+	t.Run("a copy the cache no longer holds, as desired", func(t *testing.T) {
+		w, c := writeWorld(t, interceptor.Funcs{}, ours("api", "1"))
+		read := current(t, c, "api")
+		// Our previous write's event arrives meanwhile and is dropped as an echo: nothing will
+		// run this reconcile again, and the copy it read says the object is already as desired.
+		moved := live(t, c, "api")
+		moved.Data["v"] = "2"
+		require.NoError(t, c.Update(context.Background(), moved))
+		_, err := applyChanges(context.Background(), w, configMapKind, []*corev1.ConfigMap{ours("api", "1")}, read, silent)
+		assert.ErrorIs(t, err, errCacheLag, "looked at again, not left as it is")
+		assert.Equal(t, "2", live(t, c, "api").Data["v"])
 	})
 }
 

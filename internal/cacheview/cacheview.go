@@ -20,6 +20,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -108,26 +109,57 @@ func (r Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	if s == nil {
 		return r.Cache.Get(ctx, key, obj, opts...)
 	}
-	storeKey := key.Name
-	if key.Namespace != "" {
-		storeKey = key.Namespace + "/" + key.Name
-	}
-	item, exists, err := s.GetByKey(storeKey)
+	item, exists, err := s.GetByKey(storeKey(key))
 	if err != nil {
-		return fmt.Errorf("reading %s from the cache: %w", storeKey, err)
+		return fmt.Errorf("reading %s from the cache: %w", storeKey(key), err)
 	}
 	if !exists {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: fmt.Sprintf("%T", obj)}, key.Name)
 	}
 	dst, src := reflect.ValueOf(obj), reflect.ValueOf(item)
 	if dst.Type() != src.Type() {
-		return fmt.Errorf("the cache holds %T for %s, not %T", item, storeKey, obj)
+		return fmt.Errorf("the cache holds %T for %s, not %T", item, storeKey(key), obj)
 	}
 	// The GVK the object was asked as is kept: cached objects carry no type metadata.
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	dst.Elem().Set(src.Elem())
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return nil
+}
+
+// Version returns the resourceVersion of the object the cache now holds under obj's namespace and
+// name, read in place; "" when it holds none. It tells whether a copy read earlier is still the
+// cache's.
+func (r Reader) Version(ctx context.Context, obj client.Object) (string, error) {
+	key := client.ObjectKeyFromObject(obj)
+	s, err := store(ctx, r.Cache, obj)
+	if err != nil {
+		return "", err
+	}
+	if s == nil {
+		cached := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+		if err := r.Cache.Get(ctx, key, cached); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		return cached.GetResourceVersion(), nil
+	}
+	item, exists, err := s.GetByKey(storeKey(key))
+	if err != nil || !exists {
+		return "", err
+	}
+	cached, ok := item.(metav1.Object)
+	if !ok {
+		return "", fmt.Errorf("the cache holds %T for %s, not an object", item, storeKey(key))
+	}
+	return cached.GetResourceVersion(), nil
+}
+
+// storeKey is the key of the object named key in an informer's store.
+func storeKey(key client.ObjectKey) string {
+	if key.Namespace == "" {
+		return key.Name
+	}
+	return key.Namespace + "/" + key.Name
 }
 
 // List reads the cached objects matching opts into list without deep copies (see Reader).

@@ -106,11 +106,29 @@ func TestReader_GetFillsAShallowCopyOrNotFound(t *testing.T) {
 	assert.Error(t, err, "an object of another type is not filled")
 }
 
+func TestReader_VersionIsTheCachedObjectsOwn(t *testing.T) {
+	api := route("app", "api")
+	api.ResourceVersion = "7"
+	r := Reader{Cache: cacheOf(t, api)}
+
+	earlier := api.DeepCopy()
+	earlier.ResourceVersion = "6"
+	version, err := r.Version(context.Background(), earlier)
+	require.NoError(t, err)
+	assert.Equal(t, "7", version, "the version the cache holds now, not the copy's")
+
+	version, err = r.Version(context.Background(), route("app", "missing"))
+	require.NoError(t, err)
+	assert.Empty(t, version, "none held")
+}
+
 // A cache restricted to namespaces has no single store: reads go through its client.
 func TestReadsFallBackToTheCacheClientWithoutASingleStore(t *testing.T) {
 	c := oneInformerCache{informer: nil}
 	_, err := All(context.Background(), c, newRoute, newRouteList, "")
 	assert.ErrorIs(t, err, assert.AnError)
 	err = Reader{Cache: c}.Get(context.Background(), client.ObjectKey{Name: "x"}, &routingv1alpha1.ServiceRoute{})
+	assert.ErrorIs(t, err, assert.AnError)
+	_, err = Reader{Cache: c}.Version(context.Background(), route("app", "x"))
 	assert.ErrorIs(t, err, assert.AnError)
 }
