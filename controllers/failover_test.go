@@ -8,9 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -61,12 +59,10 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 // and a later leader can count the takeover; a mark of "" removes one; a DNSEndpoint of that name
 // that is not the operator's is left as it is, and a missing one is no error.
 func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, externaldnsv1alpha1.AddToScheme(scheme))
 	owned := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route-external-dns-weu",
 		Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue}, Annotations: map[string]string{"team": "kept"}}}
 	foreign := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "api-route-external-dns-weu"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owned, foreign).Build()
+	c := fakeClientWith(owned, foreign)
 	f := newFailover(c, nil, nil, nil)
 	get := func(ns string) *externaldnsv1alpha1.DNSEndpoint {
 		ep := &externaldnsv1alpha1.DNSEndpoint{}

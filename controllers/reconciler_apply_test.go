@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -20,6 +19,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
+	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
 // The write step is tested on ConfigMaps judged by a label: "owner: us" is ours, "adopt: yes" is
@@ -71,9 +71,7 @@ func (w clientWriter) PatchStatus(context.Context, client.Object, any, any, stri
 // writeWorld is a fake API server holding objs, with the write step's dependencies around it.
 func writeWorld(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (base, client.Client) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+	c := fake.NewClientBuilder().WithScheme(operatorscheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
 	return base{Client: c, APIReader: c, Writer: clientWriter{c}, Recorder: &eventLog{}, Versions: ownwrite.NewVersions(), Cached: cacheOver(c)}, c
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/plan"
+	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
 // recordedEvent is one Event a test recorder received.
@@ -140,7 +141,7 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 			cached := original.DeepCopy()
 			cached.ResourceVersion = cmp.Or(tt.cachedVersion, original.ResourceVersion)
 			patcher, log := &statusPatcher{err: tt.patchErr}, &eventLog{}
-			b := base{Writer: patcher, Recorder: log, Versions: versions, Cached: cacheOver(fakeClientWith(t, cached))}
+			b := base{Writer: patcher, Recorder: log, Versions: versions, Cached: cacheOver(fakeClientWith(cached))}
 			result, err := b.end(context.Background(), original.DeepCopy(), original, tt.outcome, requeue{}, tt.err)
 			assert.Equal(t, tt.wantResult, result)
 			assert.Equal(t, tt.wantErr, err != nil, "error: %v", err)
@@ -150,14 +151,10 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 	}
 }
 
-// fakeClientWith is a fake API server holding objs, of the operator's kinds, at their own
-// resourceVersions.
-func fakeClientWith(t *testing.T, objs ...client.Object) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, routingv1alpha1.AddToScheme(scheme))
-	require.NoError(t, clusterv1alpha1.AddToScheme(scheme))
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+// fakeClientWith is a fake API server of the operator's kinds (its own scheme) holding objs, at
+// their own resourceVersions.
+func fakeClientWith(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(operatorscheme.New()).WithObjects(objs...).Build()
 }
 
 // The DeletionsHeld condition is announced with the status that carries it: a write that fails
