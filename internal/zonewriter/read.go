@@ -2,15 +2,11 @@ package zonewriter
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
-	"github.com/miekg/dns"
 
 	"github.com/service-router/service-router-operator/internal/failover"
-	"github.com/service-router/service-router-operator/internal/prober"
 )
 
 // reading collects what failover reads of a zone: heartbeats, TXT values and addresses.
@@ -41,34 +37,6 @@ func (r *reading) txt(name string, ttl uint32, value string) {
 func (r *reading) address(name, value string) {
 	name = failover.Canonical(name)
 	r.out.Addresses[name] = append(r.out.Addresses[name], value)
-}
-
-// Read transfers the zone (AXFR over TCP, signed with the writer's key when it has one) and
-// returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
-// caller's to fill.
-func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
-	timeout := w.timeout()
-	m := new(dns.Msg)
-	m.SetAxfr(dns.Fqdn(w.Zone))
-	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, TsigSecret: w.sign(m)}
-	r := newReading(w.Zone)
-	err := prober.Walk(ctx, tr, m, w.Server, func(rr dns.RR) {
-		switch v := rr.(type) {
-		case *dns.TXT:
-			r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
-		case *dns.A:
-			r.address(v.Hdr.Name, v.A.String())
-		case *dns.AAAA:
-			r.address(v.Hdr.Name, v.AAAA.String())
-		}
-	})
-	switch {
-	case err == nil:
-		return r.out, nil
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return failover.ZoneReading{}, err
-	}
-	return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)
 }
 
 // Read lists the zone's record sets through Resource Manager and returns its heartbeats, TXT

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/prober"
 )
 
 // RFC2136 writes into a zone by dynamic update (RFC 2136) over TCP, signed with TSIG when a key is
@@ -115,4 +116,32 @@ func (w RFC2136) sign(m *dns.Msg) map[string]string {
 	key := dns.Fqdn(w.TSIGName)
 	m.SetTsig(key, dns.Fqdn(strings.ToLower(w.TSIGAlgorithm)), 300, time.Now().Unix())
 	return map[string]string{key: w.TSIGSecret}
+}
+
+// Read transfers the zone (AXFR over TCP, signed with the writer's key when it has one) and
+// returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
+// caller's to fill.
+func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
+	timeout := w.timeout()
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(w.Zone))
+	tr := &dns.Transfer{DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, TsigSecret: w.sign(m)}
+	r := newReading(w.Zone)
+	err := prober.Walk(ctx, tr, m, w.Server, func(rr dns.RR) {
+		switch v := rr.(type) {
+		case *dns.TXT:
+			r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
+		case *dns.A:
+			r.address(v.Hdr.Name, v.A.String())
+		case *dns.AAAA:
+			r.address(v.Hdr.Name, v.AAAA.String())
+		}
+	})
+	switch {
+	case err == nil:
+		return r.out, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return failover.ZoneReading{}, err
+	}
+	return failover.ZoneReading{}, fmt.Errorf("transferring zone %s from %s: %w", w.Zone, w.Server, err)
 }
