@@ -286,6 +286,8 @@ func (s *Server) listRecordSets(w http.ResponseWriter, r *http.Request, z *zone,
 	if !ok {
 		return
 	}
+	// $recordsetnamesuffix: "only records that end with .<recordsetnamesuffix>", the name relative
+	// to the zone (stored lower case; the suffix is compared so).
 	suffix := strings.ToLower(q.Get("$recordsetnamesuffix"))
 	var after rsKey
 	if token := skipToken(q); token != "" {
@@ -295,7 +297,7 @@ func (s *Server) listRecordSets(w http.ResponseWriter, r *http.Request, z *zone,
 	s.mu.Lock()
 	var keys []rsKey
 	for k := range z.records {
-		if (rtype == "" || k.rtype == rtype) && (suffix == "" || strings.HasSuffix(k.name, suffix)) && (after == rsKey{} || k.less(after) > 0) {
+		if (rtype == "" || k.rtype == rtype) && (suffix == "" || strings.HasSuffix(k.name, "."+suffix)) && (after == rsKey{} || k.less(after) > 0) {
 			keys = append(keys, k)
 		}
 	}

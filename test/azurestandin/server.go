@@ -3,14 +3,21 @@
 // azure-private-dns provider and the operator's verification reader use — private zones of a
 // resource group, record sets listed whole or by type with $top and nextLink paging, read,
 // created or replaced (PUT, with If-Match / If-None-Match ETags), patched and deleted — with
-// Resource Manager's error bodies, its bearer-token check and its throttling (429 with
-// Retry-After, injected by the test). It is also the token authority: an AD FS-style
-// (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token endpoint,
-// so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
-// aadClientSecret, or as a workload identity with its federated token: the fixed FederatedToken,
-// or a Kubernetes service account token checked against federated credentials (TrustIssuer,
-// Federate) as Entra ID checks it. TLS uses a CA made at start, written to CAFile for SSL_CERT_FILE. There is no
-// cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
+// Resource Manager's error bodies and its bearer-token check. It enforces Resource Manager's
+// documented request limits (DocumentedLimits, changed by SetLimits, on a clock SetClock may
+// replace): a token bucket per subscription, principal and operation type (250 reads refilled at
+// 25 a second, 200 writes and 200 deletes at 10), the subscription's global buckets 15 times as
+// large, and Microsoft.Network's 10,000 reads and 1,000 writes and deletes per 5 minutes; a
+// refused request gets 429 TooManyRequests, Retry-After and a message naming the rule, and every
+// answer the x-ms-ratelimit-remaining-subscription-* header of the principal's bucket. A test
+// may also inject 429s (Throttle, ThrottleReads). Usage counts what was admitted and throttled
+// by principal, zone and subscription. It is also the token authority (never throttled): an AD
+// FS-style (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token
+// endpoint, so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
+// aadClientSecret (ClientID, or a principal AddServicePrincipal added), or as a workload identity
+// with its federated token: the fixed FederatedToken, or a Kubernetes service account token
+// checked against federated credentials (TrustIssuer, Federate) as Entra ID checks it. TLS uses
+// a CA made at start, written to CAFile for SSL_CERT_FILE. There is no cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
 // endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
 // links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
 package azurestandin
@@ -33,6 +40,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +74,12 @@ type Server struct {
 	tokens   map[string]issued
 	throttle throttle
 	counts   map[string]int
+	// limiter enforces the limits by the clock now; usage is what it admitted and refused.
+	limiter limiter
+	now     func() time.Time
+	usage   map[usageKey]Tallies
+	// secrets are the service principals added beside ClientID (client ID → secret).
+	secrets map[string]string
 	// issuers are the OIDC issuers whose tokens may be exchanged (key ID → key); federated the
 	// federated credentials of each client ID.
 	issuers   map[string]map[string]*rsa.PublicKey
@@ -112,7 +126,8 @@ func StartOn(dir, ip string) (*Server, error) {
 	}
 	s := &Server{URL: fmt.Sprintf("https://%s/", ln.Addr().String()), CAFile: caFile, listener: ln, pool: pool,
 		zones: map[zoneKey]*zone{}, tokens: map[string]issued{}, counts: map[string]int{},
-		issuers: map[string]map[string]*rsa.PublicKey{}, federated: map[string][]FederatedCredential{}}
+		issuers: map[string]map[string]*rsa.PublicKey{}, federated: map[string][]FederatedCredential{},
+		limiter: newLimiter(DocumentedLimits), now: time.Now, usage: map[usageKey]Tallies{}, secrets: map[string]string{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
@@ -139,7 +154,23 @@ func (s *Server) AzureJSON(subscriptionID, resourceGroup string) []byte {
 	return b
 }
 
-// Throttle refuses the next n Resource Manager requests with 429 and Retry-After.
+// AddServicePrincipal makes the token endpoint accept another service principal's client ID and
+// secret: a principal of its own for the limits, as each cluster's ExternalDNS is in a fleet.
+func (s *Server) AddServicePrincipal(clientID, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.secrets[clientID] = secret
+}
+
+func (s *Server) hasSecret(clientID, secret string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want, known := s.secrets[clientID]
+	return known && secret == want
+}
+
+// Throttle refuses the next n Resource Manager requests with 429 and Retry-After, before the
+// limits count them.
 func (s *Server) Throttle(n int, retryAfter time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,8 +194,9 @@ func (s *Server) Unthrottle() {
 
 // Count is how many requests of a kind the stand-in served (kinds: token, listZones, getZone,
 // listRecordSets, listRecordSetsByType, getRecordSet, putRecordSet, patchRecordSet,
-// deleteRecordSet, throttled, unauthorized; and per client ID: "token <client ID>" the tokens
-// issued to it, "<HTTP method> <client ID>" the Resource Manager requests it made).
+// deleteRecordSet, throttled (every 429: injected or by the limits), unauthorized; and per
+// client ID: "token <client ID>" the tokens issued to it, "<HTTP method> <client ID>" the
+// Resource Manager requests it made).
 func (s *Server) Count(kind string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,6 +252,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	isAssertion := r.PostForm.Get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 	switch {
 	case clientID == ClientID && (secret || isAssertion && r.PostForm.Get("client_assertion") == FederatedToken):
+	case !isAssertion && s.hasSecret(clientID, r.PostForm.Get("client_secret")):
 	case isAssertion && clientID != ClientID:
 		if _, err := s.exchange(clientID, r.PostForm.Get("client_assertion")); err != nil {
 			var refused *assertionError
@@ -248,39 +281,59 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "access_token": token, "expires_in": 3600, "ext_expires_in": 3600})
 }
 
-// authorized checks the bearer token and the injected throttling; false when it answered.
+// authorized checks the bearer token, the injected throttling and then the limits; false when it
+// answered. An admitted request carries the tokens left in the principal's bucket of its
+// operation type (none without that bucket), a throttled one 0.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sub, zoneName := scope(r.URL.Path)
+	op := operationOf(r.Method)
 	s.mu.Lock()
 	tok, known := s.tokens[token]
 	if known {
 		s.counts[r.Method+" "+tok.clientID]++
 	}
-	t := &s.throttle
-	throttled := (t.sustained || t.next > 0) && (!t.readsOnly || r.Method == http.MethodGet)
-	if throttled && t.next > 0 {
-		t.next--
-	}
-	retryAfter := t.retryAfter
-	s.mu.Unlock()
 	if !known || time.Now().After(tok.expiry) {
-		s.count("unauthorized")
+		s.counts["unauthorized"]++
+		s.mu.Unlock()
 		w.Header().Set("WWW-Authenticate", `Bearer authorization_uri="`+s.URL+`adfs", error="invalid_token"`)
 		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or invalid.")
 		return false
 	}
-	if throttled {
-		s.count("throttled")
+	t := &s.throttle
+	injected := (t.sustained || t.next > 0) && (!t.readsOnly || r.Method == http.MethodGet)
+	if injected && t.next > 0 {
+		t.next--
+	}
+	retryAfter := t.retryAfter
+	d := decision{remaining: -1}
+	if !injected {
+		d = s.limiter.admit(s.now(), sub, tok.clientID, op)
+	}
+	k := usageKey{subscription: sub, principal: tok.clientID, zone: zoneName}
+	tallies := s.usage[k]
+	tallies.add(op, d.admitted)
+	s.usage[k] = tallies
+	if !d.admitted {
+		s.counts["throttled"]++
+	}
+	s.mu.Unlock()
+	switch {
+	case injected:
+		w.Header().Set(op.remainingHeader(), "0")
 		if retryAfter > 0 {
 			w.Header().Set("Retry-After", fmt.Sprint(int(retryAfter.Round(time.Second)/time.Second)))
 		}
 		armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Read_ObservationWindow_00:05:00.")
 		return false
+	case !d.admitted:
+		w.Header().Set(op.remainingHeader(), "0")
+		w.Header().Set("Retry-After", strconv.Itoa(d.retryAfter))
+		armError(w, http.StatusTooManyRequests, "TooManyRequests", d.message(sub, tok.clientID, op))
+		return false
 	}
-	if r.Method == http.MethodGet {
-		w.Header().Set("x-ms-ratelimit-remaining-subscription-reads", "11999")
-	} else {
-		w.Header().Set("x-ms-ratelimit-remaining-subscription-writes", "1199")
+	if d.remaining >= 0 {
+		w.Header().Set(op.remainingHeader(), strconv.Itoa(d.remaining))
 	}
 	return true
 }

@@ -33,13 +33,19 @@ type clients struct {
 
 func newClients(t *testing.T, s *Server, secret string) clients {
 	t.Helper()
+	return newClientsAs(t, s, ClientID, secret)
+}
+
+// newClientsAs are the clients of a service principal (AddServicePrincipal, or ClientID).
+func newClientsAs(t *testing.T, s *Server, clientID, secret string) clients {
+	t.Helper()
 	o := azcore.ClientOptions{
 		Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: s.URL, Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
 			cloud.ResourceManager: {Audience: Audience, Endpoint: s.URL}}},
 		Transport: s.HTTPClient(),
 		Retry:     policy.RetryOptions{MaxRetries: -1}, // the stand-in's answers, not the SDK's retries
 	}
-	cred, err := azidentity.NewClientSecretCredential(TenantID, ClientID, secret, &azidentity.ClientSecretCredentialOptions{ClientOptions: o})
+	cred, err := azidentity.NewClientSecretCredential(TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{ClientOptions: o})
 	require.NoError(t, err)
 	records, err := armprivatedns.NewRecordSetsClient(sub, cred, &arm.ClientOptions{ClientOptions: o, DisableRPRegistration: true})
 	require.NoError(t, err)
@@ -210,4 +216,39 @@ func TestStandIn_RequiresItsToken(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a token the stand-in did not issue")
+}
+
+// $recordsetnamesuffix keeps the record sets whose name ends with "." and the suffix, in any case,
+// on every page: not the name equal to it, nor one ending in its letters.
+func TestStandIn_RecordSetNameSuffixIsALabel(t *testing.T) {
+	s := start(t)
+	for _, name := range []string{"a.east", "b.east", "x.a.east", "east", "beast", "c.west"} {
+		require.NoError(t, s.SetA(sub, rg, zoneName, name, "10.0.0.1"))
+	}
+	require.NoError(t, s.SetCNAME(sub, rg, zoneName, "w.East", "a.east."+zoneName))
+	c := newClients(t, s, ClientSecret)
+	ctx := context.Background()
+	names := func(more func() bool, next func() ([]*armprivatedns.RecordSet, error)) []string {
+		var out []string
+		for more() {
+			page, err := next()
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), 1)
+			for _, rs := range page {
+				out = append(out, *rs.Name+" "+*rs.Type)
+			}
+		}
+		return out
+	}
+
+	all := c.records.NewListPager(rg, zoneName, &armprivatedns.RecordSetsClientListOptions{Top: ptr.To[int32](1), Recordsetnamesuffix: ptr.To("EAST")})
+	assert.Equal(t, []string{"a.east Microsoft.Network/privateDnsZones/A", "b.east Microsoft.Network/privateDnsZones/A",
+		"w.east Microsoft.Network/privateDnsZones/CNAME", "x.a.east Microsoft.Network/privateDnsZones/A"},
+		names(all.More, func() ([]*armprivatedns.RecordSet, error) { p, err := all.NextPage(ctx); return p.Value, err }))
+	assert.Equal(t, 4, s.Count("listRecordSets"), "one record set a page: the suffix went with every nextLink")
+
+	byType := c.records.NewListByTypePager(rg, zoneName, armprivatedns.RecordTypeA, &armprivatedns.RecordSetsClientListByTypeOptions{Top: ptr.To[int32](1), Recordsetnamesuffix: ptr.To("east")})
+	assert.Equal(t, []string{"a.east Microsoft.Network/privateDnsZones/A", "b.east Microsoft.Network/privateDnsZones/A", "x.a.east Microsoft.Network/privateDnsZones/A"},
+		names(byType.More, func() ([]*armprivatedns.RecordSet, error) { p, err := byType.NextPage(ctx); return p.Value, err }))
+	assert.Equal(t, 3, s.Count("listRecordSetsByType"))
 }
