@@ -45,7 +45,11 @@ func NewReader(z Zone, transport policy.Transporter) (*Reader, error) {
 
 // RecordSets builds the Resource Manager client of the zone's record sets, with the zone's
 // configuration (its azure.json, or Workload Identity) and credentials; transport as NewReader's.
-// The reader only lists; failover's zone writer (internal/zonewriter) writes with it too.
+// The reader only lists; failover's zone writer (internal/zonewriter) writes with it too. Every
+// request goes through the budget of the zone's principal (PrincipalOf), shared by every client
+// of the process: refused at once while a 429's Retry-After lasts (a *ThrottledError), paced at
+// the bucket's refill rate while Resource Manager says few requests are left, counted per zone
+// (Usage).
 func RecordSets(z Zone, transport policy.Transporter) (*armprivatedns.RecordSetsClient, error) {
 	trustCompiledInRoots()
 	file, err := readConfig(z)
@@ -65,7 +69,14 @@ func RecordSets(z Zone, transport policy.Transporter) (*armprivatedns.RecordSets
 	if err != nil {
 		return nil, err
 	}
-	return armprivatedns.NewRecordSetsClient(cfg.SubscriptionID, cred, armOptions(o))
+	principal, err := principalOf(cfg, c)
+	if err != nil {
+		return nil, err
+	}
+	// The budget sees Resource Manager's requests only, not the credential's token requests.
+	ao := armOptions(o)
+	ao.PerRetryPolicies = append(ao.PerRetryPolicies, &budgetPolicy{budget: budgetOf(principal), clock: realClock})
+	return armprivatedns.NewRecordSetsClient(cfg.SubscriptionID, cred, ao)
 }
 
 // Pages is how many requests a listing of n record sets takes.
@@ -131,12 +142,18 @@ func addRecordSet(l *verify.Listing, zone string, rs *armprivatedns.RecordSet) {
 }
 
 // Classify names why a listing failed, in a few stable words for status, and how long Resource
-// Manager asked to wait (a 429's Retry-After, zero otherwise).
+// Manager asked to wait (a 429's Retry-After, or what is left of it for a request the principal's
+// backoff held, a *ThrottledError; zero otherwise).
 func Classify(err error) (reason string, retryAfter time.Duration) {
 	var re *azcore.ResponseError
 	var auth *azidentity.AuthenticationFailedError
 	var netErr net.Error
+	var held *ThrottledError
 	switch {
+	case errors.As(err, &held):
+		// Held during a backoff: the 429's reason, so that status does not change between the
+		// 429 and the requests it holds; the wait that is left.
+		return verify.ThrottledReason(held.Asked), held.RetryAfter
 	case errors.As(err, &re):
 		if re.StatusCode == http.StatusTooManyRequests {
 			retryAfter = RetryAfter(re.RawResponse)

@@ -53,6 +53,8 @@ const (
 	EventsDroppedName              = "service_router_events_dropped_total"
 	FailoverRegionStateName        = "service_router_failover_region_state"
 	FailoverActiveName             = "service_router_failover_active"
+	AzureRequestsName              = "service_router_azure_requests_total"
+	AzureRateLimitRemainingName    = "service_router_azure_ratelimit_remaining"
 )
 
 // Definitions lists every metric of the package, in the order docs/METRICS.md documents them.
@@ -110,6 +112,12 @@ var Definitions = []Definition{
 	{FailoverActiveName, "gauge",
 		"Regional failover: names this cluster took over in the zone of the ExternalDNS controller from the lost region `from`, serving them from its own region `to` (status.failover[].taken). Above 0 means a failover happened.",
 		[]string{"zone", "from", "to"}},
+	{AzureRequestsName, "counter",
+		"Requests to Azure Resource Manager for Azure Private DNS zones (publication verification and regional failover), by zone (subscription, resource group and zone name), operation type (read, write, delete) and outcome: answered (any answer but 429), throttled (429), held (not sent: the principal is in the backoff a 429 asked for) or error (no answer: network error, timeout). Every attempt counts, the SDK's retries included. Absent before the first request.",
+		[]string{"subscription", "resource_group", "zone", "operation", "outcome"}},
+	{AzureRateLimitRemainingName, "gauge",
+		"Requests Azure Resource Manager says are left to the operator's principal in the subscription, by operation type (read, write, delete), in the last answer (x-ms-ratelimit-remaining-subscription-reads, -writes, -deletes; the lowest of the principals of a subscription). Below 25 reads or 20 writes or deletes, the operator sends no faster than the bucket refills (25 reads, 10 writes or deletes a second). Absent before an answer.",
+		[]string{"subscription", "operation"}},
 }
 
 // Version is the operator's version for service_router_build_info. Builds may set it with
