@@ -24,6 +24,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -51,8 +52,12 @@ const (
 
 // zoneIO reads and writes one zone for failover (internal/zonewriter).
 type zoneIO interface {
+	// Read reads the zone whole; ReadWitness only its heartbeats (known: their names as the last
+	// readings showed them, for a reader that asks for each by name).
 	Read(ctx context.Context) (failover.ZoneReading, error)
+	ReadWitness(ctx context.Context, known []string) (failover.ZoneReading, error)
 	WriteHeartbeat(ctx context.Context, cluster, region, value string) error
+	RemoveLegacyHeartbeat(ctx context.Context, cluster, region string) error
 	Pass(ctx context.Context, p failover.Pass) error
 }
 
@@ -70,9 +75,19 @@ func (z azureIO) Pass(ctx context.Context, p failover.Pass) error {
 
 // failoverZone is a zone with failover settings, as this cluster takes part in it.
 type failoverZone struct {
-	controller, region string
+	// zone is the zone's apex; transferred says it is read whole by zone transfer (RFC 2136), not
+	// through Resource Manager.
+	controller, region, zone string
+	transferred              bool
 	settings           clusterv1alpha1.ZoneFailover
 	io                 zoneIO
+}
+
+// labelled is a reading of the zone with what this cluster knows of it: its controller, region,
+// this cluster's owner ID and TXT prefix there.
+func (z failoverZone) labelled(r failover.ZoneReading) failover.ZoneReading {
+	r.Controller, r.Region, r.Owner, r.TXTPrefix = z.controller, z.region, z.settings.OwnerID, z.settings.TXTPrefix
+	return r
 }
 
 // regionView is what this cluster concludes of another region, kept between rounds.
@@ -112,6 +127,8 @@ type Failover struct {
 	lastBeat     time.Time
 	ios          map[string]cachedIO
 	attribution  attribution
+	// reads are what this leader last read of each zone, and when (the round's goroutine only).
+	reads map[string]*zoneReads
 
 	// observed are the routes' states in the zones (the verification's), routeChanges where a
 	// route whose answer is attributed otherwise than before is sent to be reconciled again
@@ -146,6 +163,19 @@ func (a attribution) equal(b attribution) bool {
 	return a.cluster == b.cluster && maps.Equal(a.zoneRegions, b.zoneRegions) && maps.Equal(a.servers, b.servers)
 }
 
+// zoneReads are the last readings of one zone: whole and of its heartbeats (failover.ReadPlan).
+type zoneReads struct {
+	whole, witness failover.ZoneReading
+	at             failover.ZoneReads
+	// legacyRemoved says this cluster's heartbeat under its earlier name is gone from the zone.
+	legacyRemoved bool
+}
+
+// known is what the readings say of the zone, as of the last one (failover.Merge).
+func (r *zoneReads) known(read bool) failover.ZoneReading {
+	return failover.Merge(r.whole, r.witness, r.at.Witness.After(r.at.Full), read)
+}
+
 type cachedIO struct {
 	key string
 	io  zoneIO
@@ -153,7 +183,7 @@ type cachedIO struct {
 
 func newFailover(c client.Client, recorder events.EventRecorder, observed routeObservations, routeChanges chan<- event.GenericEvent) *Failover {
 	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
-		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{},
+		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{},
 		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
@@ -245,28 +275,31 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	answers := len(addresses) == 0 || f.anyAnswers(ctx, addresses, s.probePort)
 	f.probedOwn(answers, now)
 	if now.Sub(f.lastBeat) >= s.heartbeatInterval {
-		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, now)
+		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, addresses, now)
 	}
-	readings := f.read(ctx, zones)
-	probes := f.probeRegions(ctx, own, readings, s.probePort)
-	judged := failover.JudgeRegions(now, own, readings, probes, s.judge)
 	names, err := f.standInNames(ctx, zones)
 	if err != nil {
 		log.Error(err, "listing the names this cluster stands in for; nothing moves this round")
 		names = nil
 	}
+	// Read what the decisions need (failover.ReadPlan), probe, judge; a zone holding a name this
+	// round may pass is read whole before anything passes.
+	reading := f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
+	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
+	judged := failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
+	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
+		reading = f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
+		judged = failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
+	}
+	ownership := reading.ownership()
 	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
-	standing, returned := failover.Standing(names, readings)
-	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, readings, names), true, "NameTakenOver",
+	standing, returned := failover.Standing(names, ownership)
+	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster")
-	// Names go back only while this cluster's heartbeats reach every zone: a cluster the others may
-	// judge lost (its heartbeat stale in a majority of the zones) must not take back what they
-	// would take again, round after round.
-	beating := now.Sub(f.lastBeat) <= 2*s.heartbeatInterval
-	f.pass(ctx, cfg, zones, failover.Reclaims(own, beating && failover.MayFailBack(now, f.healthySince, f.own, s.judge), readings, names), false, "NameTakenBack",
+	f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
 	f.unmark(ctx, returned, taken)
-	if f.remember(now, own, judged, readings, taken, standing, cfg) {
+	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
@@ -325,7 +358,11 @@ func (f *Failover) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) [
 			ctrl.Log.WithName("failover").Error(err, "the zone takes no part in failover this round", "controller", c.Name)
 			continue
 		}
-		out = append(out, failoverZone{controller: c.Name, region: c.Region, settings: *c.Failover, io: io})
+		zone, transferred := cmp.Or(c.Verification.TransferZone, domain), true
+		if a := c.Verification.AzurePrivateDNS; a != nil {
+			zone, transferred = azureZoneOf(a).ZoneName, false
+		}
+		out = append(out, failoverZone{controller: c.Name, region: c.Region, zone: zone, transferred: transferred, settings: *c.Failover, io: io})
 	}
 	return out
 }
@@ -411,10 +448,10 @@ func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port stri
 }
 
 // heartbeat writes this cluster's heartbeat into every zone.
-func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers bool, targets []string, now time.Time) {
+func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers bool, targets, addresses []string, now time.Time) {
 	ok := true
 	for _, z := range zones {
-		value := failover.HeartbeatValue(now, answers, z.settings.OwnerID, targets)
+		value := failover.HeartbeatValue(now, answers, z.settings.OwnerID, targets, addresses)
 		if err := z.io.WriteHeartbeat(ctx, cluster, region, value); err != nil {
 			ok = false
 			ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller)
@@ -425,23 +462,159 @@ func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones 
 	}
 }
 
-// read reads every zone; a zone that cannot be read counts as not read.
-func (f *Failover) read(ctx context.Context, zones []failoverZone) []failover.ZoneReading {
-	out := make([]failover.ZoneReading, len(zones))
+// roundReading is what a round read of the zones, in the order of its zones: merged the readings
+// its decisions take (failover.Merge: Read when read this round), whole which were read whole.
+type roundReading struct {
+	merged []failover.ZoneReading
+	whole  []bool
+}
+
+// ownership is the readings as the decisions that pass names take them (failover.Ownership).
+func (r roundReading) ownership() []failover.ZoneReading {
+	out := make([]failover.ZoneReading, len(r.merged))
+	for i, z := range r.merged {
+		out[i] = failover.Ownership(z, r.whole[i])
+	}
+	return out
+}
+
+// over is r, an escalation's reading of some zones, laid over the round's earlier one.
+func (r roundReading) over(earlier roundReading) roundReading {
+	for i := range r.merged {
+		if r.whole[i] || !r.merged[i].Read {
+			earlier.merged[i].Read = earlier.merged[i].Read || r.merged[i].Read
+		}
+		if r.whole[i] {
+			earlier.merged[i], earlier.whole[i] = r.merged[i], true
+		}
+	}
+	return earlier
+}
+
+// plans are what this round reads of each zone (failover.ReadPlan): suspect while any region's
+// probes fail, with each zone's interest as the last judgement and readings left it. An RFC 2136
+// zone is read whole (a transfer, skipped when its serial is unchanged) when its heartbeats are due
+// at rest: a DNS server can be asked for a heartbeat by name only, so a new cluster is found by a
+// transfer; there is no request budget to spare it.
+func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names []failover.Name, s roundSettings) []failover.Read {
+	f.mu.Lock()
+	suspect := false
+	judged := map[string]failover.Judgement{}
+	for region, v := range f.regions {
+		suspect = suspect || v.probes.Failures > 0
+		judged[region] = v.judgement
+	}
+	f.mu.Unlock()
+	in := f.interests(own, judged, names, now, s)
+	out := make([]failover.Read, len(zones))
+	for i, z := range zones {
+		settings := failover.DefaultReadSettings(s.judge.HeartbeatStaleAfter)
+		if z.transferred {
+			settings.FullInterval = settings.WitnessInterval
+		}
+		r := f.zoneReads(z.controller)
+		out[i] = failover.ReadPlan(now, r.at, suspect, in.ZoneInterest(z.labelled(r.whole)), settings)
+	}
+	return out
+}
+
+// interests are the inputs of each zone's failover.ZoneInterest. Names go back only while this
+// cluster's heartbeats reach every zone: a cluster the others may judge lost (its heartbeat stale
+// in a majority of the zones) must not take back what they would take again, round after round.
+func (f *Failover) interests(own string, judged map[string]failover.Judgement, names []failover.Name, now time.Time, s roundSettings) failover.Interests {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held),
+		MayReclaim: now.Sub(f.lastBeat) <= 2*s.heartbeatInterval && failover.MayFailBack(now, f.healthySince, f.own, s.judge)}
+}
+
+// escalations are the whole readings a round still needs once it has judged: the zones holding a
+// name it may pass now that were not read whole; nil when there are none.
+func (f *Failover) escalations(zones []failoverZone, r roundReading, in failover.Interests) []failover.Read {
+	var out []failover.Read
+	for i, z := range zones {
+		if r.whole[i] || in.ZoneInterest(z.labelled(f.zoneReads(z.controller).whole)) != failover.Passing {
+			continue
+		}
+		if out == nil {
+			out = make([]failover.Read, len(zones))
+		}
+		out[i] = failover.Read{Witness: true, Full: true}
+	}
+	return out
+}
+
+// zoneReads is the record of a zone's readings, created on first use.
+func (f *Failover) zoneReads(controller string) *zoneReads {
+	r := f.reads[controller]
+	if r == nil {
+		r = &zoneReads{}
+		f.reads[controller] = r
+	}
+	return r
+}
+
+// readZones reads each zone as plans say, in parallel. A zone that cannot be read (throttled,
+// unreachable) counts as not read: it says nothing this round, either way. After this cluster's
+// first whole reading of a zone, its heartbeat under the earlier name is removed.
+func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, cluster, own string, zones []failoverZone, plans []failover.Read, now time.Time) roundReading {
+	out := roundReading{merged: make([]failover.ZoneReading, len(zones)), whole: make([]bool, len(zones))}
+	records := make([]*zoneReads, len(zones))
+	for i, z := range zones {
+		records[i] = f.zoneReads(z.controller)
+	}
 	var wg sync.WaitGroup
 	for i, z := range zones {
 		wg.Go(func() {
-			r, err := z.io.Read(ctx)
-			if err != nil {
-				ctrl.Log.WithName("failover").V(1).Info("the zone could not be read; it says nothing this round", "controller", z.controller, "error", err.Error())
-				r = failover.ZoneReading{}
+			r, plan := records[i], plans[i]
+			read := false
+			switch {
+			case plan.Full:
+				zr, err := z.io.Read(ctx)
+				if read = err == nil; read {
+					r.whole, r.at.Full, r.at.Witness = z.labelled(zr), now, now
+					out.whole[i] = true
+				} else {
+					f.unread(cfg, z.controller, err)
+				}
+			case plan.Witness:
+				zr, err := z.io.ReadWitness(ctx, failover.KnownHeartbeats(r.known(true), z.zone))
+				if read = err == nil; read {
+					r.witness, r.at.Witness = z.labelled(zr), now
+				} else {
+					f.unread(cfg, z.controller, err)
+				}
 			}
-			r.Controller, r.Region, r.Owner, r.TXTPrefix = z.controller, z.region, z.settings.OwnerID, z.settings.TXTPrefix
-			out[i] = r
+			out.merged[i] = z.labelled(r.known(read))
+			if out.whole[i] && !r.legacyRemoved {
+				r.legacyRemoved = f.removeLegacyHeartbeat(ctx, z, cluster, own, r.whole)
+			}
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// unread logs a zone that could not be read, and announces one throttled by Resource Manager.
+func (f *Failover) unread(cfg *clusterv1alpha1.DNSConfiguration, controller string, err error) {
+	ctrl.Log.WithName("failover").V(1).Info("the zone could not be read; it says nothing this round", "controller", controller, "error", err.Error())
+	if reason, retryAfter := azureprivatedns.Classify(err); retryAfter > 0 || strings.HasPrefix(reason, verify.ThrottledReason(0)) {
+		f.recorder.Eventf(cfg, nil, "Warning", "ZoneThrottled", "Failover",
+			"zone %s: Resource Manager throttled failover's reading (%s); the zone says nothing until it is read again", controller, reason)
+	}
+}
+
+// removeLegacyHeartbeat removes this cluster's heartbeat under its earlier name when a whole
+// reading shows it; true once it is gone.
+func (f *Failover) removeLegacyHeartbeat(ctx context.Context, z failoverZone, cluster, own string, whole failover.ZoneReading) bool {
+	if !slices.ContainsFunc(whole.Beats[own], func(b failover.Heartbeat) bool { return b.Legacy && b.Cluster == cluster }) {
+		return true
+	}
+	if err := z.io.RemoveLegacyHeartbeat(ctx, cluster, own); err != nil {
+		ctrl.Log.WithName("failover").Error(err, "removing this cluster's heartbeat under its earlier name", "controller", z.controller)
+		return false
+	}
+	return true
 }
 
 // probeRegions probes every other region's gateway addresses, as the zones publish them, and
@@ -659,7 +832,7 @@ func (f *Failover) probedOwn(answered bool, now time.Time) {
 }
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
-func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement, readings []failover.ZoneReading,
+func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement, readings, ownership []failover.ZoneReading,
 	taken, standing []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -672,7 +845,7 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	}
 	// This leader's takeovers that still stand, those an earlier leader made (standing), and this
 	// round's.
-	held := failover.Union(failover.Held(f.held, readings), standing, taken)
+	held := failover.Union(failover.Held(f.held, ownership), standing, taken)
 	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
 	threshold := failoverSettingsOf(cfg).judge.FailureThreshold
@@ -781,6 +954,7 @@ func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attribution = attribution{}
+	f.reads = map[string]*zoneReads{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
 		f.regions = map[string]*regionView{}

@@ -30,11 +30,11 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 
 	now := time.Unix(1000, 0)
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
-	assert.True(t, f.remember(now, "neu", judged, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
+	assert.True(t, f.remember(now, "neu", judged, nil, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
 	regions, known := f.Regions()
 	assert.True(t, known)
 	assert.Equal(t, []clusterv1alpha1.RegionFailoverStatus{{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Since: regions[0].Since}}, regions)
-	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
+	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
 
 	g := newFailover(nil, nil, nil, nil)
 	g.forget()
@@ -96,10 +96,10 @@ func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
 	standing := []failover.Pass{{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
 	mine := []failover.Pass{{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"},
 		{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
-	assert.True(t, f.remember(time.Unix(1000, 0), "neu", judged, nil, mine, standing, &clusterv1alpha1.DNSConfiguration{}))
+	assert.True(t, f.remember(time.Unix(1000, 0), "neu", judged, nil, nil, mine, standing, &clusterv1alpha1.DNSConfiguration{}))
 	regions, _ := f.Regions()
 	assert.Equal(t, []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-weu", Names: 2}}, regions[0].Taken, "a.example.com once")
-	assert.False(t, f.remember(time.Unix(1001, 0), "neu", judged, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
+	assert.False(t, f.remember(time.Unix(1001, 0), "neu", judged, nil, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
 		"the same takeovers again change nothing")
 }
 
@@ -122,21 +122,21 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testi
 
 	f := newFailover(nil, nil, nil, nil)
 	f.view("weu").probes = failover.Probes{Failures: 1}
-	f.remember(now, "neu", undecided, nil, nil, nil, cfg)
+	f.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got := weu(f)
 	assert.Equal(t, "Lost", got.State, "one failed probe of three decides nothing")
 	assert.Equal(t, "HeartbeatStale", got.Reason)
 	assert.Equal(t, lostSince, got.Since.Time)
 
 	f.view("weu").probes = failover.Probes{Failures: 3}
-	assert.False(t, f.remember(now.Add(2*time.Second), "neu", lost, nil, nil, nil, cfg), "its own probes agree: no change, no event")
+	assert.False(t, f.remember(now.Add(2*time.Second), "neu", lost, nil, nil, nil, nil, cfg), "its own probes agree: no change, no event")
 	got = weu(f)
 	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
 	assert.Equal(t, "mine", got.Message)
 
 	g := newFailover(nil, nil, nil, nil)
 	g.view("weu").probes = failover.Probes{Successes: 1}
-	g.remember(now, "neu", undecided, nil, nil, nil, cfg)
+	g.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got = weu(g)
 	assert.Equal(t, "Serving", got.State, "its gateway answered this leader: decided")
 	assert.Equal(t, now, got.Since.Time)
@@ -193,18 +193,18 @@ func TestFailover_RoutesWhoseAnswerIsAttributedOtherwiseAreReconciledAgain(t *te
 	assert.Empty(t, sent(), "nothing learnt")
 	assert.Empty(t, f.Attribute(taken.Controller, answers["api.example.com"]), "no heartbeat read yet")
 
-	f.remember(now, "weu", nil, aks02Beats, nil, nil, cfg)
+	f.remember(now, "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Equal(t, []string{"myapp/api-route"}, sent(), "only the answer now attributed: web's names no known gateway, other's zone is aks02's own region")
 	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]))
 
 	before = f.attributionNow()
-	f.remember(now.Add(5*time.Second), "weu", nil, aks02Beats, nil, nil, cfg)
+	f.remember(now.Add(5*time.Second), "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Empty(t, sent(), "the same heartbeats again")
 
 	unread := []failover.ZoneReading{{Controller: "external-dns-weu", Region: "weu"}}
-	f.remember(now.Add(10*time.Second), "weu", nil, unread, nil, nil, cfg)
+	f.remember(now.Add(10*time.Second), "weu", nil, unread, unread, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Empty(t, sent(), "a zone that could not be read says nothing")
 	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]), "kept as the last reading said")

@@ -6,15 +6,24 @@ import (
 	"time"
 )
 
-// heartbeatLabel starts the name of every heartbeat record; the underscore keeps it out of any
-// hostname a route can generate (naming.SourceHostname's labels are letters, digits and '-').
-const heartbeatLabel = "_router-heartbeat"
+// HeartbeatLabel ends the name of every heartbeat record, relative to its zone; the underscore
+// keeps it out of any hostname a route can generate (naming.SourceHostname's labels are letters,
+// digits and '-'). Ending, not starting, the name lets one Resource Manager listing filtered by
+// name suffix ($recordsetnamesuffix) return every heartbeat of an Azure zone and nothing else.
+const HeartbeatLabel = "_router-heartbeat"
 
 // HeartbeatName is the TXT record a cluster's operator refreshes in a zone to say it is alive:
-// _router-heartbeat.<cluster>.<region>.<zone>, one per cluster and zone, so that no two clusters
+// <cluster>.<region>._router-heartbeat.<zone>, one per cluster and zone, so that no two clusters
 // ever write the same record.
 func HeartbeatName(cluster, region, zone string) string {
-	return fmt.Sprintf("%s.%s.%s.%s", heartbeatLabel, cluster, region, strings.TrimSuffix(zone, "."))
+	return fmt.Sprintf("%s.%s.%s.%s", cluster, region, HeartbeatLabel, strings.TrimSuffix(zone, "."))
+}
+
+// LegacyHeartbeatName is the name operators before 0.3 wrote a heartbeat under
+// (_router-heartbeat.<cluster>.<region>.<zone>): still read, so that a fleet in the middle of an
+// upgrade sees every cluster, and removed by its own cluster once it writes HeartbeatName.
+func LegacyHeartbeatName(cluster, region, zone string) string {
+	return fmt.Sprintf("%s.%s.%s.%s", HeartbeatLabel, cluster, region, strings.TrimSuffix(zone, "."))
 }
 
 // maxTXTString is the longest character-string of a TXT record (RFC 1035); a longer value is
@@ -41,12 +50,14 @@ func TXTStrings(value string) []string {
 }
 
 // HeartbeatValue is the heartbeat's TXT value: when it was written, what the cluster's own probe
-// of its own gateway found, the ExternalDNS owner ID of the cluster's instance for the zone and
-// its gateway target hostnames, whose addresses the zone publishes and the other clusters probe,
-// e.g. "at=2026-11-27T03:00:00Z gateway=answers owner=external-dns-weu-aks01
-// targets=aks01-weu-internal.example.com". Targets that would make it longer than maxHeartbeat
+// of its own gateway found, the ExternalDNS owner ID of the cluster's instance for the zone, its
+// gateway target hostnames, whose addresses the zone publishes, and those addresses, which the
+// other clusters probe, e.g. "at=2026-11-27T03:00:00Z gateway=answers owner=external-dns-weu-aks01
+// addresses=10.0.0.1 targets=aks01-weu-internal.example.com". Carrying the addresses lets a reader
+// that reads only the heartbeats (failover.ReadPlan's witness reading) probe without reading the
+// zone's address records. Addresses, then targets, that would make it longer than maxHeartbeat
 // (about 25 target hostnames) are left out, never cut.
-func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets []string) string {
+func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets, addresses []string) string {
 	gateway := "fails"
 	if gatewayAnswers {
 		gateway = "answers"
@@ -55,32 +66,46 @@ func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets []s
 	if owner != "" {
 		v += " owner=" + owner
 	}
-	var kept []string
-	for _, t := range targets {
-		if len(v)+len(" targets=")+len(strings.Join(append(kept, t), ",")) > maxHeartbeat {
-			break
-		}
-		kept = append(kept, t)
-	}
-	if len(kept) > 0 {
-		v += " targets=" + strings.Join(kept, ",")
-	}
-	return v
+	v = appendList(v, "addresses", addresses)
+	return appendList(v, "targets", targets)
 }
 
-// ParseHeartbeatName reads the cluster and region out of a heartbeat record's name in zone;
-// ok is false for any other name.
+// appendList appends " key=a,b,…" with as many whole items as keep v within maxHeartbeat.
+func appendList(v, key string, items []string) string {
+	var kept []string
+	for _, item := range items {
+		if len(v)+len(" "+key+"=")+len(strings.Join(append(kept, item), ",")) > maxHeartbeat {
+			break
+		}
+		kept = append(kept, item)
+	}
+	if len(kept) == 0 {
+		return v
+	}
+	return v + " " + key + "=" + strings.Join(kept, ",")
+}
+
+// ParseHeartbeatName reads the cluster and region out of a heartbeat record's name in zone, in
+// its current form (HeartbeatName) or its earlier one (LegacyHeartbeatName); ok is false for any
+// other name.
 func ParseHeartbeatName(name, zone string) (cluster, region string, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimSuffix(strings.ToLower(name), "."), heartbeatLabel+".")
+	rest, found := strings.CutSuffix(strings.TrimSuffix(strings.ToLower(name), "."), "."+strings.TrimSuffix(strings.ToLower(zone), "."))
 	if !found {
 		return "", "", false
 	}
-	rest, found = strings.CutSuffix(rest, "."+strings.TrimSuffix(strings.ToLower(zone), "."))
-	if !found {
-		return "", "", false
+	if pair, found := strings.CutSuffix(rest, "."+HeartbeatLabel); found {
+		return clusterAndRegion(pair)
 	}
-	cluster, region, found = strings.Cut(rest, ".")
-	if !found || cluster == "" || region == "" || strings.Contains(region, ".") {
+	if pair, found := strings.CutPrefix(rest, HeartbeatLabel+"."); found {
+		return clusterAndRegion(pair)
+	}
+	return "", "", false
+}
+
+// clusterAndRegion splits "<cluster>.<region>".
+func clusterAndRegion(pair string) (cluster, region string, ok bool) {
+	cluster, region, found := strings.Cut(pair, ".")
+	if !found || cluster == "" || region == "" || strings.Contains(region, ".") || strings.HasPrefix(cluster, "_") {
 		return "", "", false
 	}
 	return cluster, region, true
@@ -92,7 +117,7 @@ func ParseHeartbeatName(name, zone string) (cluster, region string, ok bool) {
 func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	value = strings.Trim(value, `"`)
 	var at, gateway, owner string
-	var targets []string
+	var targets, addresses []string
 	for field := range strings.FieldsSeq(value) {
 		key, val, _ := strings.Cut(field, "=")
 		switch key {
@@ -104,11 +129,13 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 			owner = val
 		case "targets":
 			targets = strings.Split(val, ",")
+		case "addresses":
+			addresses = strings.Split(val, ",")
 		}
 	}
 	when, err := time.Parse(time.RFC3339, at)
 	if err != nil || (gateway != "answers" && gateway != "fails") {
 		return Heartbeat{Zone: zone, Read: true}, false
 	}
-	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets}, true
+	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets, Addresses: addresses}, true
 }

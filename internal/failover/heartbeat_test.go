@@ -10,8 +10,8 @@ import (
 
 func TestHeartbeatName(t *testing.T) {
 	for _, tt := range []struct{ zone, want string }{
-		{"example.com", "_router-heartbeat.aks01.weu.example.com"},
-		{"example.com.", "_router-heartbeat.aks01.weu.example.com"},
+		{"example.com", "aks01.weu._router-heartbeat.example.com"},
+		{"example.com.", "aks01.weu._router-heartbeat.example.com"},
 	} {
 		if got := HeartbeatName("aks01", "weu", tt.zone); got != tt.want {
 			t.Errorf("HeartbeatName(%q) = %q, want %q", tt.zone, got, tt.want)
@@ -27,12 +27,15 @@ func TestParseHeartbeat(t *testing.T) {
 		want        Heartbeat
 		ok          bool
 	}{
-		{"written, answering", HeartbeatValue(at, true, "", nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"written, failing", HeartbeatValue(at, false, "", nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
-		{"quoted, as dig prints it", `"` + HeartbeatValue(at, true, "", nil) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"with owner and targets", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}),
+		{"written, answering", HeartbeatValue(at, true, "", nil, nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"written, failing", HeartbeatValue(at, false, "", nil, nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
+		{"quoted, as dig prints it", `"` + HeartbeatValue(at, true, "", nil, nil) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"with owner and targets", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}, nil),
 			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
 				Targets: []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}}, true},
+		{"with addresses", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com"}, []string{"10.0.0.1", "fd00::1"}),
+			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
+				Targets: []string{"aks01-weu-internal.example.com"}, Addresses: []string{"10.0.0.1", "fd00::1"}}, true},
 		{"fields in another order", "gateway=answers at=2026-11-27T02:00:00Z", Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
 		{"no time", "gateway=answers", Heartbeat{Zone: "weu", Read: true}, false},
 		{"an unknown gateway state", "at=2026-11-27T02:00:00Z gateway=maybe", Heartbeat{Zone: "weu", Read: true}, false},
@@ -42,7 +45,7 @@ func TestParseHeartbeat(t *testing.T) {
 		got, ok := ParseHeartbeat("weu", tt.value)
 		if ok != tt.ok || got.Zone != tt.want.Zone || got.Read != tt.want.Read || got.Found != tt.want.Found ||
 			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers || got.Owner != tt.want.Owner ||
-			!slices.Equal(got.Targets, tt.want.Targets) {
+			!slices.Equal(got.Targets, tt.want.Targets) || !slices.Equal(got.Addresses, tt.want.Addresses) {
 			t.Errorf("%s: ParseHeartbeat(%q) = %+v, %v; want %+v, %v", tt.name, tt.value, got, ok, tt.want, tt.ok)
 		}
 	}
@@ -59,13 +62,13 @@ func TestHeartbeatValue_KeepsWholeTargetsUpTo1024Bytes(t *testing.T) {
 		}
 		return out
 	}
-	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(20))
+	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(20), nil)
 	hb, ok := ParseHeartbeat("weu", v)
 	if !ok || len(v) <= 255 || !slices.Equal(hb.Targets, targets(20)) {
 		t.Errorf("want all 20 targets in %d bytes; got %v from %s", len(v), hb.Targets, v)
 	}
 
-	v = HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(40))
+	v = HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(40), nil)
 	if len(v) > 1024 {
 		t.Fatalf("%d bytes: %s", len(v), v)
 	}
@@ -102,8 +105,16 @@ func TestParseHeartbeatName(t *testing.T) {
 		cluster, region string
 		ok              bool
 	}{
+		{"aks01.weu._router-heartbeat.example.com.", "example.com", "aks01", "weu", true},
+		{"aks01.weu._ROUTER-HEARTBEAT.Example.com", "example.com.", "aks01", "weu", true},
+		// The earlier form, which operators before 0.3 write.
 		{"_router-heartbeat.aks01.weu.example.com.", "example.com", "aks01", "weu", true},
 		{"_ROUTER-HEARTBEAT.aks01.weu.Example.com", "example.com.", "aks01", "weu", true},
+		{LegacyHeartbeatName("aks-01", "west-eu", "example.com"), "example.com", "aks-01", "west-eu", true},
+		{"aks01.weu._router-heartbeat.other.com.", "example.com", "", "", false},
+		{"weu._router-heartbeat.example.com.", "example.com", "", "", false},
+		{"a.b.c._router-heartbeat.example.com.", "example.com", "", "", false},
+		{"_router-heartbeat.example.com.", "example.com", "", "", false},
 		{HeartbeatName("aks-01", "west-eu", "example.com"), "example.com", "aks-01", "west-eu", true},
 		{"_router-heartbeat.aks01.weu.other.com.", "example.com", "", "", false},
 		{"_router-heartbeat.weu.example.com.", "example.com", "", "", false},

@@ -64,17 +64,23 @@ func Witness(region string, zones []ZoneReading) []Heartbeat {
 	return out
 }
 
-// Addresses are the gateway addresses of a region to probe: the zones' address records of the
-// target hostnames its heartbeats name, each once, sorted.
+// Addresses are the gateway addresses of a region to probe: those its heartbeats carry, and the
+// zones' address records of the target hostnames its heartbeats name, each once, sorted.
 func Addresses(region string, zones []ZoneReading) []string {
 	var out []string
+	add := func(a string) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
 	for _, z := range zones {
 		for _, b := range z.Beats[region] {
+			for _, a := range b.Addresses {
+				add(a)
+			}
 			for _, target := range b.Targets {
 				for _, a := range z.Addresses[Canonical(target)] {
-					if !slices.Contains(out, a) {
-						out = append(out, a)
-					}
+					add(a)
 				}
 			}
 		}

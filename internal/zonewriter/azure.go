@@ -45,6 +45,17 @@ func (w *AzurePrivateDNS) WriteHeartbeat(ctx context.Context, cluster, region, v
 	return nil
 }
 
+// RemoveLegacyHeartbeat deletes the cluster's heartbeat under the name operators before 0.3 wrote
+// (failover.LegacyHeartbeatName), once it writes failover.HeartbeatName: the one record set of the
+// zone this cluster alone writes. Deleting what is not there is no error.
+func (w *AzurePrivateDNS) RemoveLegacyHeartbeat(ctx context.Context, cluster, region string) error {
+	name := w.relative(failover.LegacyHeartbeatName(cluster, region, w.zone.ZoneName))
+	if _, err := w.records.Delete(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeTXT, name, nil); err != nil {
+		return fmt.Errorf("removing the earlier heartbeat %s in zone %s: %w", name, w.zone.ZoneName, err)
+	}
+	return nil
+}
+
 // PassOwnership replaces the ownership TXT value old of name (relative to the zone or fully
 // qualified) by new, keeping the record set's TTL, on the condition that the record set holds
 // exactly old and has not changed since it was read (If-Match on its ETag): of two clusters

@@ -45,9 +45,9 @@ func TestAzurePrivateDNS_HeartbeatReplacedInPlace(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	for i, answers := range []bool{true, false} {
-		require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(at.Add(time.Duration(i)*10*time.Second), answers, "", nil)))
+		require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(at.Add(time.Duration(i)*10*time.Second), answers, "", nil, nil)))
 	}
-	values := s.Records(sub, rg, zone)["_router-heartbeat.aks01.weu TXT"]
+	values := s.Records(sub, rg, zone)["aks01.weu._router-heartbeat TXT"]
 	require.Len(t, values, 1, "one heartbeat per cluster and zone: %v", s.Records(sub, rg, zone))
 	hb, ok := failover.ParseHeartbeat(zone, values[0])
 	require.True(t, ok, values[0])

@@ -3,9 +3,12 @@ package zonewriter
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 
+	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/failover"
 )
 
@@ -24,7 +27,7 @@ func (r *reading) txt(name string, ttl uint32, value string) {
 	name = failover.Canonical(name)
 	if cluster, region, ok := failover.ParseHeartbeatName(name, r.zone); ok {
 		if hb, ok := failover.ParseHeartbeat(region, value); ok {
-			hb.Cluster = cluster
+			hb.Cluster, hb.Legacy = cluster, strings.HasPrefix(name, failover.HeartbeatLabel+".")
 			r.out.Beats[region] = append(r.out.Beats[region], hb)
 		}
 		return
@@ -39,11 +42,12 @@ func (r *reading) address(name, value string) {
 	r.out.Addresses[name] = append(r.out.Addresses[name], value)
 }
 
-// Read lists the zone's record sets through Resource Manager and returns its heartbeats, TXT
-// records and addresses; Controller, Owner and TXTPrefix are the caller's to fill.
+// Read lists the zone's record sets through Resource Manager, 1,000 a request (the largest page),
+// and returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
+// caller's to fill.
 func (w *AzurePrivateDNS) Read(ctx context.Context) (failover.ZoneReading, error) {
 	r := newReading(w.zone.ZoneName)
-	pager := w.records.NewListPager(w.zone.ResourceGroup, w.zone.ZoneName, nil)
+	pager := w.records.NewListPager(w.zone.ResourceGroup, w.zone.ZoneName, &armprivatedns.RecordSetsClientListOptions{Top: to.Ptr[int32](azureprivatedns.DefaultPageSize)})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -55,6 +59,28 @@ func (w *AzurePrivateDNS) Read(ctx context.Context) (failover.ZoneReading, error
 			}
 		}
 	}
+	return r.out, nil
+}
+
+// ReadWitness lists only the zone's heartbeats: the TXT record sets whose names end with
+// failover.HeartbeatLabel, one request for up to 1,000 clusters, whatever the zone's size.
+// Heartbeats under failover.LegacyHeartbeatName are not among them (Read finds those).
+func (w *AzurePrivateDNS) ReadWitness(ctx context.Context, _ []string) (failover.ZoneReading, error) {
+	r := newReading(w.zone.ZoneName)
+	pager := w.records.NewListByTypePager(w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeTXT,
+		&armprivatedns.RecordSetsClientListByTypeOptions{Recordsetnamesuffix: to.Ptr(failover.HeartbeatLabel), Top: to.Ptr[int32](azureprivatedns.DefaultPageSize)})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return failover.ZoneReading{}, fmt.Errorf("listing the heartbeats of zone %s: %w", w.zone.ZoneName, err)
+		}
+		for _, rs := range page.Value {
+			if rs != nil && rs.Name != nil && rs.Properties != nil {
+				r.recordSet(w.zone.ZoneName, *rs.Name, rs.Properties)
+			}
+		}
+	}
+	r.out.TXT, r.out.Addresses = nil, nil
 	return r.out, nil
 }
 

@@ -37,7 +37,7 @@ func TestRFC2136_ReadTransfersTheZone(t *testing.T) {
 	srv, err := testdns.Start()
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	beat := failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone})
+	beat := failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone}, nil)
 	srv.Set(zone+". 300 IN SOA ns. admin. 1 3600 600 86400 60",
 		zone+`. 300 IN TXT "v=spf1 -all"`,
 		failover.HeartbeatName("aks01", "weu", zone)+`. 10 IN TXT "`+beat+`"`,
@@ -49,6 +49,7 @@ func TestRFC2136_ReadTransfersTheZone(t *testing.T) {
 	assertReading(t, got, zone)
 
 	srv.SetTransfersRefused(true)
+	srv.Set(zone + `. 300 IN TXT "v=spf1 ~all"`) // changed: an unchanged zone is not transferred again (rfc2136_test.go)
 	_, err = zonewriter.RFC2136{Server: srv.Addr, Zone: zone}.Read(context.Background())
 	assert.Error(t, err, "a refused transfer is no reading")
 }
@@ -56,7 +57,7 @@ func TestRFC2136_ReadTransfersTheZone(t *testing.T) {
 func TestAzurePrivateDNS_ReadListsTheZone(t *testing.T) {
 	s, w := azureWriter(t)
 	ctx := context.Background()
-	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone})))
+	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone}, nil)))
 	require.NoError(t, s.SetTXT(sub, rg, zone, "weu-d-cname-api", owner1))
 	require.NoError(t, s.SetTXT(sub, rg, zone, "@", "v=spf1 -all"))
 	require.NoError(t, s.SetCNAME(sub, rg, zone, "api", "aks01-weu-internal."+zone))
@@ -75,10 +76,10 @@ func TestAzurePrivateDNS_LongHeartbeatReadWhole(t *testing.T) {
 	for i := range 20 {
 		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone))
 	}
-	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", targets)))
+	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", targets, nil)))
 	got, err := w.Read(ctx)
 	require.NoError(t, err)
 	require.Len(t, got.Beats["weu"], 1)
 	assert.Equal(t, targets, got.Beats["weu"][0].Targets)
-	assert.Len(t, s.Records(sub, rg, zone)["_router-heartbeat.aks01.weu TXT"], 1, "one record, its strings one value")
+	assert.Len(t, s.Records(sub, rg, zone)["aks01.weu._router-heartbeat TXT"], 1, "one record, its strings one value")
 }

@@ -174,7 +174,9 @@ const (
 )
 
 // metricsTable renders the service_router_* families of the registry, in the order of
-// metrics.Definitions.
+// metrics.Definitions. A definition with no series in the scenario (the Azure Resource Manager
+// metrics: its zones are RFC 2136) is rendered from the definition, its labels sorted as the
+// registry sorts them; the registry holds nothing metrics.Definitions lacks.
 func metricsTable(t *testing.T, families []*dto.MetricFamily) string {
 	t.Helper()
 	byName := map[string]*dto.MetricFamily{}
@@ -187,12 +189,19 @@ func metricsTable(t *testing.T, families []*dto.MetricFamily) string {
 	for _, d := range metrics.Definitions {
 		defined = append(defined, d.Name)
 	}
-	require.ElementsMatch(t, defined, slices.Collect(maps.Keys(byName)), "the registry's service_router_* metrics differ from metrics.Definitions")
+	require.Subset(t, defined, slices.Collect(maps.Keys(byName)), "the registry has service_router_* metrics that metrics.Definitions lacks")
 	var b strings.Builder
 	b.WriteString("| Metric | Type | Labels | Meaning |\n| --- | --- | --- | --- |\n")
 	for _, d := range metrics.Definitions {
-		mf := byName[d.Name]
+		mf, exported := byName[d.Name]
 		var labels []string
+		if !exported {
+			for _, l := range slices.Sorted(slices.Values(d.Labels)) {
+				labels = append(labels, "`"+l+"`")
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Type, strings.Join(labels, ", "), d.Help)
+			continue
+		}
 		for _, l := range mf.GetMetric()[0].GetLabel() {
 			labels = append(labels, "`"+l.GetName()+"`")
 		}
