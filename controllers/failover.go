@@ -79,8 +79,8 @@ type failoverZone struct {
 	// through Resource Manager.
 	controller, region, zone string
 	transferred              bool
-	settings           clusterv1alpha1.ZoneFailover
-	io                 zoneIO
+	settings                 clusterv1alpha1.ZoneFailover
+	io                       zoneIO
 }
 
 // labelled is a reading of the zone with what this cluster knows of it: its controller, region,

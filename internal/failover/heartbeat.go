@@ -19,7 +19,7 @@ func HeartbeatName(cluster, region, zone string) string {
 	return fmt.Sprintf("%s.%s.%s.%s", cluster, region, HeartbeatLabel, strings.TrimSuffix(zone, "."))
 }
 
-// LegacyHeartbeatName is the name operators before 0.3 wrote a heartbeat under
+// LegacyHeartbeatName is the name earlier development builds of 0.2.0 wrote a heartbeat under
 // (_router-heartbeat.<cluster>.<region>.<zone>): still read, so that a fleet in the middle of an
 // upgrade sees every cluster, and removed by its own cluster once it writes HeartbeatName.
 func LegacyHeartbeatName(cluster, region, zone string) string {

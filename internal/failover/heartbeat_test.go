@@ -107,7 +107,7 @@ func TestParseHeartbeatName(t *testing.T) {
 	}{
 		{"aks01.weu._router-heartbeat.example.com.", "example.com", "aks01", "weu", true},
 		{"aks01.weu._ROUTER-HEARTBEAT.Example.com", "example.com.", "aks01", "weu", true},
-		// The earlier form, which operators before 0.3 write.
+		// The earlier form, which earlier development builds write.
 		{"_router-heartbeat.aks01.weu.example.com.", "example.com", "aks01", "weu", true},
 		{"_ROUTER-HEARTBEAT.aks01.weu.Example.com", "example.com.", "aks01", "weu", true},
 		{LegacyHeartbeatName("aks-01", "west-eu", "example.com"), "example.com", "aks-01", "west-eu", true},

@@ -61,7 +61,7 @@ type Heartbeat struct {
 	// Targets are the region's gateway target hostnames, whose addresses the zone publishes.
 	Targets []string
 	// Addresses are those targets' addresses as the cluster that wrote the heartbeat knows them
-	// (empty in heartbeats of operators before 0.3: the zone's address records then say).
+	// (empty in heartbeats of earlier development builds: the zone's address records then say).
 	Addresses []string
 	// Legacy says the heartbeat was found under LegacyHeartbeatName.
 	Legacy bool

@@ -45,7 +45,7 @@ func (w *AzurePrivateDNS) WriteHeartbeat(ctx context.Context, cluster, region, v
 	return nil
 }
 
-// RemoveLegacyHeartbeat deletes the cluster's heartbeat under the name operators before 0.3 wrote
+// RemoveLegacyHeartbeat deletes the cluster's heartbeat under the name earlier development builds wrote
 // (failover.LegacyHeartbeatName), once it writes failover.HeartbeatName: the one record set of the
 // zone this cluster alone writes. Deleting what is not there is no error.
 func (w *AzurePrivateDNS) RemoveLegacyHeartbeat(ctx context.Context, cluster, region string) error {
