@@ -125,6 +125,10 @@ type Failover struct {
 	own          failover.Probes
 	healthySince time.Time
 	lastBeat     time.Time
+	// beatAnswers and beatInterval are what the last heartbeat written said of this cluster's
+	// gateway and of how often it is written (heartbeatInterval).
+	beatAnswers  bool
+	beatInterval time.Duration
 	ios          map[string]cachedIO
 	attribution  attribution
 	// reads are what this leader last read of each zone, and when (the round's goroutine only).
@@ -274,7 +278,12 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	now := f.now()
 	answers := len(addresses) == 0 || f.anyAnswers(ctx, addresses, s.probePort)
 	f.probedOwn(answers, now)
-	if now.Sub(f.lastBeat) >= s.heartbeatInterval {
+	// Due at the interval the fleet's write budget allows, and at once when what the heartbeat
+	// says changes: this cluster's gateway (its stand-ins then need not wait for staleness), or the
+	// interval (readers judge its freshness by the interval its last heartbeat states).
+	interval := f.heartbeatInterval(identity.Spec.Cluster, zones, s)
+	if now.Sub(f.lastBeat) >= interval || answers != f.beatAnswers || interval != f.beatInterval {
+		f.beatInterval = interval
 		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, addresses, now)
 	}
 	names, err := f.standInNames(ctx, zones)
@@ -432,6 +441,26 @@ func (f *Failover) ownGateways(ctx context.Context, zones []failoverZone) (targe
 	return targets, addresses, nil
 }
 
+// heartbeatInterval is how often this cluster writes its heartbeat (failover.HeartbeatInterval):
+// the configured interval, or longer when the clusters the zones' heartbeats show would together
+// write the zones read through Resource Manager more often than the fleet's share of the write
+// budget allows.
+func (f *Failover) heartbeatInterval(cluster string, zones []failoverZone, s roundSettings) time.Duration {
+	clusters := map[string]bool{cluster: true}
+	azureZones := 0
+	for _, z := range zones {
+		if !z.transferred {
+			azureZones++
+		}
+		for _, beats := range f.zoneReads(z.controller).known(true).Beats {
+			for _, b := range beats {
+				clusters[b.Cluster] = true
+			}
+		}
+	}
+	return failover.HeartbeatInterval(s.heartbeatInterval, len(clusters), azureZones, failover.HeartbeatWritesPerMinute)
+}
+
 // anyAnswers probes the addresses at port; true when one answers.
 func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port string) bool {
 	results := make(chan error, len(addresses))
@@ -451,14 +480,19 @@ func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port stri
 func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers bool, targets, addresses []string, now time.Time) {
 	ok := true
 	for _, z := range zones {
-		value := failover.HeartbeatValue(now, answers, z.settings.OwnerID, targets, addresses)
+		value := failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: answers, Interval: f.beatInterval, Owner: z.settings.OwnerID,
+			Targets: targets, Addresses: addresses})
 		if err := z.io.WriteHeartbeat(ctx, cluster, region, value); err != nil {
 			ok = false
 			ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller)
 		}
 	}
 	if ok {
-		f.lastBeat = now
+		f.lastBeat, f.beatAnswers = now, answers
+	}
+	// A failed write is retried next round: the interval it stated is not known to the zones.
+	if !ok {
+		f.beatInterval = 0
 	}
 }
 
@@ -525,7 +559,7 @@ func (f *Failover) interests(own string, judged map[string]failover.Judgement, n
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held),
-		MayReclaim: now.Sub(f.lastBeat) <= 2*s.heartbeatInterval && failover.MayFailBack(now, f.healthySince, f.own, s.judge)}
+		MayReclaim: now.Sub(f.lastBeat) <= 2*max(f.beatInterval, s.heartbeatInterval) && failover.MayFailBack(now, f.healthySince, f.own, s.judge)}
 }
 
 // escalations are the whole readings a round still needs once it has judged: the zones holding a

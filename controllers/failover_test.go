@@ -233,6 +233,8 @@ type countingZone struct {
 	refuse                           error
 	// ownership is api.example.com's ownership value (weuOwnership until a pass).
 	ownership string
+	// fleet is how many clusters beside aks01 and the reader beat in the zone (aks03…).
+	fleet int
 }
 
 const weuOwnership = `"heritage=external-dns,external-dns/owner=external-dns-weu-aks01,external-dns/resource=crd/team/web"`
@@ -240,6 +242,10 @@ const weuOwnership = `"heritage=external-dns,external-dns/owner=external-dns-weu
 func (z *countingZone) reading(whole bool) failover.ZoneReading {
 	r := failover.ZoneReading{Read: true, Beats: map[string][]failover.Heartbeat{"weu": {{Zone: "external-dns-weu", Read: true, Found: true, At: z.lastBeat,
 		GatewayAnswers: true, Cluster: "aks01", Owner: "external-dns-weu-aks01", Addresses: []string{"10.0.0.1"}}}}}
+	for i := range z.fleet {
+		region := fmt.Sprintf("r%02d", i)
+		r.Beats[region] = []failover.Heartbeat{{Read: true, Found: true, At: z.lastBeat, GatewayAnswers: true, Cluster: fmt.Sprintf("aks%02d", i+3)}}
+	}
 	if whole {
 		r.TXT = map[string]failover.TXTSet{"cname-api.example.com": {Values: []string{cmp.Or(z.ownership, weuOwnership)}, TTL: 300}}
 	}
@@ -292,13 +298,21 @@ func (z *countingZone) counts() (whole, witness int) {
 // failoverOnAzure is a leader of cluster aks02 (region neu) standing in for weu's names of
 // namespace team, failover on zone external-dns-weu (read through Resource Manager) with the
 // default settings; the zone is zone, the clock now.
-func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time) *Failover {
+func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time, more ...*countingZone) *Failover {
 	azure := &clusterv1alpha1.AzurePrivateDNSVerification{SubscriptionID: "sub", ResourceGroup: "rg", ZoneName: "example.com"}
 	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName},
 		Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{{Name: "external-dns-weu", Region: "weu",
 			Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: azure},
 			Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-weu-aks02"}}},
 			Failover: &clusterv1alpha1.FailoverSettings{}}}
+	ios := map[string]cachedIO{"external-dns-weu": {key: fmt.Sprintf("%+v", *azure), io: zone}}
+	for i, z := range more {
+		name, region := fmt.Sprintf("external-dns-x%d", i), fmt.Sprintf("x%d", i)
+		a := &clusterv1alpha1.AzurePrivateDNSVerification{SubscriptionID: "sub", ResourceGroup: "rg-" + region, ZoneName: "example.com"}
+		cfg.Spec.ExternalDNSControllers = append(cfg.Spec.ExternalDNSControllers, clusterv1alpha1.ExternalDNSController{Name: name, Region: region,
+			Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: a}, Failover: &clusterv1alpha1.ZoneFailover{OwnerID: name + "-aks02"}})
+		ios[name] = cachedIO{key: fmt.Sprintf("%+v", *a), io: z}
+	}
 	identity := &clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName},
 		Spec: clusterv1alpha1.ClusterIdentitySpec{Cluster: "aks02", Region: "neu", Domain: "example.com"}}
 	policy := &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "policy"},
@@ -307,7 +321,7 @@ func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time) *Failover
 		Labels: map[string]string{naming.LabelController: "external-dns-weu", naming.LabelServiceRoute: "web", naming.LabelManagedBy: naming.ManagedByValue}},
 		Spec: externaldnsv1alpha1.DNSEndpointSpec{Endpoints: []*endpoint.Endpoint{{DNSName: "api.example.com", RecordType: "CNAME", Targets: endpoint.Targets{"aks02-neu-internal.example.com"}}}}}
 	f := newFailover(fakeClientWith(cfg, identity, policy, ep), events.NewFakeRecorder(100), nil, nil)
-	f.ios["external-dns-weu"] = cachedIO{key: fmt.Sprintf("%+v", *azure), io: zone}
+	f.ios = ios
 	f.now = func() time.Time { return *now }
 	return f
 }
@@ -422,4 +436,33 @@ func drain(r *events.FakeRecorder) string {
 func throttledByResourceManager() error {
 	return fmt.Errorf("listing the heartbeats of zone example.com: %w", &azcore.ResponseError{StatusCode: http.StatusTooManyRequests, ErrorCode: "TooManyRequests",
 		RawResponse: &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"10"}}}})
+}
+
+// In a fleet of 20 clusters writing 10 zones, each cluster spaces its heartbeats so that the
+// fleet's take at most failover.HeartbeatWritesPerMinute (100 a minute: half the network resource
+// provider's 1,000 writes per 5 minutes), and says so in each heartbeat.
+func TestFailover_HeartbeatsFitTheFleetsWriteBudget(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	zones := make([]*countingZone, 10)
+	for i := range zones {
+		zones[i] = &countingZone{lastBeat: now, fleet: 18} // aks01, this cluster and 18 more
+	}
+	f := failoverOnAzure(t, zones[0], &now, zones[1:]...)
+	f.probe = func(context.Context, string) error { return nil }
+	for end := now.Add(10 * time.Minute); now.Before(end); now = now.Add(defaultProbeInterval) {
+		for _, z := range zones {
+			z.lastBeat = now
+		}
+		f.round(context.Background())
+	}
+	writes := 0
+	for _, z := range zones {
+		writes += z.writes
+	}
+	assert.Equal(t, 2*time.Minute, f.beatInterval, "20 clusters × 10 zones at 100 writes a minute")
+	// The first round knows no fleet yet and writes at once; then one write per zone every 2 minutes.
+	assert.LessOrEqual(t, writes, 10*(1+5), "this cluster's heartbeat writes in 10 minutes")
+	assert.GreaterOrEqual(t, writes, 10*5)
+	perMinute := float64(writes-10) / 10
+	assert.LessOrEqual(t, perMinute*20, float64(failover.HeartbeatWritesPerMinute), "the fleet's heartbeat writes a minute at this cluster's rate")
 }

@@ -49,25 +49,30 @@ func TXTStrings(value string) []string {
 	return append(out, value)
 }
 
-// HeartbeatValue is the heartbeat's TXT value: when it was written, what the cluster's own probe
-// of its own gateway found, the ExternalDNS owner ID of the cluster's instance for the zone, its
-// gateway target hostnames, whose addresses the zone publishes, and those addresses, which the
-// other clusters probe, e.g. "at=2026-11-27T03:00:00Z gateway=answers owner=external-dns-weu-aks01
+// HeartbeatValue is the heartbeat's TXT value: when it was written (At), what the cluster's own
+// probe of its own gateway found (GatewayAnswers), how often the cluster writes it (Interval,
+// from which readers judge its freshness: HeartbeatSettings.StaleAfter), the ExternalDNS owner ID
+// of the cluster's instance for the zone (Owner), its gateway target hostnames, whose addresses
+// the zone publishes (Targets), and those addresses (Addresses), which the other clusters probe,
+// e.g. "at=2026-11-27T03:00:00Z gateway=answers interval=10s owner=external-dns-weu-aks01
 // addresses=10.0.0.1 targets=aks01-weu-internal.example.com". Carrying the addresses lets a reader
-// that reads only the heartbeats (failover.ReadPlan's witness reading) probe without reading the
-// zone's address records. Addresses, then targets, that would make it longer than maxHeartbeat
-// (about 25 target hostnames) are left out, never cut.
-func HeartbeatValue(at time.Time, gatewayAnswers bool, owner string, targets, addresses []string) string {
+// that reads only the heartbeats (ReadPlan's witness reading) probe without reading the zone's
+// address records. Addresses, then targets, that would make it longer than maxHeartbeat (about 25
+// target hostnames) are left out, never cut.
+func HeartbeatValue(hb Heartbeat) string {
 	gateway := "fails"
-	if gatewayAnswers {
+	if hb.GatewayAnswers {
 		gateway = "answers"
 	}
-	v := fmt.Sprintf("at=%s gateway=%s", at.UTC().Format(time.RFC3339), gateway)
-	if owner != "" {
-		v += " owner=" + owner
+	v := fmt.Sprintf("at=%s gateway=%s", hb.At.UTC().Format(time.RFC3339), gateway)
+	if hb.Interval > 0 {
+		v += " interval=" + hb.Interval.String()
 	}
-	v = appendList(v, "addresses", addresses)
-	return appendList(v, "targets", targets)
+	if hb.Owner != "" {
+		v += " owner=" + hb.Owner
+	}
+	v = appendList(v, "addresses", hb.Addresses)
+	return appendList(v, "targets", hb.Targets)
 }
 
 // appendList appends " key=a,b,…" with as many whole items as keep v within maxHeartbeat.
@@ -118,6 +123,7 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	value = strings.Trim(value, `"`)
 	var at, gateway, owner string
 	var targets, addresses []string
+	var interval time.Duration
 	for field := range strings.FieldsSeq(value) {
 		key, val, _ := strings.Cut(field, "=")
 		switch key {
@@ -131,11 +137,40 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 			targets = strings.Split(val, ",")
 		case "addresses":
 			addresses = strings.Split(val, ",")
+		case "interval":
+			interval, _ = time.ParseDuration(val)
 		}
 	}
 	when, err := time.Parse(time.RFC3339, at)
 	if err != nil || (gateway != "answers" && gateway != "fails") {
 		return Heartbeat{Zone: zone, Read: true}, false
 	}
-	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets, Addresses: addresses}, true
+	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets, Addresses: addresses, Interval: max(interval, 0)}, true
+}
+
+// HeartbeatWritesPerMinute is the share of a subscription's write budget the heartbeats of a whole
+// fleet may take by default: half of what Azure's network resource provider allows (1,000 writes
+// and deletes per 5 minutes per subscription and region), the other half left to ExternalDNS's
+// changes and the ownership passes.
+const HeartbeatWritesPerMinute = 100
+
+// StaleIntervals is how many of its writer's intervals a heartbeat stays fresh for: three, as the
+// defaults (written every 10 s, stale after 30 s), so that one or two lost writes never make a
+// cluster look lost.
+const StaleIntervals = 3
+
+// HeartbeatInterval is how often a cluster writes its heartbeat into each zone read through
+// Resource Manager: the configured interval, or longer when the fleet's heartbeats would
+// otherwise take more than writesPerMinute — every cluster of clusters (as the zones' heartbeats
+// show them, this one included) writing into each of zones zones. It is the same for every
+// cluster of a fleet that reads the same zones, and each writer states its own in its heartbeat,
+// so readers judge freshness by what the writer does (Settings.StaleAfter), not by what they
+// assume. zones is 0 without a zone read through Resource Manager (RFC 2136 zones have no request
+// budget): the configured interval.
+func HeartbeatInterval(configured time.Duration, clusters, zones int, writesPerMinute float64) time.Duration {
+	if zones == 0 || writesPerMinute <= 0 {
+		return configured
+	}
+	sized := time.Duration(float64(clusters*zones) / writesPerMinute * float64(time.Minute)).Round(time.Second)
+	return max(configured, sized)
 }

@@ -27,13 +27,13 @@ func TestParseHeartbeat(t *testing.T) {
 		want        Heartbeat
 		ok          bool
 	}{
-		{"written, answering", HeartbeatValue(at, true, "", nil, nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"written, failing", HeartbeatValue(at, false, "", nil, nil), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
-		{"quoted, as dig prints it", `"` + HeartbeatValue(at, true, "", nil, nil) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"with owner and targets", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}, nil),
+		{"written, answering", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true}), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"written, failing", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: false}), Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC()}, true},
+		{"quoted, as dig prints it", `"` + HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true}) + `"`, Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
+		{"with owner and targets", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}}),
 			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
 				Targets: []string{"aks01-weu-internal.example.com", "aks01-weu-public.example.com"}}, true},
-		{"with addresses", HeartbeatValue(at, true, "external-dns-weu-aks01", []string{"aks01-weu-internal.example.com"}, []string{"10.0.0.1", "fd00::1"}),
+		{"with addresses", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: []string{"aks01-weu-internal.example.com"}, Addresses: []string{"10.0.0.1", "fd00::1"}}),
 			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
 				Targets: []string{"aks01-weu-internal.example.com"}, Addresses: []string{"10.0.0.1", "fd00::1"}}, true},
 		{"fields in another order", "gateway=answers at=2026-11-27T02:00:00Z", Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
@@ -62,13 +62,13 @@ func TestHeartbeatValue_KeepsWholeTargetsUpTo1024Bytes(t *testing.T) {
 		}
 		return out
 	}
-	v := HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(20), nil)
+	v := HeartbeatValue(Heartbeat{At: time.Unix(0, 0), GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets(20)})
 	hb, ok := ParseHeartbeat("weu", v)
 	if !ok || len(v) <= 255 || !slices.Equal(hb.Targets, targets(20)) {
 		t.Errorf("want all 20 targets in %d bytes; got %v from %s", len(v), hb.Targets, v)
 	}
 
-	v = HeartbeatValue(time.Unix(0, 0), true, "external-dns-weu-aks01", targets(40), nil)
+	v = HeartbeatValue(Heartbeat{At: time.Unix(0, 0), GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets(40)})
 	if len(v) > 1024 {
 		t.Fatalf("%d bytes: %s", len(v), v)
 	}
@@ -125,5 +125,54 @@ func TestParseHeartbeatName(t *testing.T) {
 		if cluster != tt.cluster || region != tt.region || ok != tt.ok {
 			t.Errorf("ParseHeartbeatName(%q, %q) = %q, %q, %v; want %q, %q, %v", tt.name, tt.zone, cluster, region, ok, tt.cluster, tt.region, tt.ok)
 		}
+	}
+}
+
+// A fleet's heartbeats fit the write budget: the configured interval while they do, longer as
+// clusters and zones grow (each cluster writes each zone once an interval).
+func TestHeartbeatInterval(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		clusters, zones int
+		want            time.Duration
+	}{
+		{"2 clusters, 3 zones: 36 writes a minute at 10 s", 2, 3, 10 * time.Second},
+		{"16 clusters, 1 zone: 96 a minute", 16, 1, 10 * time.Second},
+		{"20 clusters, 10 zones: 200 heartbeats to spread over a minute at 100 a minute", 20, 10, 2 * time.Minute},
+		{"6 clusters, 10 zones", 6, 10, 36 * time.Second},
+		{"RFC 2136 zones only: no budget", 20, 0, 10 * time.Second},
+	} {
+		if got := HeartbeatInterval(10*time.Second, tt.clusters, tt.zones, HeartbeatWritesPerMinute); got != tt.want {
+			t.Errorf("%s: HeartbeatInterval = %v, want %v", tt.name, got, tt.want)
+		}
+		if got := HeartbeatInterval(10*time.Second, tt.clusters, tt.zones, HeartbeatWritesPerMinute); tt.zones > 0 &&
+			float64(tt.clusters*tt.zones)*float64(time.Minute)/float64(got) > HeartbeatWritesPerMinute+0.01 {
+			t.Errorf("%s: %v makes %.1f writes a minute", tt.name, got, float64(tt.clusters*tt.zones)*float64(time.Minute)/float64(got))
+		}
+	}
+}
+
+// A heartbeat says how often it is written, and readers judge it fresh for three of its intervals
+// when that is longer than heartbeatStaleAfter: a heartbeat spaced to fit the budget is not stale
+// between two writes.
+func TestStaleAfter_FollowsTheWritersInterval(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	hb, ok := ParseHeartbeat("weu", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Interval: 2 * time.Minute}))
+	if !ok || hb.Interval != 2*time.Minute {
+		t.Fatalf("interval not read back: %+v", hb)
+	}
+	s := DefaultSettings
+	if got := s.StaleAfter(hb); got != 6*time.Minute {
+		t.Errorf("StaleAfter = %v, want 6m", got)
+	}
+	if got := s.StaleAfter(Heartbeat{Interval: 5 * time.Second}); got != s.HeartbeatStaleAfter {
+		t.Errorf("a shorter interval keeps heartbeatStaleAfter: %v", got)
+	}
+	probes := Probes{Failures: 3}
+	if j := JudgeRegion(at.Add(5*time.Minute), probes, []Heartbeat{hb}, s); j.State != Unreachable {
+		t.Errorf("5 minutes after a heartbeat written every 2: %s (%s), want Unreachable", j.State, j.Reason)
+	}
+	if j := JudgeRegion(at.Add(7*time.Minute), probes, []Heartbeat{hb}, s); j.State != Lost {
+		t.Errorf("7 minutes after: %s (%s), want Lost", j.State, j.Reason)
 	}
 }

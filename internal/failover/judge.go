@@ -23,6 +23,13 @@ type Settings struct {
 	FailbackAfter time.Duration
 }
 
+// StaleAfter is how old a heartbeat may be before it no longer vouches for its region:
+// HeartbeatStaleAfter, or StaleIntervals of the interval its writer states when that is longer (a
+// fleet whose heartbeats are spaced to fit Resource Manager's write budget: HeartbeatInterval).
+func (s Settings) StaleAfter(b Heartbeat) time.Duration {
+	return max(s.HeartbeatStaleAfter, StaleIntervals*b.Interval)
+}
+
 // DefaultSettings are the design's defaults: 3 probes (5 s apart), a heartbeat refreshed every
 // 10 s and stale after 30 s, failback after 5 minutes of health.
 var DefaultSettings = Settings{FailureThreshold: 3, HeartbeatStaleAfter: 30 * time.Second, FailbackAfter: 5 * time.Minute}
@@ -65,6 +72,8 @@ type Heartbeat struct {
 	Addresses []string
 	// Legacy says the heartbeat was found under LegacyHeartbeatName.
 	Legacy bool
+	// Interval is how often its cluster writes it (0 when the heartbeat does not say).
+	Interval time.Duration
 }
 
 // State is what this cluster concludes of a region.
@@ -106,7 +115,7 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 		switch {
 		case !b.Read:
 			unread++
-		case !b.Found || now.Sub(b.At) > s.HeartbeatStaleAfter:
+		case !b.Found || now.Sub(b.At) > s.StaleAfter(b):
 			stale++
 		case newest == nil || b.At.After(newest.At):
 			newest = &beats[i]

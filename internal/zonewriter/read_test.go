@@ -37,7 +37,7 @@ func TestRFC2136_ReadTransfersTheZone(t *testing.T) {
 	srv, err := testdns.Start()
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	beat := failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone}, nil)
+	beat := failover.HeartbeatValue(failover.Heartbeat{At: beatAt, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: []string{"aks01-weu-internal." + zone}})
 	srv.Set(zone+". 300 IN SOA ns. admin. 1 3600 600 86400 60",
 		zone+`. 300 IN TXT "v=spf1 -all"`,
 		failover.HeartbeatName("aks01", "weu", zone)+`. 10 IN TXT "`+beat+`"`,
@@ -57,7 +57,7 @@ func TestRFC2136_ReadTransfersTheZone(t *testing.T) {
 func TestAzurePrivateDNS_ReadListsTheZone(t *testing.T) {
 	s, w := azureWriter(t)
 	ctx := context.Background()
-	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", []string{"aks01-weu-internal." + zone}, nil)))
+	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: beatAt, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: []string{"aks01-weu-internal." + zone}})))
 	require.NoError(t, s.SetTXT(sub, rg, zone, "weu-d-cname-api", owner1))
 	require.NoError(t, s.SetTXT(sub, rg, zone, "@", "v=spf1 -all"))
 	require.NoError(t, s.SetCNAME(sub, rg, zone, "api", "aks01-weu-internal."+zone))
@@ -76,7 +76,7 @@ func TestAzurePrivateDNS_LongHeartbeatReadWhole(t *testing.T) {
 	for i := range 20 {
 		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone))
 	}
-	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(beatAt, true, "external-dns-weu-aks01", targets, nil)))
+	require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: beatAt, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets})))
 	got, err := w.Read(ctx)
 	require.NoError(t, err)
 	require.Len(t, got.Beats["weu"], 1)

@@ -189,14 +189,14 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 		return beats
 	}
 	first := time.Now().Add(-time.Minute).Truncate(time.Second)
-	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(first, true, "", nil, nil)); err != nil {
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: first, GatewayAnswers: true})); err != nil {
 		t.Fatal(err)
 	}
 	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(first) || !beats[0].GatewayAnswers {
 		t.Fatalf("after the first write: %+v, want one heartbeat at %s, gateway answering", beats, first)
 	}
 	second := first.Add(10 * time.Second)
-	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second, false, "", nil, nil)); err != nil {
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second, GatewayAnswers: false})); err != nil {
 		t.Fatal(err)
 	}
 	if beats := read(); len(beats) != 1 || !beats[0].At.Equal(second) || beats[0].GatewayAnswers {
@@ -204,7 +204,7 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	}
 	unsigned := signed
 	unsigned.TSIGName = ""
-	if err := unsigned.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second.Add(10*time.Second), true, "", nil, nil)); err == nil {
+	if err := unsigned.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(10*time.Second), GatewayAnswers: true})); err == nil {
 		t.Error("an unsigned heartbeat was accepted by a zone that takes only signed updates")
 	} else {
 		t.Logf("unsigned: %v", err)
@@ -221,7 +221,7 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	for i := range 20 {
 		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone.Zone))
 	}
-	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(second.Add(20*time.Second), true, "external-dns-weu-aks01", targets, nil)); err != nil {
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(20*time.Second), GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets})); err != nil {
 		t.Fatal(err)
 	}
 	reading, err := signed.Read(ctx)

@@ -45,7 +45,7 @@ func TestMetrics_Scenario(t *testing.T) {
 	f.setVerifiedControllers([]string{"weu", "neu"}, map[string]string{"weu": weuZone.Addr})
 	// Regional failover in the weu zone: aks02 (neu) beats there; no address of its gateway is
 	// published, so nothing is probed and it stays Serving.
-	weuZone.Set(`_router-heartbeat.aks02.neu.example.com. 10 IN TXT "` + failover.HeartbeatValue(time.Now(), true, "external-dns-weu-aks02", nil, nil) + `"`)
+	weuZone.Set(`_router-heartbeat.aks02.neu.example.com. 10 IN TXT "` + failover.HeartbeatValue(failover.Heartbeat{At: time.Now(), GatewayAnswers: true, Owner: "external-dns-weu-aks02"}) + `"`)
 	f.setFailover("weu", &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-weu-aks01", TXTPrefix: "weu-d-"})
 	noLB := "nolb-" + f.controller
 

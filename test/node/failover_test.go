@@ -228,7 +228,7 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 func beatAsLostCluster(ctx context.Context, t *testing.T, zone *framework.BindServer, owner, target string) {
 	record := failover.HeartbeatName("aks01", "weu", zone.Zone)
 	for {
-		value := failover.HeartbeatValue(time.Now(), true, owner, []string{target}, nil)
+		value := failover.HeartbeatValue(failover.Heartbeat{At: time.Now(), GatewayAnswers: true, Owner: owner, Targets: []string{target}})
 		// A failed refresh is a missed heartbeat, as it would be for aks01's operator.
 		if err := zone.Update(context.WithoutCancel(ctx), "update delete "+record+". TXT", fmt.Sprintf(`update add %s. 10 TXT "%s"`, record, value)); err != nil {
 			t.Logf("aks01's heartbeat: %v", err)
