@@ -45,7 +45,7 @@ func TestAzurePrivateDNS_HeartbeatReplacedInPlace(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	for i, answers := range []bool{true, false} {
-		require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: at.Add(time.Duration(i)*10*time.Second), GatewayAnswers: answers})))
+		require.NoError(t, w.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: at.Add(time.Duration(i) * 10 * time.Second), GatewayAnswers: answers})))
 	}
 	values := s.Records(sub, rg, zone)["aks01.weu._router-heartbeat TXT"]
 	require.Len(t, values, 1, "one heartbeat per cluster and zone: %v", s.Records(sub, rg, zone))
