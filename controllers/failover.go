@@ -133,6 +133,10 @@ type Failover struct {
 	attribution  attribution
 	// reads are what this leader last read of each zone, and when (the round's goroutine only).
 	reads map[string]*zoneReads
+	// listed are the latest listings publication verification made of zones read through
+	// Resource Manager (Listed), taken by the next round as whole readings.
+	listedMu sync.Mutex
+	listed   map[string]verifiedListing
 
 	// observed are the routes' states in the zones (the verification's), routeChanges where a
 	// route whose answer is attributed otherwise than before is sent to be reconciled again
@@ -178,6 +182,45 @@ type zoneReads struct {
 // known is what the readings say of the zone, as of the last one (failover.Merge).
 func (r *zoneReads) known(read bool) failover.ZoneReading {
 	return failover.Merge(r.whole, r.witness, r.at.Witness.After(r.at.Full), read)
+}
+
+// verifiedListing is a listing verification made of a zone, and when it started.
+type verifiedListing struct {
+	listing verify.Listing
+	started time.Time
+}
+
+// Listed takes a listing publication verification made of a zone read through Resource Manager
+// (prober.Prober.Listed): the next round uses it as its whole reading of the zone when it is newer
+// than its own, so that a zone both verify is listed once, not twice.
+func (f *Failover) Listed(controller string, l verify.Listing, started time.Time) {
+	f.listedMu.Lock()
+	defer f.listedMu.Unlock()
+	if f.listed == nil {
+		f.listed = map[string]verifiedListing{}
+	}
+	f.listed[controller] = verifiedListing{l, started}
+}
+
+// takeListed makes the listings verification made since the last round the zones' whole readings
+// where they are newer.
+func (f *Failover) takeListed(zones []failoverZone) {
+	f.listedMu.Lock()
+	listed := f.listed
+	f.listed = nil
+	f.listedMu.Unlock()
+	for _, z := range zones {
+		l, ok := listed[z.controller]
+		if !ok || z.transferred {
+			continue
+		}
+		if r := f.zoneReads(z.controller); l.started.After(r.at.Full) {
+			r.whole, r.at.Full = z.labelled(zonewriter.ReadingOf(z.zone, l.listing)), l.started
+			if l.started.After(r.at.Witness) {
+				r.at.Witness = l.started
+			}
+		}
+	}
 }
 
 type cachedIO struct {
@@ -293,6 +336,7 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	}
 	// Read what the decisions need (failover.ReadPlan), probe, judge; a zone holding a name this
 	// round may pass is read whole before anything passes.
+	f.takeListed(zones)
 	reading := f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
 	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
 	judged := failover.JudgeRegions(now, own, reading.merged, probes, s.judge)

@@ -466,3 +466,29 @@ func TestFailover_HeartbeatsFitTheFleetsWriteBudget(t *testing.T) {
 	perMinute := float64(writes-10) / 10
 	assert.LessOrEqual(t, perMinute*20, float64(failover.HeartbeatWritesPerMinute), "the fleet's heartbeat writes a minute at this cluster's rate")
 }
+
+// A zone verification lists is not listed again by failover: a listing verification made takes
+// the place of failover's next whole reading.
+func TestFailover_TakesVerificationsListingAsItsWholeReading(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	zone := &countingZone{lastBeat: now}
+	f := failoverOnAzure(t, zone, &now)
+	f.probe = func(context.Context, string) error { return nil }
+	var listing verify.Listing
+	listing.AddTXT("example.com", "aks01.weu._router-heartbeat", failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: true, Owner: "external-dns-weu-aks01"}))
+	listing.AddTXT("example.com", "cname-api", weuOwnership)
+	listing.Add("example.com", "aks01-weu-internal", "A", "10.0.0.1")
+	for end := now.Add(9*time.Minute + 45*time.Second); now.Before(end); now = now.Add(defaultProbeInterval) {
+		if now.Equal(time.Date(2026, 11, 28, 12, 4, 50, 0, time.UTC)) {
+			f.Listed("external-dns-weu", listing, now)
+		}
+		zone.lastBeat = now
+		f.round(context.Background())
+	}
+	whole, _ := zone.counts()
+	assert.Equal(t, 1, whole, "the whole zone read once, at the first round; verification's listing at 4:50 stood for the one due at 5:00")
+	r := f.reads["external-dns-weu"]
+	assert.Equal(t, []string{weuOwnership}, r.whole.TXT["cname-api.example.com"].Values)
+	assert.Equal(t, []string{"10.0.0.1"}, r.whole.Addresses["aks01-weu-internal.example.com"])
+	assert.Equal(t, "external-dns-weu-aks02", r.whole.Owner, "labelled as this cluster's reading of the zone")
+}

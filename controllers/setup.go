@@ -107,6 +107,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
 	fo := newFailover(mgr.GetClient(), recorder, zones.tracker, zones.routeEvents)
+	// A zone both verify and fail over is listed once: failover takes verification's listings.
+	zones.prober.Listed = fo.Listed
 	if err := mgr.Add(fo); err != nil {
 		return fmt.Errorf("adding regional failover: %w", err)
 	}

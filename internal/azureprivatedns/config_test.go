@@ -168,7 +168,8 @@ func TestClassify_NamesTheReasonAndTheWait(t *testing.T) {
 	assert.InDelta(t, float64(90*time.Second), float64(wait), float64(2*time.Second), "Retry-After as an HTTP date")
 }
 
-func TestAddRecordSet_TakesAddressesAndCNAMEsOnly(t *testing.T) {
+// A listing answers for addresses and CNAMEs; TXT values are kept apart, for failover.
+func TestAddRecordSet_TakesAddressesAndCNAMEsAndTXTApart(t *testing.T) {
 	l := verify.Listing{Source: Source}
 	typ := func(s string) *string { return ptr.To("Microsoft.Network/privateDnsZones/" + s) }
 	for _, rs := range []*armprivatedns.RecordSet{
@@ -186,6 +187,7 @@ func TestAddRecordSet_TakesAddressesAndCNAMEsOnly(t *testing.T) {
 		"api.example.internal.":                {{Name: "api.example.internal.", Type: "CNAME", Value: "aks01-weu-internal.example.internal."}},
 		"aks01-weu-internal.example.internal.": {{Name: "aks01-weu-internal.example.internal.", Type: "A", Value: "10.1.2.3"}, {Name: "aks01-weu-internal.example.internal.", Type: "AAAA", Value: "fd00::1"}},
 	}, l.Records)
+	assert.Equal(t, map[string][]string{"a-api.example.internal.": {"heritage=external-dns"}}, l.TXT)
 }
 
 func TestCredentialsRejected(t *testing.T) {

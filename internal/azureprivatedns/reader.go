@@ -115,7 +115,8 @@ func (r *Reader) page(ctx context.Context, pager interface {
 	return pager.NextPage(ctx)
 }
 
-// addRecordSet adds the A, AAAA and CNAME records of a record set to a listing.
+// addRecordSet adds the A, AAAA and CNAME records of a record set to a listing, and its TXT values
+// (for failover: Listing.TXT).
 func addRecordSet(l *verify.Listing, zone string, rs *armprivatedns.RecordSet) {
 	if rs == nil || rs.Name == nil || rs.Type == nil || rs.Properties == nil {
 		return
@@ -137,6 +138,16 @@ func addRecordSet(l *verify.Listing, zone string, rs *armprivatedns.RecordSet) {
 	case "CNAME":
 		if p.CnameRecord != nil && p.CnameRecord.Cname != nil {
 			l.Add(zone, *rs.Name, "CNAME", *p.CnameRecord.Cname)
+		}
+	case "TXT":
+		for _, r := range p.TxtRecords {
+			var b strings.Builder
+			for _, v := range r.Value {
+				if v != nil {
+					b.WriteString(*v)
+				}
+			}
+			l.AddTXT(zone, *rs.Name, b.String())
 		}
 	}
 }

@@ -44,12 +44,15 @@ func TestReader_ListsTheWholeZoneInPages(t *testing.T) {
 	for i := range 4 {
 		require.NoError(t, s.SetA(sub, rg, name, fmt.Sprintf("other%d", i), "10.9.9.9"))
 	}
+	require.NoError(t, s.SetTXT(sub, rg, name, "cname-api", "heritage=external-dns,external-dns/owner=aks01"))
 	r, err := azureprivatedns.NewReader(z, s.HTTPClient())
 	require.NoError(t, err)
 	l, requests, err := r.List(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 4, requests, "7 record sets with the SOA, 2 a page")
+	assert.Equal(t, 4, requests, "8 record sets with the SOA, 2 a page")
 	assert.Equal(t, 4, s.Count("listRecordSets"))
+	assert.Equal(t, []string{"heritage=external-dns,external-dns/owner=aks01"}, l.TXT["cname-api.example.internal."],
+		"TXT values kept apart, for failover (Prober.Listed)")
 	assert.Equal(t, 1, s.Count("token"), "one token for the listing")
 
 	f := verify.JudgeListing(verify.Expected{{Name: "api.example.internal.", Type: "CNAME", Values: []string{"aks01-weu-internal.example.internal."}}}, l)

@@ -117,6 +117,9 @@ func (p *Prober) listed(ctx context.Context, l *loop) {
 		}
 		failures, retryAfter = 0, 0
 		p.countPages(controller, requests, "", false)
+		if p.Listed != nil && l.zone.Azure != nil {
+			p.Listed(controller, listing, start)
+		}
 		for {
 			c, ok := p.tracker.NextSettled(controller, start.Add(horizon))
 			if !ok {

@@ -78,6 +78,10 @@ type Prober struct {
 	// AzureTransport is the HTTP client of the Azure zone readers (tests); nil: the SDK's, which
 	// trusts the system's CAs (or SSL_CERT_FILE's).
 	AzureTransport azureTransport
+	// Listed, when set, receives every complete listing of a zone read through Resource Manager
+	// and when it started, so that regional failover takes the zone's ownership records from it
+	// instead of listing the zone again; it must not keep the loop waiting.
+	Listed func(controller string, l verify.Listing, started time.Time)
 
 	mu    sync.Mutex
 	ctx   context.Context

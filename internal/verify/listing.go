@@ -17,6 +17,22 @@ type Listing struct {
 	Source string
 	// Records are the zone's records by Canonical name.
 	Records map[string][]Record
+	// TXT are the zone's TXT values (a record's strings joined) by Canonical name: not judged, but
+	// kept for regional failover, which takes its ownership records and heartbeats from the same
+	// listing rather than listing the zone again (Prober.Listed).
+	TXT map[string][]string
+}
+
+// AddTXT records the TXT values of one record set (name as Add's).
+func (l *Listing) AddTXT(zone, name string, values ...string) {
+	if l.TXT == nil {
+		l.TXT = map[string][]string{}
+	}
+	fqdn := Canonical(zone)
+	if name != "" && name != "@" {
+		fqdn = Canonical(name + "." + zone)
+	}
+	l.TXT[fqdn] = append(l.TXT[fqdn], values...)
 }
 
 // Add records one record set of the listing: name is relative to zone ("@" for the apex), as

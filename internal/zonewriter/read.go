@@ -10,6 +10,7 @@ import (
 
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/verify"
 )
 
 // reading collects what failover reads of a zone: heartbeats, TXT values and addresses.
@@ -82,6 +83,27 @@ func (w *AzurePrivateDNS) ReadWitness(ctx context.Context, _ []string) (failover
 	}
 	r.out.TXT, r.out.Addresses = nil, nil
 	return r.out, nil
+}
+
+// ReadingOf is what failover reads of a zone, taken from a listing of it that publication
+// verification made (prober.Prober.Listed): its heartbeats, TXT records and addresses, as Read
+// would have returned them, without listing the zone again. TTLs are not in a listing; a pass in
+// an Azure zone keeps the record set's own.
+func ReadingOf(zone string, l verify.Listing) failover.ZoneReading {
+	r := newReading(zone)
+	for name, values := range l.TXT {
+		for _, v := range values {
+			r.txt(name, 0, v)
+		}
+	}
+	for name, records := range l.Records {
+		for _, rec := range records {
+			if rec.Type == "A" || rec.Type == "AAAA" {
+				r.address(name, rec.Value)
+			}
+		}
+	}
+	return r.out
 }
 
 // recordSet adds a Resource Manager record set's TXT values and addresses.
