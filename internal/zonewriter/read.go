@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 
@@ -47,18 +48,10 @@ func (r *reading) address(name, value string) {
 // and returns its heartbeats, TXT records and addresses; Controller, Owner and TXTPrefix are the
 // caller's to fill.
 func (w *AzurePrivateDNS) Read(ctx context.Context) (failover.ZoneReading, error) {
-	r := newReading(w.zone.ZoneName)
 	pager := w.records.NewListPager(w.zone.ResourceGroup, w.zone.ZoneName, &armprivatedns.RecordSetsClientListOptions{Top: to.Ptr[int32](azureprivatedns.DefaultPageSize)})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return failover.ZoneReading{}, fmt.Errorf("listing the record sets of zone %s: %w", w.zone.ZoneName, err)
-		}
-		for _, rs := range page.Value {
-			if rs != nil && rs.Name != nil && rs.Properties != nil {
-				r.recordSet(w.zone.ZoneName, *rs.Name, rs.Properties)
-			}
-		}
+	r, err := readPages(ctx, w.zone.ZoneName, pager, func(p armprivatedns.RecordSetsClientListResponse) []*armprivatedns.RecordSet { return p.Value })
+	if err != nil {
+		return failover.ZoneReading{}, fmt.Errorf("listing the record sets of zone %s: %w", w.zone.ZoneName, err)
 	}
 	return r.out, nil
 }
@@ -67,22 +60,32 @@ func (w *AzurePrivateDNS) Read(ctx context.Context) (failover.ZoneReading, error
 // failover.HeartbeatLabel, one request for up to 1,000 clusters, whatever the zone's size.
 // Heartbeats under failover.LegacyHeartbeatName are not among them (Read finds those).
 func (w *AzurePrivateDNS) ReadWitness(ctx context.Context, _ []string) (failover.ZoneReading, error) {
-	r := newReading(w.zone.ZoneName)
 	pager := w.records.NewListByTypePager(w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeTXT,
 		&armprivatedns.RecordSetsClientListByTypeOptions{Recordsetnamesuffix: to.Ptr(failover.HeartbeatLabel), Top: to.Ptr[int32](azureprivatedns.DefaultPageSize)})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return failover.ZoneReading{}, fmt.Errorf("listing the heartbeats of zone %s: %w", w.zone.ZoneName, err)
-		}
-		for _, rs := range page.Value {
-			if rs != nil && rs.Name != nil && rs.Properties != nil {
-				r.recordSet(w.zone.ZoneName, *rs.Name, rs.Properties)
-			}
-		}
+	r, err := readPages(ctx, w.zone.ZoneName, pager, func(p armprivatedns.RecordSetsClientListByTypeResponse) []*armprivatedns.RecordSet { return p.Value })
+	if err != nil {
+		return failover.ZoneReading{}, fmt.Errorf("listing the heartbeats of zone %s: %w", w.zone.ZoneName, err)
 	}
 	r.out.TXT, r.out.Addresses = nil, nil
 	return r.out, nil
+}
+
+// readPages reads every page of a record set listing of zone; a listing that failed on any page is
+// no reading (a record on a page not read is not missing from the zone).
+func readPages[T any](ctx context.Context, zone string, pager *runtime.Pager[T], records func(T) []*armprivatedns.RecordSet) (*reading, error) {
+	r := newReading(zone)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, rs := range records(page) {
+			if rs != nil && rs.Name != nil && rs.Properties != nil {
+				r.recordSet(zone, *rs.Name, rs.Properties)
+			}
+		}
+	}
+	return r, nil
 }
 
 // ReadingOf is what failover reads of a zone, taken from a listing of it that publication
