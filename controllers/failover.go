@@ -131,8 +131,10 @@ type Failover struct {
 	beatInterval time.Duration
 	ios          map[string]cachedIO
 	attribution  attribution
-	// reads are what this leader last read of each zone, and when (the round's goroutine only).
-	reads map[string]*zoneReads
+	// reads are what this leader last read of each zone, and when, and beatsSeen when it saw each
+	// heartbeat change (the round's goroutine only).
+	reads     map[string]*zoneReads
+	beatsSeen failover.Observations
 	// listed are the latest listings publication verification made of zones read through
 	// Resource Manager (Listed), taken by the next round as whole readings.
 	listedMu sync.Mutex
@@ -230,7 +232,7 @@ type cachedIO struct {
 
 func newFailover(c client.Client, recorder events.EventRecorder, observed routeObservations, routeChanges chan<- event.GenericEvent) *Failover {
 	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
-		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{},
+		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{},
 		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
@@ -338,10 +340,13 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	// round may pass is read whole before anything passes.
 	f.takeListed(zones)
 	reading := f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
+	// Heartbeats are judged by when this cluster saw them change, on its own clock.
+	reading.merged = f.beatsSeen.Observe(now, reading.merged)
 	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
 	judged := failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
 	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
 		reading = f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
+		reading.merged = f.beatsSeen.Observe(now, reading.merged)
 		judged = failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
 	}
 	ownership := reading.ownership()
@@ -1032,7 +1037,7 @@ func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attribution = attribution{}
-	f.reads = map[string]*zoneReads{}
+	f.reads, f.beatsSeen = map[string]*zoneReads{}, failover.Observations{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
 		f.regions = map[string]*regionView{}

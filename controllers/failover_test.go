@@ -492,3 +492,38 @@ func TestFailover_TakesVerificationsListingAsItsWholeReading(t *testing.T) {
 	assert.Equal(t, []string{"10.0.0.1"}, r.whole.Addresses["aks01-weu-internal.example.com"])
 	assert.Equal(t, "external-dns-weu-aks02", r.whole.Owner, "labelled as this cluster's reading of the zone")
 }
+
+// Clocks that differ do not move names: with weu's clock 60 s behind (its heartbeats look a minute
+// old) or 60 s ahead, a partition that fails the probes leaves weu Unreachable for as long as its
+// heartbeats change; and a real loss is still found within heartbeatStaleAfter of this cluster
+// last seeing them change, plus a round, whatever weu's clock said.
+func TestFailover_ClockSkewMovesNothing(t *testing.T) {
+	for _, skew := range []time.Duration{-time.Minute, time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+			zone := &countingZone{lastBeat: now.Add(skew)}
+			f := failoverOnAzure(t, zone, &now)
+			f.probe = func(context.Context, string) error { return nil }
+			ctx := context.Background()
+			f.round(ctx)
+			f.probe = func(context.Context, string) error { return errors.New("partitioned") }
+			for range 36 { // 3 minutes of partition, weu writing every round
+				now = now.Add(defaultProbeInterval)
+				zone.lastBeat = now.Add(skew)
+				f.round(ctx)
+				regions, _ := f.Regions()
+				require.NotEqual(t, "Lost", regions[0].State, "at %s: %s", now.Format(time.TimeOnly), regions[0].Message)
+			}
+			assert.Empty(t, zone.passes)
+
+			// weu is lost: its heartbeat stops changing.
+			lost := now
+			for regions, _ := f.Regions(); regions[0].State != "Lost"; regions, _ = f.Regions() {
+				now = now.Add(defaultProbeInterval)
+				f.round(ctx)
+				require.LessOrEqual(t, now.Sub(lost), failover.DefaultSettings.HeartbeatStaleAfter+2*defaultProbeInterval, "weu not judged lost in time")
+			}
+			assert.Len(t, zone.passes, 1)
+		})
+	}
+}

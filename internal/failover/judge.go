@@ -74,6 +74,27 @@ type Heartbeat struct {
 	Legacy bool
 	// Interval is how often its cluster writes it (0 when the heartbeat does not say).
 	Interval time.Duration
+	// Observed is when the reader first saw this value, on its own clock (Observations.Observe);
+	// zero when not followed: At, the writer's clock, then says how old it is.
+	Observed time.Time
+}
+
+// newerThan says b is a newer sign of life than o: seen changing later when the reader follows
+// both (their writers' clocks may differ), else written later.
+func (b Heartbeat) newerThan(o Heartbeat) bool {
+	if !b.Observed.IsZero() && !o.Observed.IsZero() {
+		return b.Observed.After(o.Observed)
+	}
+	return b.At.After(o.At)
+}
+
+// Age is how old a heartbeat is at now: since the reader first saw its value when it follows it
+// (Observed), else since the writer says it wrote it.
+func (b Heartbeat) Age(now time.Time) time.Duration {
+	if !b.Observed.IsZero() {
+		return now.Sub(b.Observed)
+	}
+	return now.Sub(b.At)
 }
 
 // State is what this cluster concludes of a region.
@@ -115,9 +136,9 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 		switch {
 		case !b.Read:
 			unread++
-		case !b.Found || now.Sub(b.At) > s.StaleAfter(b):
+		case !b.Found || b.Age(now) > s.StaleAfter(b):
 			stale++
-		case newest == nil || b.At.After(newest.At):
+		case newest == nil || b.newerThan(*newest):
 			newest = &beats[i]
 		}
 	}

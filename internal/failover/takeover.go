@@ -54,7 +54,7 @@ func Witness(region string, zones []ZoneReading) []Heartbeat {
 	for _, z := range zones {
 		hb := Heartbeat{Zone: z.Controller, Read: z.Read}
 		for _, b := range z.Beats[region] {
-			if b.Found && (!hb.Found || b.At.After(hb.At)) {
+			if b.Found && (!hb.Found || b.newerThan(hb)) {
 				hb = b
 				hb.Zone, hb.Read = z.Controller, z.Read
 			}

@@ -1,0 +1,52 @@
+package failover
+
+import (
+	"testing"
+	"time"
+)
+
+// A heartbeat's value seen changing is fresh on the reader's clock, whatever the writer's says; one
+// that stopped changing ages from when it was first seen; a zone not read keeps what was seen.
+func TestObservations_Observe(t *testing.T) {
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	behind := start.Add(-time.Hour) // the writer's clock, an hour behind
+	zone := func(read bool, at time.Time) []ZoneReading {
+		return []ZoneReading{{Controller: "external-dns-weu", Read: read, Beats: map[string][]Heartbeat{"weu": {{Cluster: "aks01", Found: true, Read: read, At: at}}}}}
+	}
+	o := Observations{}
+	got := o.Observe(start, zone(true, behind))
+	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start) || b.Age(start) != 0 {
+		t.Errorf("first seen now: %+v", b)
+	}
+	got = o.Observe(start.Add(10*time.Second), zone(true, behind.Add(10*time.Second)))
+	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start.Add(10 * time.Second)) {
+		t.Errorf("a new value is seen now: %+v", b)
+	}
+	got = o.Observe(start.Add(40*time.Second), zone(true, behind.Add(10*time.Second)))
+	if b := got[0].Beats["weu"][0]; b.Age(start.Add(40*time.Second)) != 30*time.Second {
+		t.Errorf("an unchanged value ages from when it was first seen: %v", b.Age(start.Add(40*time.Second)))
+	}
+	got = o.Observe(start.Add(50*time.Second), zone(false, behind.Add(10*time.Second)))
+	if len(o) != 1 || !got[0].Beats["weu"][0].Observed.IsZero() {
+		t.Errorf("a zone not read is not stamped, and keeps what was seen: %v %+v", o, got[0].Beats["weu"][0])
+	}
+	o.Observe(start.Add(60*time.Second), []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{}}})
+	if len(o) != 0 {
+		t.Errorf("a heartbeat gone from a zone read is forgotten: %v", o)
+	}
+}
+
+// Two clusters of one region: the live one's heartbeat is the region's witness, though the dead
+// one's clock, ahead, says its last heartbeat is newer.
+func TestWitness_PrefersTheHeartbeatSeenChangingLast(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	dead := Heartbeat{Cluster: "aks01", Found: true, At: now.Add(time.Minute), Observed: now.Add(-time.Minute)}
+	live := Heartbeat{Cluster: "aks03", Found: true, GatewayAnswers: true, At: now.Add(-5 * time.Second), Observed: now.Add(-5 * time.Second)}
+	w := Witness("weu", []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": {dead, live}}}})
+	if len(w) != 1 || w[0].Cluster != "aks03" {
+		t.Errorf("Witness = %+v, want aks03's", w)
+	}
+	if j := JudgeRegion(now, Probes{Failures: 3}, w, DefaultSettings); j.State != Unreachable {
+		t.Errorf("%s (%s): the region still has a live cluster", j.State, j.Reason)
+	}
+}
