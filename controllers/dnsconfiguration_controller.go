@@ -32,6 +32,9 @@ type DNSConfigurationReconciler struct {
 	// VerificationRefresh is how often they are counted again while a zone is verified: the
 	// counts change with every check of every route, too often to be written on each.
 	VerificationRefresh time.Duration
+	// requests measure the Resource Manager requests of each zone read through it, for its
+	// verification entry (dnsconfiguration_controller_budget.go).
+	requests requestRates
 }
 
 // regionViews is regional failover's view of the other regions (Failover).
@@ -48,8 +51,10 @@ type zoneCounter interface {
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations/status,verbs=patch
 
 // Reconcile reports the DNSConfiguration in status: its controllers, whether the DNSEndpoint API
-// is installed (Ready), whether the mass-deletion guard holds deletions (DeletionsHeld) and what
-// each verified zone answers (verification). It writes nothing else.
+// is installed (Ready), whether the mass-deletion guard holds deletions (DeletionsHeld), what
+// each verified zone answers (verification) with, for a zone read through Azure Resource Manager,
+// the requests sent to it (requests), and whether this cluster's planned requests fit its share
+// of Resource Manager's limits (OverRequestBudget). It writes nothing else.
 func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, cfg); !ok {
@@ -62,6 +67,9 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// deletions, a Normal event when it no longer does: plan.StatusEvents).
 	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
 	cfg.Status.Verification, cfg.Status.VerificationSummary = plan.ZoneVerification(cfg, r.countZone)
+	// Refreshed with the counts, once a window: no status write of their own in between.
+	r.setRequests(cfg, original)
+	meta.SetStatusCondition(&cfg.Status.Conditions, r.budgetCondition(cfg))
 	if r.Failover != nil {
 		if regions, known := r.Failover.Regions(); known {
 			cfg.Status.Failover = regions

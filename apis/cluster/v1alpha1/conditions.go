@@ -63,3 +63,19 @@ const (
 	// ReasonNoDeletionsHeld: nothing waits.
 	ReasonNoDeletionsHeld = "NoDeletionsHeld"
 )
+
+// ConditionOverRequestBudget is the DNSConfiguration condition of the Azure Resource Manager
+// request budget: True when the requests this cluster plans to send to the zones read through
+// Resource Manager (verification and failover, internal/budget), in one subscription, exceed the
+// cluster's share of what Resource Manager allows; False otherwise, also without such zones.
+const ConditionOverRequestBudget = "OverRequestBudget"
+
+// Reasons of the OverRequestBudget condition.
+const (
+	// ReasonRequestBudgetExceeded: in a subscription, the planned reads or writes a minute exceed
+	// the cluster's share; the message names the rate, the share and the setting to change.
+	ReasonRequestBudgetExceeded = "RequestBudgetExceeded"
+	// ReasonWithinRequestBudget: every subscription's planned rates are within the share (or no
+	// zone is read through Resource Manager).
+	ReasonWithinRequestBudget = "WithinRequestBudget"
+)

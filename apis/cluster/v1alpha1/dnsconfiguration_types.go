@@ -364,7 +364,10 @@ type DNSConfigurationStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Failover []RegionFailoverStatus `json:"failover,omitempty"`
 
-	// conditions describe the configuration's state; Ready is True when it is valid and in use.
+	// conditions describe the configuration's state; Ready is True when it is valid and in use,
+	// DeletionsHeld True while the mass-deletion guard holds deletions back, OverRequestBudget
+	// True when this cluster's planned Azure Resource Manager requests exceed its share of the
+	// request budget.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -437,6 +440,54 @@ type ZoneVerificationStatus struct {
 	// unreachable routes: the zone could not be asked or read.
 	// +optional
 	Unreachable int32 `json:"unreachable,omitempty"`
+	// requests, for a zone read through Azure Resource Manager (azurePrivateDNS), are the
+	// requests this cluster's operator sent to the zone, measured over about 5 minutes, and the
+	// quota Resource Manager last said was left; absent until the first window has passed.
+	// +optional
+	Requests *ZoneRequests `json:"requests,omitempty"`
+}
+
+// ZoneRequests is what this cluster's operator sent to one zone through Azure Resource Manager
+// (verification's listings, failover's heartbeats and readings), as it counted every request, over
+// a window of about 5 minutes (the period at which a settled zone's requests repeat), and what
+// Resource Manager last said was left of its quota. Refreshed once a window, in the status write
+// that carries the verification counts.
+type ZoneRequests struct {
+	// readsPerMinute are the GET requests sent to the zone, a minute over the window, with one
+	// decimal (for example "4.2").
+	// +required
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Pattern=`^[0-9]+[.][0-9]$`
+	ReadsPerMinute string `json:"readsPerMinute"`
+	// writesPerMinute are the PUT, PATCH and DELETE requests sent to the zone, a minute over the
+	// window, with one decimal (Azure's network resource provider counts writes and deletes
+	// together: 1,000 per 5 minutes per subscription and region).
+	// +required
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Pattern=`^[0-9]+[.][0-9]$`
+	WritesPerMinute string `json:"writesPerMinute"`
+	// throttled is how many of the zone's requests Resource Manager answered with 429 (Too Many
+	// Requests) in the window.
+	// +optional
+	Throttled int32 `json:"throttled,omitempty"`
+	// remainingReads is the x-ms-ratelimit-remaining-subscription-reads of the last answer to a
+	// request of the zone's principal in its subscription (any zone of that principal): the read
+	// tokens left of 250, refilled at 25 a second. Absent before any answer.
+	// +optional
+	RemainingReads *int32 `json:"remainingReads,omitempty"`
+	// remainingWrites is the same for writes (x-ms-ratelimit-remaining-subscription-writes): the
+	// write tokens left of 200, refilled at 10 a second.
+	// +optional
+	RemainingWrites *int32 `json:"remainingWrites,omitempty"`
+	// remainingSeen is when the later of the two remaining figures was seen.
+	// +optional
+	RemainingSeen *metav1.Time `json:"remainingSeen,omitempty"`
+	// window is the time the rates were measured over.
+	// +required
+	Window metav1.Duration `json:"window"`
+	// measuredAt is the end of the window.
+	// +required
+	MeasuredAt metav1.Time `json:"measuredAt"`
 }
 
 // DNSConfiguration is the registry of ExternalDNS controllers, one per regional DNS zone.

@@ -1,0 +1,130 @@
+package budget
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	subA = "00000000-0000-0000-0000-00000000000a"
+	subB = "00000000-0000-0000-0000-00000000000b"
+)
+
+// zone is a zone of names names (record sets 2 × names) in subA with the default verification.
+func zone(controller string, names int, withFailover bool) Zone {
+	return Zone{Controller: controller, SubscriptionID: subA, Failover: withFailover, RecordSets: RecordSetsOf(names)}
+}
+
+// The package comment's formulas, component by component, one cluster and one zone.
+func TestPlanOf_ComponentsOfOneZone(t *testing.T) {
+	type components struct{ heartbeatWrites, heartbeatReads, wholeReadings, settled, changing float64 }
+	for _, tc := range []struct {
+		name     string
+		failover FailoverSettings
+		zone     Zone
+		want     components
+		interval time.Duration // the heartbeat interval as spaced and rounded
+	}{
+		{"defaults, 3,000 names (6,000 record sets, 6 pages)", FailoverSettings{}, zone("weu", 3000, true),
+			// 60/10 s; 60/30 s − 60/300 s; 6 × 60/300 s; 6 × 60/300 s; 6 × 60/30 s
+			components{6, 1.8, 1.2, 1.2, 12}, 10 * time.Second},
+		{"without failover settings: verification alone", FailoverSettings{}, zone("weu", 3000, false),
+			components{0, 0, 0, 1.2, 12}, 0},
+		{"an empty zone still costs one request a listing", FailoverSettings{}, zone("weu", 0, true),
+			components{6, 1.8, 0.2, 0.2, 2}, 10 * time.Second},
+		{"pageSize 100: verification's listings take 60 requests, failover's whole readings still 6", FailoverSettings{},
+			Zone{Controller: "weu", SubscriptionID: subA, Failover: true, PageSize: 100, RecordSets: 6000},
+			components{6, 1.8, 1.2, 12, 120}, 10 * time.Second},
+		{"an interval longer than the settled interval: listed every interval either way", FailoverSettings{},
+			Zone{Controller: "weu", SubscriptionID: subA, Interval: 10 * time.Minute, RecordSets: 6000},
+			components{0, 0, 0, 0.6, 0.6}, 0},
+		{"probeInterval 7 s: intervals run to the next round (14 s, 35 s, 301 s)", FailoverSettings{ProbeInterval: 7 * time.Second}, zone("weu", 3000, true),
+			components{60.0 / 14, 60.0/35 - 60.0/301, 6 * 60.0 / 301, 1.2, 12}, 14 * time.Second},
+		{"heartbeatStaleAfter of 6 minutes: every heartbeat listing is a whole reading", FailoverSettings{HeartbeatInterval: time.Minute, HeartbeatStaleAfter: 6 * time.Minute},
+			zone("weu", 3000, true), components{1, 0, 1.2, 1.2, 12}, time.Minute},
+		{"heartbeatInterval 1 s, probeInterval 1 s (the end-to-end suite's)", FailoverSettings{ProbeInterval: time.Second, HeartbeatInterval: time.Second, HeartbeatStaleAfter: 5 * time.Second},
+			zone("weu", 3000, true), components{60, 12 - 0.2, 1.2, 1.2, 12}, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PlanOf(Input{Failover: tc.failover, Zones: []Zone{tc.zone}})
+			require.Len(t, p.Zones, 1)
+			z := p.Zones[0]
+			got := components{z.HeartbeatWrites, z.HeartbeatReads, z.WholeReadings, z.VerificationSettled, z.VerificationChanging}
+			assert.InDeltaSlice(t, []float64{tc.want.heartbeatWrites, tc.want.heartbeatReads, tc.want.wholeReadings, tc.want.settled, tc.want.changing},
+				[]float64{got.heartbeatWrites, got.heartbeatReads, got.wholeReadings, got.settled, got.changing}, 1e-9)
+			assert.Equal(t, tc.interval, p.HeartbeatInterval)
+			assert.False(t, z.LowerBound)
+		})
+	}
+}
+
+// The figures the documentation states: a zone of 3,000 names with failover, defaults.
+func TestPlanOf_DefaultsForAZoneOf3000Names(t *testing.T) {
+	p := PlanOf(Input{Zones: []Zone{zone("weu", 3000, true)}})
+	assert.InDelta(t, 4.2, p.Zones[0].AtRest().Reads, 1e-9)
+	assert.InDelta(t, 6.0, p.Zones[0].AtRest().Writes, 1e-9)
+	assert.InDelta(t, 15.0, p.Zones[0].Changing().Reads, 1e-9)
+	assert.InDelta(t, 6.0, p.Zones[0].Changing().Writes, 1e-9, "verification writes nothing")
+}
+
+func TestPlanOf_UnknownSizeIsALowerBound(t *testing.T) {
+	p := PlanOf(Input{Zones: []Zone{{Controller: "weu", SubscriptionID: subA, Failover: true, RecordSets: UnknownRecordSets}}})
+	z := p.Zones[0]
+	assert.True(t, z.LowerBound)
+	assert.InDelta(t, 0.2, z.WholeReadings, 1e-9, "one request a listing")
+	assert.InDelta(t, 2.0, z.VerificationChanging, 1e-9)
+	assert.True(t, p.Subscriptions[0].LowerBound)
+}
+
+func TestPlanOf_SumsBySubscription(t *testing.T) {
+	b := zone("neu", 3000, true)
+	b.SubscriptionID = subB
+	p := PlanOf(Input{Zones: []Zone{zone("weu", 3000, true), b, zone("frc", 3000, false)}})
+	require.Len(t, p.Subscriptions, 2)
+	a := p.Subscriptions[0]
+	assert.Equal(t, subA, a.SubscriptionID)
+	assert.Equal(t, 2, a.Zones)
+	assert.InDelta(t, 4.2+1.2, a.AtRest.Reads, 1e-9)
+	assert.InDelta(t, 15+12, a.Changing.Reads, 1e-9)
+	assert.InDelta(t, 6.0, a.AtRest.Writes, 1e-9)
+	assert.Equal(t, subB, p.Subscriptions[1].SubscriptionID)
+	assert.InDelta(t, 4.2, p.Subscriptions[1].AtRest.Reads, 1e-9)
+}
+
+// A fleet sends each cluster's figures times its clusters, but for the heartbeat writes, which
+// failover spaces so that the fleet's clusters × zones write 100 a minute at most.
+func TestFleet_MultipliesReadsAndSpacesHeartbeats(t *testing.T) {
+	var zones []Zone
+	for _, c := range []string{"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9"} {
+		zones = append(zones, zone(c, 3000, true))
+	}
+	in := Input{Zones: zones}
+	for _, tc := range []struct {
+		clusters          int
+		heartbeatInterval time.Duration
+		reads, writes     float64
+	}{
+		{1, 10 * time.Second, 42, 60},
+		{2, 15 * time.Second, 84, 80},      // 2 × 10 zones / 100 a minute = 12 s, in rounds 5 s apart
+		{20, 2 * time.Minute, 840, 100},    // the documented fleet: heartbeats every 2 minutes
+		{100, 10 * time.Minute, 4200, 100}, // reads are not spaced: 4,200 a minute is beyond any subscription
+	} {
+		p := Fleet(in, tc.clusters)
+		assert.Equal(t, tc.clusters, p.Clusters)
+		assert.Equal(t, tc.heartbeatInterval, p.HeartbeatInterval, "%d clusters", tc.clusters)
+		require.Len(t, p.Subscriptions, 1)
+		assert.InDelta(t, tc.reads, p.Subscriptions[0].AtRest.Reads, 1e-6, "%d clusters", tc.clusters)
+		assert.InDelta(t, tc.writes, p.Subscriptions[0].AtRest.Writes, 1e-6, "%d clusters", tc.clusters)
+	}
+}
+
+func TestLimits_AreTheDocumentedOnes(t *testing.T) {
+	assert.Equal(t, 1500, ReadsPerMinute, "the principal's 25 a second, below Microsoft.Network's 10,000 per 5 minutes")
+	assert.Equal(t, 200, WritesPerMinute, "Microsoft.Network's 1,000 writes and deletes per 5 minutes, below the principal's 10 a second")
+	assert.InDelta(t, 750.0, ReadShare, 0)
+	assert.InDelta(t, 100.0, WriteShare, 0)
+	assert.Equal(t, NetworkWindow, networkWindowInMinutes*time.Minute)
+}

@@ -1,0 +1,77 @@
+package budget
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+)
+
+func TestCondition_FlagsASubscriptionOverTheClusterShare(t *testing.T) {
+	zones := func(n, names int, interval time.Duration) []Zone {
+		var out []Zone
+		for i := range n {
+			z := zone(string(rune('a'+i)), names, true)
+			z.Interval = interval
+			out = append(out, z)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		plan     Plan
+		status   metav1.ConditionStatus
+		reason   string
+		messages []string
+	}{
+		{"no zone read through Resource Manager", PlanOf(Input{}), metav1.ConditionFalse, clusterv1alpha1.ReasonWithinRequestBudget,
+			[]string{"no zone is read through Azure Resource Manager"}},
+		{"the defaults, one zone of 3,000 names", PlanOf(Input{Zones: zones(1, 3000, 0)}), metav1.ConditionFalse, clusterv1alpha1.ReasonWithinRequestBudget,
+			[]string{"subscription " + subA + ": 4.2 (15.0 while records change) reads and 6.0 writes in 1 zone(s)", "within its share of 750 reads and 100 writes a minute per subscription"}},
+		{"ten zones of 25,000 names: 50 requests a listing every 30 s while records change", PlanOf(Input{Zones: zones(10, 25000, 0)}),
+			metav1.ConditionTrue, clusterv1alpha1.ReasonRequestBudgetExceeded,
+			// per zone: 1.8 + 50 × 0.2 + 50 × 2 = 111.8 while changing, 21.8 at rest
+			[]string{"subscription " + subA + ": this cluster plans 1118.0 Resource Manager reads a minute while records change (218.0 at rest) in 10 zone(s)",
+				"above its share of 750, half of the 1500 a minute a principal's read bucket refills", "azurePrivateDNS.interval"}},
+		{"interval 1 s, 7,000 names: 14 requests a second", PlanOf(Input{Zones: zones(1, 7000, time.Second)}), metav1.ConditionTrue, clusterv1alpha1.ReasonRequestBudgetExceeded,
+			[]string{"plans 844.6 Resource Manager reads a minute while records change"}},
+		{"interval 1 s, 6,000 names: 12 requests a second fit", PlanOf(Input{Zones: zones(1, 6000, time.Second)}), metav1.ConditionFalse, clusterv1alpha1.ReasonWithinRequestBudget,
+			[]string{"6.6 (724.2 while records change) reads"}},
+		{"unknown sizes make the figures lower bounds", PlanOf(Input{Zones: []Zone{{Controller: "a", SubscriptionID: subA, RecordSets: UnknownRecordSets}}}),
+			metav1.ConditionFalse, clusterv1alpha1.ReasonWithinRequestBudget, []string{"at least 0.2 (at least 2.0 while records change) reads and 0.0 writes"}},
+		{"writes over the share (failover spaces heartbeats so that it cannot happen today)",
+			Plan{Subscriptions: []SubscriptionPlan{{SubscriptionID: subA, Zones: 20, AtRest: Rate{Writes: 120}, Changing: Rate{Writes: 120}}}},
+			metav1.ConditionTrue, clusterv1alpha1.ReasonRequestBudgetExceeded,
+			[]string{"this cluster plans 120.0 Resource Manager writes a minute (failover's heartbeats) in 20 zone(s), above its share of 100, half of the 200 writes and deletes",
+				"spec.failover.heartbeatInterval"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Condition(tc.plan, 7)
+			assert.Equal(t, clusterv1alpha1.ConditionOverRequestBudget, c.Type)
+			assert.Equal(t, tc.status, c.Status)
+			assert.Equal(t, tc.reason, c.Reason)
+			assert.Equal(t, int64(7), c.ObservedGeneration)
+			for _, m := range tc.messages {
+				assert.Contains(t, c.Message, m)
+			}
+		})
+	}
+}
+
+// Only the subscription over its share is named; the condition is the same from one reconcile
+// to the next while the plan is.
+func TestCondition_NamesOnlyTheSubscriptionsOver(t *testing.T) {
+	big := zone("big", 25000, false)
+	big.Interval = time.Second
+	small := zone("small", 10, true)
+	small.SubscriptionID = subB
+	p := PlanOf(Input{Zones: []Zone{big, small}})
+	c := Condition(p, 1)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Contains(t, c.Message, subA)
+	assert.NotContains(t, c.Message, subB)
+	assert.Equal(t, c, Condition(PlanOf(Input{Zones: []Zone{big, small}}), 1))
+}
