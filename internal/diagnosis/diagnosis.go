@@ -334,6 +334,31 @@ type Summary struct {
 	// Failover is regional failover as dns-config's status tells it: each other region's state,
 	// and the names this cluster holds for it (empty without zones with failover settings).
 	Failover []string `json:"failover,omitempty"`
+	// Requests are, per zone read through Azure Resource Manager, the requests this cluster's
+	// operator sent to it and the quota left, as dns-config's status.verification[].requests
+	// says (empty without such zones).
+	Requests []ZoneRequestsSummary `json:"requests,omitempty"`
+	// RequestBudget is dns-config's OverRequestBudget condition, with its message when True.
+	RequestBudget string `json:"requestBudget,omitempty"`
+}
+
+// ZoneRequestsSummary is one zone's line of Resource Manager requests. Measured is false until
+// the operator's first window has passed (the other fields then empty).
+type ZoneRequestsSummary struct {
+	Controller      string `json:"controller"`
+	Region          string `json:"region"`
+	Measured        bool   `json:"measured"`
+	ReadsPerMinute  string `json:"readsPerMinute,omitempty"`
+	WritesPerMinute string `json:"writesPerMinute,omitempty"`
+	Throttled       int32  `json:"throttled"`
+	// RemainingReads and RemainingWrites are the principal's tokens left as last seen, at
+	// RemainingSeen (empty: no answer yet).
+	RemainingReads  string `json:"remainingReads,omitempty"`
+	RemainingWrites string `json:"remainingWrites,omitempty"`
+	RemainingSeen   string `json:"remainingSeen,omitempty"`
+	// Window is what the rates were measured over, ending at MeasuredAt.
+	Window     string `json:"window,omitempty"`
+	MeasuredAt string `json:"measuredAt,omitempty"`
 }
 
 // GatewaySummary is one Gateway's host budget.
@@ -377,6 +402,13 @@ func SummaryOf(w *preview.World, budget int) Summary {
 				c.Name, c.Region, z.Published, z.Routes, z.Pending, z.Drifted, z.Unreachable))
 		}
 		s.Failover = failoverLines(cfg.Status.Failover)
+		s.Requests = requestsOf(cfg)
+		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionOverRequestBudget); c != nil {
+			s.RequestBudget = fmt.Sprintf("%s %s", c.Status, c.Reason)
+			if c.Status == metav1.ConditionTrue {
+				s.RequestBudget += ": " + c.Message
+			}
+		}
 	}
 	routes := preview.Live(w.Routes)
 	for _, r := range routes {
@@ -403,6 +435,62 @@ func SummaryOf(w *preview.World, budget int) Summary {
 		s.Gateways = append(s.Gateways, g)
 	}
 	return s
+}
+
+// requestsOf is, per zone read through Azure Resource Manager in spec order, what dns-config's
+// status says of its requests.
+func requestsOf(cfg *clusterv1alpha1.DNSConfiguration) []ZoneRequestsSummary {
+	measured := map[string]*clusterv1alpha1.ZoneRequests{}
+	for _, z := range cfg.Status.Verification {
+		measured[z.Controller] = z.Requests
+	}
+	var out []ZoneRequestsSummary
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		if c.Verification == nil || c.Verification.AzurePrivateDNS == nil {
+			continue
+		}
+		z := ZoneRequestsSummary{Controller: c.Name, Region: c.Region}
+		if r := measured[c.Name]; r != nil {
+			z.Measured, z.ReadsPerMinute, z.WritesPerMinute, z.Throttled = true, r.ReadsPerMinute, r.WritesPerMinute, r.Throttled
+			z.Window, z.MeasuredAt = r.Window.Duration.String(), r.MeasuredAt.UTC().Format(time.RFC3339)
+			if r.RemainingReads != nil {
+				z.RemainingReads = fmt.Sprint(*r.RemainingReads)
+			}
+			if r.RemainingWrites != nil {
+				z.RemainingWrites = fmt.Sprint(*r.RemainingWrites)
+			}
+			if r.RemainingSeen != nil {
+				z.RemainingSeen = r.RemainingSeen.UTC().Format(time.RFC3339)
+			}
+		}
+		out = append(out, z)
+	}
+	return out
+}
+
+// writeRequests writes the zones' Resource Manager requests as a table, indented under Zones.
+func writeRequests(p *lines, zones []ZoneRequestsSummary, budget string) {
+	p.line("")
+	p.line("  Azure Resource Manager requests of this cluster, a minute over the operator's last window (REMAINING: the tokens")
+	p.line("  of the zone's principal left of 250 reads and 200 writes, as Resource Manager last said, at SEEN):")
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ZONE\tREADS/MIN\tWRITES/MIN\tTHROTTLED\tREMAINING READS/WRITES\tSEEN\tWINDOW")
+	for _, z := range zones {
+		if !z.Measured {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tnot measured yet (one window, about 5m, after the operator started)\n", z.Controller)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%s\t%s to %s\n", z.Controller, z.ReadsPerMinute, z.WritesPerMinute, z.Throttled,
+			cmp.Or(z.RemainingReads, "-"), cmp.Or(z.RemainingWrites, "-"), cmp.Or(z.RemainingSeen, "-"), z.Window, z.MeasuredAt)
+	}
+	_ = tw.Flush() // to memory: it cannot fail
+	for _, row := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		p.line("  %s", strings.TrimRight(row, " "))
+	}
+	if budget != "" {
+		p.line("  request budget: %s", budget)
+	}
 }
 
 // failoverLines renders each other region's failover state, e.g. "weu: Lost (HeartbeatStale) since
@@ -448,6 +536,9 @@ func WriteSummary(w io.Writer, s Summary) error {
 	p.line("Zones:")
 	for _, z := range s.Zones {
 		p.line("  %s", z)
+	}
+	if len(s.Requests) > 0 {
+		writeRequests(p, s.Requests, s.RequestBudget)
 	}
 	if len(s.Failover) > 0 {
 		p.line("")

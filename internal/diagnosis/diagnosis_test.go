@@ -291,3 +291,77 @@ func TestStatus_GatewayAPIBackend(t *testing.T) {
 		assert.Equal(t, "Service istio-system/ingress: 10.0.0.1", TargetPathOf(w, FindTarget(w, target)).Address)
 	})
 }
+
+// The zones section shows, per zone read through Azure Resource Manager, what dns-config's status
+// says of its requests, and the OverRequestBudget condition (its message when True).
+func TestSummaryOf_ResourceManagerRequests(t *testing.T) {
+	azure := &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
+		SubscriptionID: "00000000-0000-0000-0000-00000000000a", ResourceGroup: "rg", ZoneName: "example.internal"}}
+	at := time.Date(2026, 11, 27, 3, 5, 0, 0, time.UTC)
+	seen := metav1.NewTime(at.Add(-2 * time.Second))
+	reads, writes := int32(247), int32(199)
+	measured := &clusterv1alpha1.ZoneRequests{ReadsPerMinute: "4.2", WritesPerMinute: "6.0", Throttled: 1, RemainingReads: &reads, RemainingWrites: &writes,
+		RemainingSeen: &seen, Window: metav1.Duration{Duration: 5*time.Minute + 10*time.Second}, MeasuredAt: metav1.NewTime(at)}
+	header := "\n  Azure Resource Manager requests of this cluster, a minute over the operator's last window (REMAINING: the tokens\n" +
+		"  of the zone's principal left of 250 reads and 200 writes, as Resource Manager last said, at SEEN):\n"
+	for _, tc := range []struct {
+		name      string
+		azure     []bool // per controller (weu, neu): read through Resource Manager
+		requests  []*clusterv1alpha1.ZoneRequests
+		condition *metav1.Condition
+		want      []ZoneRequestsSummary
+		section   string // the zones section
+	}{
+		{"no zone read through Resource Manager: nothing", []bool{false, false}, nil, nil, nil,
+			"  external-dns-weu (weu): unverified\n  external-dns-neu (neu): unverified\n"},
+		{"one zone measured, one not yet", []bool{true, true}, []*clusterv1alpha1.ZoneRequests{measured, nil},
+			&metav1.Condition{Type: clusterv1alpha1.ConditionOverRequestBudget, Status: metav1.ConditionFalse, Reason: clusterv1alpha1.ReasonWithinRequestBudget, Message: "this cluster plans …"},
+			[]ZoneRequestsSummary{
+				{Controller: "external-dns-weu", Region: "weu", Measured: true, ReadsPerMinute: "4.2", WritesPerMinute: "6.0", Throttled: 1, RemainingReads: "247", RemainingWrites: "199",
+					RemainingSeen: "2026-11-27T03:04:58Z", Window: "5m10s", MeasuredAt: "2026-11-27T03:05:00Z"},
+				{Controller: "external-dns-neu", Region: "neu"},
+			},
+			"  external-dns-weu (weu): 0/0 published, 0 pending, 0 drifted, 0 unreachable\n  external-dns-neu (neu): 0/0 published, 0 pending, 0 drifted, 0 unreachable\n" + header +
+				"  ZONE              READS/MIN  WRITES/MIN  THROTTLED  REMAINING READS/WRITES  SEEN                  WINDOW\n" +
+				"  external-dns-weu  4.2        6.0         1          247/199                 2026-11-27T03:04:58Z  5m10s to 2026-11-27T03:05:00Z\n" +
+				"  external-dns-neu  -          -           -          -                       -                     not measured yet (one window, about 5m, after the operator started)\n" +
+				"  request budget: False WithinRequestBudget\n"},
+		{"no answer seen yet, over the budget: the condition's message", []bool{false, true},
+			[]*clusterv1alpha1.ZoneRequests{nil, {ReadsPerMinute: "812.4", WritesPerMinute: "0.0", Window: metav1.Duration{Duration: 5 * time.Minute}, MeasuredAt: metav1.NewTime(at)}},
+			&metav1.Condition{Type: clusterv1alpha1.ConditionOverRequestBudget, Status: metav1.ConditionTrue, Reason: clusterv1alpha1.ReasonRequestBudgetExceeded, Message: "subscription …: this cluster plans 1118.0 …"},
+			[]ZoneRequestsSummary{{Controller: "external-dns-neu", Region: "neu", Measured: true, ReadsPerMinute: "812.4", WritesPerMinute: "0.0", Window: "5m0s", MeasuredAt: "2026-11-27T03:05:00Z"}},
+			"  external-dns-weu (weu): unverified\n  external-dns-neu (neu): 0/0 published, 0 pending, 0 drifted, 0 unreachable\n" + header +
+				"  ZONE              READS/MIN  WRITES/MIN  THROTTLED  REMAINING READS/WRITES  SEEN  WINDOW\n" +
+				"  external-dns-neu  812.4      0.0         0          -/-                     -     5m0s to 2026-11-27T03:05:00Z\n" +
+				"  request budget: True RequestBudgetExceeded: subscription …: this cluster plans 1118.0 …\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := healthy(t, routingv1alpha1.BackendIstioGateway)
+			cfg := w.Configuration
+			cfg.Status.Verification = nil
+			for i := range cfg.Spec.ExternalDNSControllers {
+				if !tc.azure[i] {
+					continue
+				}
+				cfg.Spec.ExternalDNSControllers[i].Verification = azure
+				z := clusterv1alpha1.ZoneVerificationStatus{Controller: cfg.Spec.ExternalDNSControllers[i].Name}
+				if tc.requests != nil {
+					z.Requests = tc.requests[i]
+				}
+				cfg.Status.Verification = append(cfg.Status.Verification, z)
+			}
+			if tc.condition != nil {
+				meta.SetStatusCondition(&cfg.Status.Conditions, *tc.condition)
+			}
+			s := SummaryOf(w, 0)
+			assert.Equal(t, tc.want, s.Requests)
+			var b strings.Builder
+			require.NoError(t, WriteSummary(&b, s))
+			out := b.String()
+			_, afterZones, ok := strings.Cut(out, "Zones:\n")
+			require.True(t, ok)
+			section, _, _ := strings.Cut(afterZones, "\n\nGateways")
+			assert.Equal(t, tc.section, section+"\n")
+		})
+	}
+}

@@ -26,8 +26,10 @@ processed it, what verification found and answered, the gateway target and its a
 and the first thing that is wrong, with the condition reason and a link to the guide. A gateway
 target hostname ({cluster}-{region}-{postfix}.{domain}) shows its address record in every zone.
 
-Without an argument it summarises the cluster: routes by state, zones by verification state,
-deletions held by the mass-deletion guard, and each Gateway's host budget.`,
+Without an argument it summarises the cluster: routes by state, zones by verification state
+(and, for zones read through Azure Resource Manager, the operator's reads and writes a minute,
+429s and the quota left, with the OverRequestBudget condition), deletions held by the
+mass-deletion guard, and each Gateway's host budget.`,
 		Example: `  # Why does this hostname not resolve?
   kubectl router status api-ns-p-prod-shop.example.com
 
