@@ -123,6 +123,7 @@ bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale runs
 	$(MAKE) e2e-prerequisites
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFailover' -benchtime 1x -timeout 20m
 	FAILOVER_SETTINGS=defaults KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFailover' -benchtime 1x -timeout 20m
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFleet_AzureBudget$$' -benchtime 1x -timeout 60m -v
 
 .PHONY: verify
 verify: verify-prerequisites manifests generate fmt lint ## Regenerate everything and fail if the tree changed (generated files must be committed).

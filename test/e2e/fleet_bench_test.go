@@ -1,0 +1,86 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkFleet_AzureBudget measures what a fleet's operators ask of Azure Resource Manager at
+// rest (`make bench`), against the stand-in's enforced limits: for each fleet size (FLEET_CLUSTERS,
+// default 2,4,6 clusters) the fleet world with 10 regional zones (r0 … r9) of 3,000 names each
+// (about 6,000 record sets: a CNAME and its ownership TXT record set per name), every cluster a
+// real operator process against its own control plane with a service principal of its own, and
+// the real ExternalDNS for zone r0 of aks01 (the other cluster-zones' ExternalDNS modelled from
+// its counts, not run). Once the fleet has settled (every gateway Published in every zone, every
+// other region judged Serving, every zone read), the stand-in's usage starts anew and a
+// steady-state window (FLEET_WINDOW, default 6m) is counted: per cluster and zone, per principal
+// and per subscription, against 10,000 reads and 1,000 writes per 5 minutes and the token
+// buckets, then extrapolated to 20 clusters. The window's reads and writes are also held against
+// the documented schedule's bound (restSchedule.zoneBound), and 429s are counted (the goal is
+// none); neither fails the benchmark: it reports.
+func BenchmarkFleet_AzureBudget(b *testing.B) {
+	sizes, err := fleetSizes(os.Getenv("FLEET_CLUSTERS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	window := 6 * time.Minute
+	if v := os.Getenv("FLEET_WINDOW"); v != "" {
+		if window, err = time.ParseDuration(v); err != nil || window <= 0 {
+			b.Fatalf("FLEET_WINDOW=%q: want a duration such as 6m", v)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			for range b.N {
+				opts := fleetOptions{clusters: n, zones: 10, names: 3000, externalDNS: true}
+				f := startFleet(b, opts)
+				b.Logf("settled in %s", f.settle().Round(time.Second))
+				w := f.measure(window)
+				fig := f.log(b, w)
+				over, throttled, held := 0, fig.subscription.Total().Throttled, 0
+				for _, m := range f.members {
+					reads, writes := documentedRest.zoneBound(m.started, w.from, w.to, w.pages, opts.clusters, opts.zones)
+					for _, r := range f.regions {
+						z := w.zones[m.cluster][r]
+						held += z.held
+						if z.reads > reads || z.writes > writes {
+							over++
+							b.Logf("%s, zone %s: %d reads and %d writes, beyond the documented schedule's %d and %d for this window", m.cluster, r, z.reads, z.writes, reads, writes)
+						}
+					}
+				}
+				b.Logf("%d cluster-zones beyond the documented schedule; %d requests throttled (429), %d held by the operators", over, throttled, held)
+				minutes := w.minutes()
+				sub := fig.subscription
+				b.ReportMetric(fig.operatorReads, "reads/zone/min")
+				b.ReportMetric(fig.operatorWrites, "writes/zone/min")
+				b.ReportMetric(float64(sub.Read.Admitted+sub.Read.Throttled)/minutes*5, "sub-reads/5min")
+				b.ReportMetric(float64(sub.Write.Admitted+sub.Write.Throttled+sub.Delete.Admitted+sub.Delete.Throttled)/minutes*5, "sub-writes/5min")
+				b.ReportMetric(fig.edReads, "externaldns-reads/min")
+				b.ReportMetric(float64(throttled), "429s")
+			}
+		})
+	}
+}
+
+// fleetSizes reads FLEET_CLUSTERS ("2,4,6" when empty).
+func fleetSizes(v string) ([]int, error) {
+	if v == "" {
+		v = "2,4,6"
+	}
+	var out []int
+	for s := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 || n > 250 {
+			return nil, fmt.Errorf("FLEET_CLUSTERS=%q: want comma-separated cluster counts from 2 to 250", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
