@@ -940,15 +940,18 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 		// A new leader's probes start with none: until they decide (an answer, or the threshold
 		// of failures in a row), the region stays as the earlier leader judged it, rather than
 		// Serving for want of failures (and the status, events and metrics flapping).
-		if earlier, found := earlierJudgement(cfg, region); found && v.judgement.State == "" && !decided(v.probes, threshold) {
+		if earlier, found := earlierJudgement(cfg, region); found && v.judgement.State == "" && (!decided(v.probes, threshold) || j.Reason == failover.ReasonWitnessPending) {
 			v.judgement, v.since, v.inherited = earlier.judgement, cmp.Or(earlier.since, now), true
 		}
-		if v.inherited {
-			if !decided(v.probes, threshold) {
-				continue
-			}
-			v.inherited = false
+		if v.inherited && !decided(v.probes, threshold) {
+			continue
 		}
+		// Heartbeats this leader has not yet followed long enough to tell (a new leader's) keep a
+		// region found lost, by it or an earlier leader, lost: not knowing is no sign of life.
+		if v.judgement.State == failover.Lost && j.Reason == failover.ReasonWitnessPending {
+			continue
+		}
+		v.inherited = false
 		if v.judgement.State != j.State || v.judgement.Reason != j.Reason {
 			changed = true
 			if v.judgement.State != "" {

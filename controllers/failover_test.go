@@ -114,7 +114,7 @@ func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
 // A new leader whose probes have not decided yet keeps each region as the earlier leader's status
 // says (state, reason and since), instead of judging it Serving for want of failures; once its
 // own probes decide, its own judgement stands.
-func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testing.T) {
+func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) {
 	lostSince := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	cfg := &clusterv1alpha1.DNSConfiguration{Status: clusterv1alpha1.DNSConfigurationStatus{Failover: []clusterv1alpha1.RegionFailoverStatus{
 		{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Message: "an earlier leader's", Since: &metav1.Time{Time: lostSince}}}}}
@@ -141,6 +141,18 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItsProbesDecide(t *testi
 	got = weu(f)
 	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
 	assert.Equal(t, "mine", got.Message)
+
+	// Its probes decided, but the heartbeats are too new to it to tell (WitnessPending): still the
+	// earlier leader's Lost, and no event; then its own clock finds them stale: Lost, unchanged.
+	p := newFailover(nil, nil, nil, nil)
+	p.view("weu").probes = failover.Probes{Failures: 3}
+	pending := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Unreachable, Reason: failover.ReasonWitnessPending}}
+	p.remember(now, "neu", pending, nil, nil, nil, nil, cfg)
+	got = weu(p)
+	assert.Equal(t, "Lost", got.State, "heartbeats not yet followed are no sign of life")
+	assert.Equal(t, lostSince, got.Since.Time)
+	p.remember(now.Add(31*time.Second), "neu", lost, nil, nil, nil, nil, cfg)
+	assert.Equal(t, lostSince, weu(p).Since.Time, "lost since the earlier leader said so")
 
 	g := newFailover(nil, nil, nil, nil)
 	g.view("weu").probes = failover.Probes{Successes: 1}

@@ -77,6 +77,41 @@ type Heartbeat struct {
 	// Observed is when the reader first saw this value, on its own clock (Observations.Observe);
 	// zero when not followed: At, the writer's clock, then says how old it is.
 	Observed time.Time
+	// SeenChanging says the reader saw this value replace an earlier one: its writer wrote it
+	// when the reader's clock said Observed (give or take a reading), whatever the writer's says.
+	SeenChanging bool
+}
+
+// freshness is what a heartbeat proves of its writer at a moment.
+type freshness int
+
+const (
+	fresh freshness = iota
+	stale
+	// pending: the reader has not yet followed it long enough to tell (see freshnessAt).
+	pending
+)
+
+// freshnessAt says whether a heartbeat vouches for its writer at now. One the reader follows is
+// stale when its value has not changed for staleAfter on the reader's clock, and fresh when the
+// reader saw it change since. A value seen for the first time (a leader that just started, a
+// cluster that just joined) proves nothing on the reader's clock yet: the writer's clock then
+// decides that it is fresh, never that it is stale (the writer's clock may be behind), so a value
+// that clock calls stale is pending until the reader's own clock tells, staleAfter later.
+func (b Heartbeat) freshnessAt(now time.Time, staleAfter time.Duration) freshness {
+	switch {
+	case b.Observed.IsZero():
+		if now.Sub(b.At) > staleAfter {
+			return stale
+		}
+		return fresh
+	case now.Sub(b.Observed) > staleAfter:
+		return stale
+	case b.SeenChanging || now.Sub(b.At) <= staleAfter:
+		return fresh
+	default:
+		return pending
+	}
 }
 
 // newerThan says b is a newer sign of life than o: seen changing later when the reader follows
@@ -86,15 +121,6 @@ func (b Heartbeat) newerThan(o Heartbeat) bool {
 		return b.Observed.After(o.Observed)
 	}
 	return b.At.After(o.At)
-}
-
-// Age is how old a heartbeat is at now: since the reader first saw its value when it follows it
-// (Observed), else since the writer says it wrote it.
-func (b Heartbeat) Age(now time.Time) time.Duration {
-	if !b.Observed.IsZero() {
-		return now.Sub(b.Observed)
-	}
-	return now.Sub(b.At)
 }
 
 // State is what this cluster concludes of a region.
@@ -109,6 +135,11 @@ const (
 	// Lost: its gateway does not answer from here, and the zones, as witness, agree.
 	Lost State = "Lost"
 )
+
+// ReasonWitnessPending is the reason of a judgement this cluster cannot make yet: its heartbeats
+// are too new to it to say whether their writers still write (Heartbeat.freshnessAt). It keeps a
+// region judged lost as it is.
+const ReasonWitnessPending = "WitnessPending"
 
 // Judgement is the conclusion with its reason (CamelCase, for conditions and events) and a
 // message a platform admin can act on.
@@ -130,27 +161,41 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 	if probes.Failures < s.FailureThreshold {
 		return Judgement{Serving, "GatewayAnswers", fmt.Sprintf("its gateway answers this cluster's probes (%d failed in a row, %d needed)", probes.Failures, s.FailureThreshold)}
 	}
-	var stale, unread int
+	var stales, unread, pendings int
 	var newest *Heartbeat
 	for i, b := range beats {
 		switch {
 		case !b.Read:
 			unread++
-		case !b.Found || b.Age(now) > s.StaleAfter(b):
-			stale++
-		case newest == nil || b.newerThan(*newest):
-			newest = &beats[i]
+		case !b.Found:
+			stales++
+		default:
+			switch b.freshnessAt(now, s.StaleAfter(b)) {
+			case stale:
+				stales++
+			case pending:
+				pendings++
+			default:
+				if newest == nil || b.newerThan(*newest) {
+					newest = &beats[i]
+				}
+			}
 		}
 	}
 	seen := fmt.Sprintf("%d probes of its gateway failed in a row; of %d zones, %d hold no fresh heartbeat of it and %d could not be read",
-		probes.Failures, len(beats), stale, unread)
+		probes.Failures, len(beats), stales, unread)
+	if pendings > 0 {
+		seen += fmt.Sprintf("; %d hold a heartbeat this cluster has not yet followed long enough to tell", pendings)
+	}
 	switch {
-	case len(beats) > 0 && stale >= len(beats)/2+1:
+	case len(beats) > 0 && stales >= len(beats)/2+1:
 		return Judgement{Lost, "HeartbeatStale", seen}
 	case newest != nil && !newest.GatewayAnswers:
 		return Judgement{Lost, "GatewayDown", seen + fmt.Sprintf("; its heartbeat in %s (%s) says its gateway does not answer its own probes", newest.Zone, newest.At.UTC().Format(time.RFC3339))}
 	case newest != nil:
 		return Judgement{Unreachable, "WitnessSaysAlive", seen + fmt.Sprintf("; its heartbeat in %s (%s) says its gateway answers: a partition between the clusters, not a loss", newest.Zone, newest.At.UTC().Format(time.RFC3339))}
+	case pendings > 0:
+		return Judgement{Unreachable, ReasonWitnessPending, seen + "; its clock and this cluster's may differ, so nothing moves until this cluster's own clock tells"}
 	default:
 		return Judgement{Unreachable, "WitnessUnreadable", seen + "; too few zones read to decide, so nothing moves"}
 	}

@@ -15,6 +15,11 @@ func TestJudgeRegion(t *testing.T) {
 		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), GatewayAnswers: true}
 	}
 	missing := func(zone string) Heartbeat { return Heartbeat{Zone: zone, Read: true} }
+	// firstSeen: a value this cluster just saw for the first time, its writer's clock 31 s behind
+	// (or the heartbeat really that old: this cluster cannot tell yet).
+	firstSeen := func(zone string) Heartbeat {
+		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), Observed: now, GatewayAnswers: true}
+	}
 	unread := func(zone string) Heartbeat { return Heartbeat{Zone: zone} }
 	down := Probes{Failures: 3}
 	tests := []struct {
@@ -37,6 +42,10 @@ func TestJudgeRegion(t *testing.T) {
 		{"stale in one of two zones is not a majority", down, []Heartbeat{stale("weu"), unread("neu")}, Unreachable, "WitnessUnreadable"},
 		{"stale in both of two zones", down, []Heartbeat{stale("weu"), missing("neu")}, Lost, "HeartbeatStale"},
 		{"no zone at all: no witness, nothing moves", down, nil, Unreachable, "WitnessUnreadable"},
+		{"heartbeats just seen that the writer's clock calls stale: not yet known, nothing moves", down,
+			[]Heartbeat{firstSeen("weu"), firstSeen("neu"), firstSeen("frc")}, Unreachable, ReasonWitnessPending},
+		{"a definite majority decides beside a pending zone", down, []Heartbeat{stale("weu"), missing("neu"), firstSeen("frc")}, Lost, "HeartbeatStale"},
+		{"a fresh heartbeat vouches beside pending ones", down, []Heartbeat{firstSeen("weu"), firstSeen("neu"), fresh("frc", true)}, Unreachable, "WitnessSaysAlive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +57,33 @@ func TestJudgeRegion(t *testing.T) {
 				t.Error("no message for the platform admin")
 			}
 		})
+	}
+}
+
+// A heartbeat this cluster follows is judged on its clock; one it has just met is judged fresh by
+// the writer's clock, never stale by it.
+func TestHeartbeat_FreshnessAt(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	const staleAfter = 30 * time.Second
+	tests := []struct {
+		name string
+		beat Heartbeat
+		want freshness
+	}{
+		{"not followed, written 10 s ago", Heartbeat{At: now.Add(-10 * time.Second)}, fresh},
+		{"not followed, written 31 s ago", Heartbeat{At: now.Add(-31 * time.Second)}, stale},
+		{"seen changing 10 s ago, the writer's clock an hour behind", Heartbeat{At: now.Add(-time.Hour), Observed: now.Add(-10 * time.Second), SeenChanging: true}, fresh},
+		{"seen changing 31 s ago, the writer's clock an hour ahead", Heartbeat{At: now.Add(time.Hour), Observed: now.Add(-31 * time.Second), SeenChanging: true}, stale},
+		{"first seen now, the writer's clock says 5 s ago", Heartbeat{At: now.Add(-5 * time.Second), Observed: now}, fresh},
+		{"first seen now, the writer's clock says a minute ago", Heartbeat{At: now.Add(-time.Minute), Observed: now}, pending},
+		{"first seen 29 s ago, the writer's clock says an hour ago", Heartbeat{At: now.Add(-time.Hour), Observed: now.Add(-29 * time.Second)}, pending},
+		{"first seen 31 s ago and unchanged since", Heartbeat{At: now.Add(-time.Hour), Observed: now.Add(-31 * time.Second)}, stale},
+		{"first seen 31 s ago, the writer's clock ahead: unchanged is stale all the same", Heartbeat{At: now.Add(time.Hour), Observed: now.Add(-31 * time.Second)}, stale},
+	}
+	for _, tt := range tests {
+		if got := tt.beat.freshnessAt(now, staleAfter); got != tt.want {
+			t.Errorf("%s: freshnessAt = %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }
 

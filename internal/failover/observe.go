@@ -11,8 +11,9 @@ import "time"
 // that writes is fresh whatever its clock says; one that stopped is stale heartbeatStaleAfter (or
 // three of its intervals) after this cluster first saw its last value. The cost is at most one
 // reading interval of detection (the last value may be seen only at the next reading); a reader
-// that starts (a new leader) sees every heartbeat as new, and so judges no region lost on
-// staleness until that time has passed.
+// that starts (a new leader) has seen no heartbeat change, and so judges no region lost on
+// staleness until that time has passed: a value first seen that the writer's clock calls stale is
+// pending (Heartbeat.freshnessAt), and keeps a region an earlier judgement found lost as it is.
 
 // ObservationKey is one heartbeat record as a reader follows it: a cluster's, of a region, in the
 // zone of a controller.
@@ -26,6 +27,8 @@ type observation struct {
 	gatewayAnswers bool
 	interval       time.Duration
 	since          time.Time
+	// changed says the value replaced one seen before.
+	changed bool
 }
 
 // Observations are when this cluster first saw each heartbeat's current value, on its own clock.
@@ -50,10 +53,10 @@ func (o Observations) Observe(now time.Time, zones []ZoneReading) []ZoneReading 
 				seen[k] = true
 				prev, known := o[k]
 				if !known || !prev.at.Equal(b.At) || prev.gatewayAnswers != b.GatewayAnswers || prev.interval != b.Interval {
-					prev = observation{at: b.At, gatewayAnswers: b.GatewayAnswers, interval: b.Interval, since: now}
+					prev = observation{at: b.At, gatewayAnswers: b.GatewayAnswers, interval: b.Interval, since: now, changed: known}
 					o[k] = prev
 				}
-				b.Observed = prev.since
+				b.Observed, b.SeenChanging = prev.since, prev.changed
 				stamped[j] = b
 			}
 			beats[region] = stamped

@@ -15,16 +15,16 @@ func TestObservations_Observe(t *testing.T) {
 	}
 	o := Observations{}
 	got := o.Observe(start, zone(true, behind))
-	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start) || b.Age(start) != 0 {
-		t.Errorf("first seen now: %+v", b)
+	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start) || b.SeenChanging {
+		t.Errorf("first seen now, not seen changing: %+v", b)
 	}
 	got = o.Observe(start.Add(10*time.Second), zone(true, behind.Add(10*time.Second)))
-	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start.Add(10 * time.Second)) {
-		t.Errorf("a new value is seen now: %+v", b)
+	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start.Add(10*time.Second)) || !b.SeenChanging {
+		t.Errorf("a new value is seen changing now: %+v", b)
 	}
 	got = o.Observe(start.Add(40*time.Second), zone(true, behind.Add(10*time.Second)))
-	if b := got[0].Beats["weu"][0]; b.Age(start.Add(40*time.Second)) != 30*time.Second {
-		t.Errorf("an unchanged value ages from when it was first seen: %v", b.Age(start.Add(40*time.Second)))
+	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start.Add(10*time.Second)) || !b.SeenChanging {
+		t.Errorf("an unchanged value keeps when it was first seen: %+v", b)
 	}
 	got = o.Observe(start.Add(50*time.Second), zone(false, behind.Add(10*time.Second)))
 	if len(o) != 1 || !got[0].Beats["weu"][0].Observed.IsZero() {

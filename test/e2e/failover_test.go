@@ -204,7 +204,7 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	}
 	unsigned := signed
 	unsigned.TSIGName = ""
-	if err := unsigned.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(10*time.Second), GatewayAnswers: true})); err == nil {
+	if err := unsigned.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(10 * time.Second), GatewayAnswers: true})); err == nil {
 		t.Error("an unsigned heartbeat was accepted by a zone that takes only signed updates")
 	} else {
 		t.Logf("unsigned: %v", err)
@@ -221,7 +221,7 @@ func TestZoneWriter_HeartbeatSignedWithTSIG(t *testing.T) {
 	for i := range 20 {
 		targets = append(targets, fmt.Sprintf("aks01-weu-gateway-%02d.%s", i, zone.Zone))
 	}
-	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(20*time.Second), GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets})); err != nil {
+	if err := signed.WriteHeartbeat(ctx, "aks01", "weu", failover.HeartbeatValue(failover.Heartbeat{At: second.Add(20 * time.Second), GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: targets})); err != nil {
 		t.Fatal(err)
 	}
 	reading, err := signed.Read(ctx)

@@ -389,7 +389,7 @@ type RegionFailoverStatus struct {
 	// +kubebuilder:validation:Enum=Serving;Unreachable;Lost
 	State string `json:"state"`
 	// reason is why, in one CamelCase word: GatewayAnswers, WitnessSaysAlive, WitnessUnreadable,
-	// HeartbeatStale or GatewayDown.
+	// WitnessPending, HeartbeatStale or GatewayDown.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
