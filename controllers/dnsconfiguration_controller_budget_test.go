@@ -18,7 +18,6 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/budget"
-	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/prober"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 	"github.com/service-router/service-router-operator/internal/verify"
@@ -33,7 +32,7 @@ func TestBudget_DefaultsAreFailoversAndVerifications(t *testing.T) {
 	assert.Equal(t, prober.DefaultListInterval, budget.DefaultInterval)
 	assert.Equal(t, azureprivatedns.DefaultPageSize, budget.DefaultPageSize)
 	assert.Equal(t, azureprivatedns.DefaultPageSize, budget.WholePageSize)
-	assert.Equal(t, 5*time.Minute, failover.DefaultReadSettings(time.Second).FullInterval, "the whole zone every 5 minutes (budget's F)")
+	assert.Equal(t, 5*time.Minute, verify.DefaultSettings.SettledInterval, "verification lists a settled zone every 5 minutes (budget's V)")
 }
 
 // azureConfiguration is dns-config with one zone read through Resource Manager (with failover
@@ -109,7 +108,7 @@ func TestDNSConfiguration_RequestsAreWrittenOnceAWindow(t *testing.T) {
 	require.NotNil(t, budgetCondition)
 	assert.Equal(t, metav1.ConditionFalse, budgetCondition.Status)
 	assert.Equal(t, int64(3), budgetCondition.ObservedGeneration)
-	assert.Contains(t, budgetCondition.Message, "subscription 00000000-0000-0000-0000-00000000000a: 4.2 (15.0 while records change) reads and 6.0 writes in 1 zone(s)",
+	assert.Contains(t, budgetCondition.Message, "subscription 00000000-0000-0000-0000-00000000000a: 3.0 (13.8 while records change) reads and 6.0 writes in 1 zone(s)",
 		"3,000 routes: 6,000 record sets")
 	assert.Equal(t, clusterv1alpha1.ConditionReady, cfg.Status.Conditions[0].Type, "Ready stays first")
 	assert.Equal(t, int64(3), cfg.Status.ObservedGeneration)

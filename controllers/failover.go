@@ -591,7 +591,7 @@ func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names 
 	in := f.interests(own, judged, names, now, s)
 	out := make([]failover.Read, len(zones))
 	for i, z := range zones {
-		settings := failover.DefaultReadSettings(s.judge.HeartbeatStaleAfter)
+		settings := failover.DefaultReadSettings(s.judge.HeartbeatStaleAfter, verify.DefaultSettings.SettledInterval)
 		if z.transferred {
 			settings.FullInterval = settings.WitnessInterval
 		}

@@ -29,13 +29,15 @@
 //	heartbeat writes       = 60 s / H, H = round(failover.HeartbeatInterval(heartbeatInterval,
 //	                         clusters, zones with failover, 100 a minute)): one PUT of this
 //	                         cluster's heartbeat, spaced so that the fleet writes at most 100 a minute
-//	heartbeat reads        = 60 s / W − 60 s / F (0 when W ≥ F), W = round(heartbeatStaleAfter),
-//	                         F = round(5 min): one name-suffix listing each heartbeatStaleAfter,
-//	                         but when the whole zone is read, which includes the heartbeats
-//	whole readings         = ⌈R / 1000⌉ × 60 s / F: the whole zone every 5 minutes, 1,000 record
-//	                         sets a request (failover.DefaultReadSettings)
-//	verification settled   = ⌈R / pageSize⌉ × 60 s / max(interval, 5 min): a settled zone is
-//	                         listed about once per settled interval (verify.DefaultSettings)
+//	heartbeat reads        = 60 s / W − 60 s / L (0 when W ≥ L), W = round(heartbeatStaleAfter):
+//	                         one name-suffix listing each heartbeatStaleAfter, but when the whole
+//	                         zone is listed (L below), which includes the heartbeats
+//	verification settled   = ⌈R / pageSize⌉ × 60 s / V, V = max(interval, 5 min): a settled zone
+//	                         is listed about once per settled interval (verify.DefaultSettings)
+//	whole readings         = 0 when V ≤ F, F = round(5.5 min + heartbeatStaleAfter): failover
+//	                         takes verification's listing as its whole reading (L = V); else
+//	                         ⌈R / 1000⌉ × 60 s / F, 1,000 record sets a request (L = F)
+//	                         (failover.DefaultReadSettings)
 //	verification changing  = ⌈R / pageSize⌉ × 60 s / interval: at most one listing per interval
 //	                         while records change
 //
@@ -47,8 +49,8 @@
 //
 // With the defaults (probeInterval 5 s, heartbeatInterval 10 s, heartbeatStaleAfter 30 s,
 // interval 30 s, pageSize 1,000), a zone of 3,000 names (6,000 record sets) with failover costs
-// one cluster 6.0 writes a minute, 1.8 heartbeat reads, 1.2 for whole readings and 1.2 for
-// verification at rest: 4.2 reads; 15.0 reads while records change.
+// one cluster 6.0 writes a minute, 1.8 heartbeat reads and 1.2 for verification's listings, which
+// are failover's whole readings too, at rest: 3.0 reads; 13.8 reads while records change.
 //
 // A fleet (Fleet) of N clusters reading the same zones sends N times one cluster's figures, but
 // for the heartbeat writes, which failover.HeartbeatInterval spaces to 100 a minute for the
@@ -239,23 +241,29 @@ func PlanOf(in Input) Plan {
 	if failoverZones > 0 {
 		p.HeartbeatInterval = round(failover.HeartbeatInterval(f.HeartbeatInterval, clusters, failoverZones, failover.HeartbeatWritesPerMinute))
 	}
-	reads := failover.DefaultReadSettings(f.HeartbeatStaleAfter)
+	settled := verify.DefaultSettings.SettledInterval
+	reads := failover.DefaultReadSettings(f.HeartbeatStaleAfter, settled)
 	witness, whole := round(reads.WitnessInterval), round(reads.FullInterval)
 	perMinute := func(d time.Duration) float64 { return float64(time.Minute) / float64(d) }
-	settled := verify.DefaultSettings.SettledInterval
 	for _, z := range in.Zones {
 		interval := cmp.Or(z.Interval, DefaultInterval)
 		pageSize := cmp.Or(z.PageSize, DefaultPageSize)
 		zp := ZonePlan{Zone: z, LowerBound: z.RecordSets < 0}
 		listing := float64(pages(z.RecordSets, pageSize))
-		zp.VerificationSettled = listing * perMinute(max(interval, settled))
+		listedEvery := max(interval, settled)
+		zp.VerificationSettled = listing * perMinute(listedEvery)
 		zp.VerificationChanging = listing * perMinute(interval)
 		if z.Failover {
 			zp.HeartbeatWrites = perMinute(p.HeartbeatInterval)
-			if witness < whole {
-				zp.HeartbeatReads = perMinute(witness) - perMinute(whole)
+			// Failover takes verification's listing as its whole reading when it comes before its
+			// own falls due; only a zone listed less often is also read whole by failover.
+			wholeEvery := listedEvery
+			if listedEvery > whole {
+				zp.WholeReadings, wholeEvery = float64(pages(z.RecordSets, WholePageSize))*perMinute(whole), whole
 			}
-			zp.WholeReadings = float64(pages(z.RecordSets, WholePageSize)) * perMinute(whole)
+			if witness < wholeEvery {
+				zp.HeartbeatReads = perMinute(witness) - perMinute(wholeEvery)
+			}
 		}
 		p.Zones = append(p.Zones, zp)
 	}

@@ -29,24 +29,28 @@ func TestPlanOf_ComponentsOfOneZone(t *testing.T) {
 		interval time.Duration // the heartbeat interval as spaced and rounded
 	}{
 		{"defaults, 3,000 names (6,000 record sets, 6 pages)", FailoverSettings{}, zone("weu", 3000, true),
-			// 60/10 s; 60/30 s − 60/300 s; 6 × 60/300 s; 6 × 60/300 s; 6 × 60/30 s
-			components{6, 1.8, 1.2, 1.2, 12}, 10 * time.Second},
+			// 60/10 s; 60/30 s − 60/300 s; failover takes verification's listing; 6 × 60/300 s; 6 × 60/30 s
+			components{6, 1.8, 0, 1.2, 12}, 10 * time.Second},
 		{"without failover settings: verification alone", FailoverSettings{}, zone("weu", 3000, false),
 			components{0, 0, 0, 1.2, 12}, 0},
 		{"an empty zone still costs one request a listing", FailoverSettings{}, zone("weu", 0, true),
-			components{6, 1.8, 0.2, 0.2, 2}, 10 * time.Second},
-		{"pageSize 100: verification's listings take 60 requests, failover's whole readings still 6", FailoverSettings{},
+			components{6, 1.8, 0, 0.2, 2}, 10 * time.Second},
+		{"pageSize 100: verification's listings take 60 requests, and are failover's whole readings", FailoverSettings{},
 			Zone{Controller: "weu", SubscriptionID: subA, Failover: true, PageSize: 100, RecordSets: 6000},
-			components{6, 1.8, 1.2, 12, 120}, 10 * time.Second},
+			components{6, 1.8, 0, 12, 120}, 10 * time.Second},
+		{"interval 10 minutes: verification lists too seldom, failover reads whole every 6 minutes itself", FailoverSettings{},
+			Zone{Controller: "weu", SubscriptionID: subA, Failover: true, Interval: 10 * time.Minute, RecordSets: 6000},
+			// F = 5.5 min + 30 s; 60/30 s − 60/360 s; 6 × 60/360 s; 6 × 60/600 s
+			components{6, 2 - 60.0/360, 6 * 60.0 / 360, 0.6, 0.6}, 10 * time.Second},
 		{"an interval longer than the settled interval: listed every interval either way", FailoverSettings{},
 			Zone{Controller: "weu", SubscriptionID: subA, Interval: 10 * time.Minute, RecordSets: 6000},
 			components{0, 0, 0, 0.6, 0.6}, 0},
-		{"probeInterval 7 s: intervals run to the next round (14 s, 35 s, 301 s)", FailoverSettings{ProbeInterval: 7 * time.Second}, zone("weu", 3000, true),
-			components{60.0 / 14, 60.0/35 - 60.0/301, 6 * 60.0 / 301, 1.2, 12}, 14 * time.Second},
-		{"heartbeatStaleAfter of 6 minutes: every heartbeat listing is a whole reading", FailoverSettings{HeartbeatInterval: time.Minute, HeartbeatStaleAfter: 6 * time.Minute},
-			zone("weu", 3000, true), components{1, 0, 1.2, 1.2, 12}, time.Minute},
+		{"probeInterval 7 s: failover's intervals run to the next round (14 s, 35 s)", FailoverSettings{ProbeInterval: 7 * time.Second}, zone("weu", 3000, true),
+			components{60.0 / 14, 60.0/35 - 60.0/300, 0, 1.2, 12}, 14 * time.Second},
+		{"heartbeatStaleAfter of 6 minutes: verification's listings are more frequent than the heartbeat listings", FailoverSettings{HeartbeatInterval: time.Minute, HeartbeatStaleAfter: 6 * time.Minute},
+			zone("weu", 3000, true), components{1, 0, 0, 1.2, 12}, time.Minute},
 		{"heartbeatInterval 1 s, probeInterval 1 s (the end-to-end suite's)", FailoverSettings{ProbeInterval: time.Second, HeartbeatInterval: time.Second, HeartbeatStaleAfter: 5 * time.Second},
-			zone("weu", 3000, true), components{60, 12 - 0.2, 1.2, 1.2, 12}, time.Second},
+			zone("weu", 3000, true), components{60, 12 - 0.2, 0, 1.2, 12}, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := PlanOf(Input{Failover: tc.failover, Zones: []Zone{tc.zone}})
@@ -64,9 +68,9 @@ func TestPlanOf_ComponentsOfOneZone(t *testing.T) {
 // The figures the documentation states: a zone of 3,000 names with failover, defaults.
 func TestPlanOf_DefaultsForAZoneOf3000Names(t *testing.T) {
 	p := PlanOf(Input{Zones: []Zone{zone("weu", 3000, true)}})
-	assert.InDelta(t, 4.2, p.Zones[0].AtRest().Reads, 1e-9)
+	assert.InDelta(t, 3.0, p.Zones[0].AtRest().Reads, 1e-9)
 	assert.InDelta(t, 6.0, p.Zones[0].AtRest().Writes, 1e-9)
-	assert.InDelta(t, 15.0, p.Zones[0].Changing().Reads, 1e-9)
+	assert.InDelta(t, 13.8, p.Zones[0].Changing().Reads, 1e-9)
 	assert.InDelta(t, 6.0, p.Zones[0].Changing().Writes, 1e-9, "verification writes nothing")
 }
 
@@ -74,7 +78,7 @@ func TestPlanOf_UnknownSizeIsALowerBound(t *testing.T) {
 	p := PlanOf(Input{Zones: []Zone{{Controller: "weu", SubscriptionID: subA, Failover: true, RecordSets: UnknownRecordSets}}})
 	z := p.Zones[0]
 	assert.True(t, z.LowerBound)
-	assert.InDelta(t, 0.2, z.WholeReadings, 1e-9, "one request a listing")
+	assert.InDelta(t, 0.2, z.VerificationSettled, 1e-9, "one request a listing")
 	assert.InDelta(t, 2.0, z.VerificationChanging, 1e-9)
 	assert.True(t, p.Subscriptions[0].LowerBound)
 }
@@ -87,11 +91,11 @@ func TestPlanOf_SumsBySubscription(t *testing.T) {
 	a := p.Subscriptions[0]
 	assert.Equal(t, subA, a.SubscriptionID)
 	assert.Equal(t, 2, a.Zones)
-	assert.InDelta(t, 4.2+1.2, a.AtRest.Reads, 1e-9)
-	assert.InDelta(t, 15+12, a.Changing.Reads, 1e-9)
+	assert.InDelta(t, 3.0+1.2, a.AtRest.Reads, 1e-9)
+	assert.InDelta(t, 13.8+12, a.Changing.Reads, 1e-9)
 	assert.InDelta(t, 6.0, a.AtRest.Writes, 1e-9)
 	assert.Equal(t, subB, p.Subscriptions[1].SubscriptionID)
-	assert.InDelta(t, 4.2, p.Subscriptions[1].AtRest.Reads, 1e-9)
+	assert.InDelta(t, 3.0, p.Subscriptions[1].AtRest.Reads, 1e-9)
 }
 
 // A fleet sends each cluster's figures times its clusters, but for the heartbeat writes, which
@@ -107,10 +111,10 @@ func TestFleet_MultipliesReadsAndSpacesHeartbeats(t *testing.T) {
 		heartbeatInterval time.Duration
 		reads, writes     float64
 	}{
-		{1, 10 * time.Second, 42, 60},
-		{2, 15 * time.Second, 84, 80},      // 2 × 10 zones / 100 a minute = 12 s, in rounds 5 s apart
-		{20, 2 * time.Minute, 840, 100},    // the documented fleet: heartbeats every 2 minutes
-		{100, 10 * time.Minute, 4200, 100}, // reads are not spaced: 4,200 a minute is beyond any subscription
+		{1, 10 * time.Second, 30, 60},
+		{2, 15 * time.Second, 60, 80},      // 2 × 10 zones / 100 a minute = 12 s, in rounds 5 s apart
+		{20, 2 * time.Minute, 600, 100},    // the documented fleet: heartbeats every 2 minutes
+		{100, 10 * time.Minute, 3000, 100}, // reads are not spaced: 3,000 a minute is beyond any subscription
 	} {
 		p := Fleet(in, tc.clusters)
 		assert.Equal(t, tc.clusters, p.Clusters)

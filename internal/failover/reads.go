@@ -31,11 +31,13 @@ type ReadSettings struct {
 }
 
 // DefaultReadSettings: at rest, the heartbeats every heartbeatStaleAfter (30 s by default: a
-// new cluster is known, and probed, within it) and the whole zone every 5 minutes (the
-// verification's settled interval); the whole zone every heartbeatStaleAfter while names are
-// held.
-func DefaultReadSettings(heartbeatStaleAfter time.Duration) ReadSettings {
-	return ReadSettings{WitnessInterval: heartbeatStaleAfter, FullInterval: 5 * time.Minute, InPlayInterval: heartbeatStaleAfter}
+// new cluster is known, and probed, within it) and the whole zone a heartbeat reading after
+// publication verification's latest settled listing (verificationSettled + 10 % jitter): where
+// verification lists the zone (Azure), failover takes that listing as its whole reading
+// (controllers' Failover.Listed) and reads the zone whole itself only when verification did not;
+// the whole zone every heartbeatStaleAfter while names are held.
+func DefaultReadSettings(heartbeatStaleAfter, verificationSettled time.Duration) ReadSettings {
+	return ReadSettings{WitnessInterval: heartbeatStaleAfter, FullInterval: verificationSettled*11/10 + heartbeatStaleAfter, InPlayInterval: heartbeatStaleAfter}
 }
 
 // Interest is how much this cluster's decisions need a zone's ownership records now.

@@ -7,7 +7,7 @@ import (
 
 func TestReadPlan(t *testing.T) {
 	now := time.Unix(10000, 0)
-	s := DefaultReadSettings(30 * time.Second)
+	s := DefaultReadSettings(30*time.Second, 5*time.Minute)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	tests := []struct {
 		name     string
@@ -19,7 +19,8 @@ func TestReadPlan(t *testing.T) {
 		{"never read: whole", ZoneReads{}, false, AtRest, Read{Witness: true, Full: true}},
 		{"at rest, both read lately: nothing", ZoneReads{Full: ago(time.Minute), Witness: ago(10 * time.Second)}, false, AtRest, Read{}},
 		{"at rest, heartbeats due", ZoneReads{Full: ago(time.Minute), Witness: ago(30 * time.Second)}, false, AtRest, Read{Witness: true}},
-		{"at rest, whole due after 5 minutes", ZoneReads{Full: ago(5 * time.Minute), Witness: ago(time.Second)}, false, AtRest, Read{Witness: true, Full: true}},
+		{"at rest, verification's listing due (within 5.5 minutes): not yet", ZoneReads{Full: ago(5*time.Minute + 29*time.Second), Witness: ago(time.Second)}, false, AtRest, Read{}},
+		{"at rest, verification's listing late by a heartbeat reading: whole", ZoneReads{Full: ago(6 * time.Minute), Witness: ago(time.Second)}, false, AtRest, Read{Witness: true, Full: true}},
 		{"a region's probes failing: heartbeats every round", ZoneReads{Full: ago(time.Minute), Witness: ago(time.Second)}, true, AtRest, Read{Witness: true}},
 		{"holding names: whole every 30 s", ZoneReads{Full: ago(30 * time.Second), Witness: ago(time.Second)}, false, Holding, Read{Witness: true, Full: true}},
 		{"holding names, whole read lately: nothing", ZoneReads{Full: ago(10 * time.Second), Witness: ago(time.Second)}, false, Holding, Read{}},

@@ -20,9 +20,9 @@ type AzurePrivateDNS struct {
 }
 
 // StartAzurePrivateDNS starts the stand-in and points SSL_CERT_FILE at its CA for the rest of the
-// test (ExternalDNS and the operator inherit the test's environment): the Azure SDK clients in
+// test or benchmark (ExternalDNS and the operator inherit its environment): the Azure SDK clients in
 // them then trust it as they would Azure's public certificates.
-func StartAzurePrivateDNS(t *testing.T) (*AzurePrivateDNS, error) {
+func StartAzurePrivateDNS(t testing.TB) (*AzurePrivateDNS, error) {
 	dir, err := newWorkDir("azure")
 	if err != nil {
 		return nil, err

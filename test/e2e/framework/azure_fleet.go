@@ -8,31 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
-
-	"github.com/service-router/service-router-operator/test/azurestandin"
 )
 
 // What a fleet of clusters needs of the Azure stand-in: a service principal per cluster, zones
 // holding thousands of names without a request to Resource Manager, and the operators' own
 // counts of their requests.
-
-// StartAzurePrivateDNSFor is StartAzurePrivateDNS for any test or benchmark (testing.TB): the
-// stand-in, its CA in SSL_CERT_FILE for the rest of it, stopped and removed at its end.
-func StartAzurePrivateDNSFor(tb testing.TB) (*AzurePrivateDNS, error) {
-	dir, err := newWorkDir("azure")
-	if err != nil {
-		return nil, err
-	}
-	s, err := azurestandin.Start(dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	tb.Cleanup(func() { _ = s.Close(); _ = os.RemoveAll(dir) })
-	tb.Setenv("SSL_CERT_FILE", s.CAFile)
-	return &AzurePrivateDNS{Server: s, Dir: dir}, nil
-}
 
 // AzureJSONAs writes an azure.json as AzureJSON does, but for the service principal clientID (one
 // AddServicePrincipal added): each cluster of a fleet authenticates as a principal of its own, and
