@@ -23,7 +23,10 @@ import (
 // and per subscription, against 10,000 reads and 1,000 writes per 5 minutes and the token
 // buckets, then extrapolated to 20 clusters. The window's reads and writes are also held against
 // the documented schedule's bound (restSchedule.zoneBound), and 429s are counted (the goal is
-// none); neither fails the benchmark: it reports.
+// none); neither fails the benchmark: it reports. Last, the first cluster is lost at once (its
+// gateway stops answering, its operator stops) and the time every other cluster takes to judge its
+// region Lost is reported against the design's bound for the heartbeat interval the fleet's size
+// sets (s-to-lost: the slowest).
 func BenchmarkFleet_AzureBudget(b *testing.B) {
 	sizes, err := fleetSizes(os.Getenv("FLEET_CLUSTERS"))
 	if err != nil {
@@ -64,6 +67,11 @@ func BenchmarkFleet_AzureBudget(b *testing.B) {
 				b.ReportMetric(float64(sub.Write.Admitted+sub.Write.Throttled+sub.Delete.Admitted+sub.Delete.Throttled)/minutes*5, "sub-writes/5min")
 				b.ReportMetric(fig.edReads, "externaldns-reads/min")
 				b.ReportMetric(float64(throttled), "429s")
+				// Then the time to fail over at this size: how long the others take to judge a
+				// region lost.
+				l := f.lose()
+				b.Log(l)
+				b.ReportMetric(l.slowest().Seconds(), "s-to-lost")
 			}
 		})
 	}

@@ -61,6 +61,8 @@ type fleetMember struct {
 	cl                               *framework.Cluster
 	op                               *framework.Operator
 	metricsPort                      int
+	// gateway is the listener on lbIP that answers the others' probes.
+	gateway net.Listener
 	// started is the time just before the operator process started: its first whole reading of
 	// each zone, and its first verification listing, came after it.
 	started time.Time
@@ -137,6 +139,9 @@ func startFleet(tb testing.TB, opts fleetOptions) *fleet {
 	var listeners []net.Listener
 	f.port, listeners = listenOnOnePort(tb, nil, addrs...)
 	serveGateway(tb, listeners...)
+	for i, m := range f.members {
+		m.gateway = listeners[i]
+	}
 	// The zones, with the subscription, the domain and the environment letter of the documented
 	// example, are made and seeded while the control planes start.
 	starts := []func() error{func() error {
@@ -717,4 +722,73 @@ func (f *fleet) log(tb testing.TB, w fleetWindow) fleetFigures {
 		fig.operatorReads*float64(z)/60, armLimits.Reads.Refill, (xReads+xED)/300, armLimits.Reads.Refill*armLimits.Global, verdict((xReads+xED)/300, armLimits.Reads.Refill*armLimits.Global))
 	tb.Log(b.String())
 	return fig
+}
+
+// loss is how long each other cluster took to judge a lost cluster's region Lost.
+type loss struct {
+	lost     *fleetMember
+	interval time.Duration // the lost cluster's last heartbeat interval, as the fleet sizes it
+	judged   map[string]time.Duration
+}
+
+// bound is the design's detection time: the heartbeat, written up to one interval before the loss,
+// goes stale three intervals (or heartbeatStaleAfter) after it was seen, plus a probe round to see
+// it and one to judge.
+func (l loss) bound() time.Duration {
+	return max(30*time.Second, 3*l.interval) + l.interval + 2*5*time.Second
+}
+
+// lose takes the first cluster away at once, as a lost region goes (its gateway stops answering,
+// its operator stops writing its heartbeat), and waits for every other cluster to judge its region
+// Lost, by its dns-config status.
+func (f *fleet) lose() loss {
+	tb, ctx := f.tb, f.tb.Context()
+	l := loss{lost: f.members[0], interval: documentedRest.heartbeatEvery(len(f.members), len(f.regions)), judged: map[string]time.Duration{}}
+	l.interval = (l.interval + 5*time.Second - 1) / (5 * time.Second) * (5 * time.Second) // in whole probe intervals
+	_ = l.lost.gateway.Close()
+	began := time.Now()
+	if err := l.lost.op.Stop(); err != nil {
+		tb.Logf("stopping %s's operator: %v", l.lost.cluster, err)
+	}
+	err := framework.Poll(ctx, 2*l.bound(), time.Second, "every other cluster judging region "+l.lost.region+" lost", func(ctx context.Context) (bool, string, error) {
+		for _, m := range f.members[1:] {
+			if _, ok := l.judged[m.cluster]; ok || m.region == l.lost.region {
+				continue
+			}
+			cfg := &clusterv1alpha1.DNSConfiguration{}
+			if err := m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+				return false, m.cluster + ": " + err.Error(), nil
+			}
+			if i := slices.IndexFunc(cfg.Status.Failover, func(s clusterv1alpha1.RegionFailoverStatus) bool { return s.Region == l.lost.region }); i >= 0 && cfg.Status.Failover[i].State == "Lost" {
+				l.judged[m.cluster] = time.Since(began)
+			}
+		}
+		return len(l.judged) == len(f.members)-1, fmt.Sprintf("judged so far: %v", l.judged), nil
+	})
+	if err != nil {
+		tb.Errorf("%v%s", err, f.diagnostics())
+	}
+	return l
+}
+
+// String is the loss's line of the report.
+func (l loss) String() string {
+	var least, most time.Duration
+	for _, d := range l.judged {
+		if least == 0 || d < least {
+			least = d
+		}
+		most = max(most, d)
+	}
+	return fmt.Sprintf("%s (region %s) lost at once (gateway closed, operator stopped): judged Lost by the %d other clusters %s–%s later; heartbeats every %s, the design's bound %s",
+		l.lost.cluster, l.lost.region, len(l.judged), least.Round(100*time.Millisecond), most.Round(100*time.Millisecond), l.interval, l.bound())
+}
+
+// slowest is the longest detection.
+func (l loss) slowest() time.Duration {
+	var most time.Duration
+	for _, d := range l.judged {
+		most = max(most, d)
+	}
+	return most
 }
