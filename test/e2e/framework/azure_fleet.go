@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,6 +79,7 @@ func ScrapeMetrics(ctx context.Context, port int) (map[string]float64, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil, fmt.Errorf("GET 127.0.0.1:%d/metrics: %s", port, resp.Status)
 	}
 	return parseMetrics(resp.Body)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,20 +228,7 @@ func externalDNSEnv() []string {
 // Metrics scrapes ExternalDNS's /metrics and returns the unlabelled samples by name (labelled
 // samples are keyed by the full "name{labels}" text).
 func (e *ExternalDNS) Metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", e.MetricsPort), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return parseMetrics(resp.Body)
+	return ScrapeMetrics(ctx, e.MetricsPort)
 }
 
 func parseMetrics(r io.Reader) (map[string]float64, error) {
