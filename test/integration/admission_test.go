@@ -196,6 +196,12 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.failover.standIns[0]", "each stand-in must be a region name"}},
 		{"DNSPolicy failover names a stand-in", namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: []}"),
 			[]string{"spec.failover.standIns", "should have at least 1 items"}},
+		{"DNSPolicy failover not in RegionBound mode (no stand-in publishes the names)", namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: weu\n  failover: {standIns: [neu]}"),
+			[]string{"spec.failover", "failover needs mode Active without sourceRegion or sourceCluster"}},
+		{"DNSPolicy failover not limited to a region", namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: weu\n  failover: {standIns: [neu]}"),
+			[]string{"spec.failover", "a policy that applies in one region or cluster is published by no stand-in"}},
+		{"DNSPolicy failover not limited to a cluster", namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceCluster: aks01\n  failover: {standIns: [neu]}"),
+			[]string{"spec.failover", "failover needs mode Active"}},
 		{"DNSPolicy RegionBound requires sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound"),
 			[]string{"spec.sourceRegion", "sourceRegion is required in RegionBound mode"}},
 		{"DNSPolicy RegionBound requires non-empty sourceRegion", namespaced("DNSPolicy", "p", "\n  mode: RegionBound\n  sourceRegion: \"\""),
@@ -255,6 +261,7 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  sourceCluster: \"\""),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 30"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: [neu, frc, a, b, c, d, e, \"f-1\"]}"),
+		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  failover: {standIns: [neu]}"),
 		dnsConfiguration("dns-config", "\n  failover: {probePort: 65535, probeInterval: 1s, failureThreshold: 20, heartbeatInterval: 1s, heartbeatStaleAfter: 2s}\n  externalDNSControllers:\n"+
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"]}, failover: {ownerID: external-dns-weu-aks01, txtPrefix: weu-p-,"+
 			" tsig: {keyName: externaldns-weu, algorithm: hmac-sha512, secretFile: /etc/service-router/tsig/weu}}}\n"+

@@ -19,6 +19,7 @@ const (
 
 // DNSPolicySpec is the DNS propagation strategy of the namespace's ServiceRoutes.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'RegionBound' || (has(self.sourceRegion) && size(self.sourceRegion) > 0)",message="sourceRegion is required in RegionBound mode: without it every cluster would write every regional zone",fieldPath=".sourceRegion"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || (self.mode == 'Active' && (!has(self.sourceRegion) || size(self.sourceRegion) == 0) && (!has(self.sourceCluster) || size(self.sourceCluster) == 0))",message="failover needs mode Active without sourceRegion or sourceCluster: a stand-in takes over only names its own cluster publishes, and a policy that applies in one region or cluster is published by no stand-in",fieldPath=".failover"
 type DNSPolicySpec struct {
 	// mode is Active (each cluster serves its own and adopted regions) or RegionBound (the
 	// cluster in sourceRegion serves every region).
@@ -48,7 +49,8 @@ type DNSPolicySpec struct {
 
 	// failover, when set, lets other regions stand in for this namespace's names when the region
 	// that serves them is lost (docs/USER-GUIDE.md#regional-failover). Without it nothing moves
-	// when a region is lost.
+	// when a region is lost. Only in mode Active without sourceRegion or sourceCluster: a stand-in
+	// takes over the names its own cluster publishes.
 	// +optional
 	Failover *PolicyFailover `json:"failover,omitempty"`
 }
