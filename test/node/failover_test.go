@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,16 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	targetLost, targetHere := "aks01-weu-internal."+domain, "aks02-neu-internal."+domain
 	name := "api-ns-" + envLetter + "-dev-" + namespace + "." + domain
 	endpoint := "api-route-" + zoneController.Name
+	// The stand-in's ClusterIdentity, adopting the region it stands in for, as the guide has it.
+	guideIdentity := &clusterv1alpha1.ClusterIdentity{}
+	if err := yaml.UnmarshalStrict([]byte(block("adoptsRegions:")), guideIdentity); err != nil {
+		t.Fatalf("%s: the stand-in's ClusterIdentity: %v", failoverDoc, err)
+	}
+	if id := guideIdentity.Spec; guideIdentity.Name != clusterv1alpha1.ClusterIdentityName || !slices.Contains(id.AdoptsRegions, zoneController.Region) ||
+		id.Region != "neu" || id.Cluster != "aks02" || id.Domain != domain || id.EnvironmentLetter != envLetter {
+		t.Fatalf("%s: the stand-in's ClusterIdentity should be %s of aks02 in neu (%s, %s) and adopt %s: %+v", failoverDoc,
+			clusterv1alpha1.ClusterIdentityName, domain, envLetter, zoneController.Region, guideIdentity)
+	}
 
 	// The weu zone, outside the cluster, on a BIND server whose key has the guide's name.
 	zone, err := framework.StartBind(ctx, t, framework.BindOptions{Name: zoneController.Region, Zone: domain, TSIG: true, Address: framework.NodeIP(1)})
@@ -167,8 +178,7 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, obj := range []client.Object{
-		&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName}, Spec: clusterv1alpha1.ClusterIdentitySpec{
-			Region: "neu", Cluster: "aks02", Domain: domain, EnvironmentLetter: envLetter, AdoptsRegions: []string{zoneController.Region}}},
+		guideIdentity,
 		cfg,
 		&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "default-gateway"}, Spec: routingv1alpha1.GatewaySpec{
 			Controller: "aks-istio-ingressgateway-internal", CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: "aks-istio-ingress"}},
