@@ -42,6 +42,7 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		pol.Status.Active = p.Active
 		pol.Status.ActiveControllers = p.ActiveControllers
 		pol.Status.RecordTTL = int32(p.RecordTTL)
+		plan.SetOrRemoveCondition(&pol.Status.Conditions, routingv1alpha1.ConditionStandIn, p.StandIn)
 	}
 	return r.end(ctx, pol, original, p.Outcome, requeue{}, nil)
 }

@@ -252,11 +252,7 @@ func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1a
 	s := *gw.Status.DeepCopy()
 	s.TargetHostname, s.LoadBalancerIP, s.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
 	s.HostLimit = limit
-	if c := HostLimitCondition(gw, limit); c != nil {
-		meta.SetStatusCondition(&s.Conditions, *c)
-	} else {
-		meta.RemoveStatusCondition(&s.Conditions, routingv1alpha1.ConditionHostLimit)
-	}
+	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionHostLimit, HostLimitCondition(gw, limit))
 	s.ListenerConflicts = p.ListenerConflicts
 	pub := Publish(zones, s.Zones, gw.Generation, "no address record is published for the gateway's target hostname; the Ready condition says why")
 	s.Zones, s.Published = pub.Zones, pub.Published

@@ -70,6 +70,8 @@ type PolicyPlan struct {
 	// RecordTTL is the TTL of the namespace's route records (see RecordTTL); kept with the
 	// activation.
 	RecordTTL int64
+	// StandIn is the StandIn condition (StandInCondition); nil removes it.
+	StandIn *metav1.Condition
 }
 
 // Policy decides a DNSPolicy's status.
@@ -93,6 +95,7 @@ func Policy(in PolicyInputs) PolicyPlan {
 	switch d.Reason {
 	case routingv1alpha1.ReasonPolicyActive:
 		out.Phase, out.Ready = active, true
+		out.StandIn = StandInCondition(in.Policy, in.Identity, in.Configuration, d.Controllers)
 	case routingv1alpha1.ReasonPolicyInactive:
 		// Not applying here is the intended state of a policy in the other clusters.
 		out.Phase, out.Ready = inactive, true

@@ -71,3 +71,12 @@ func StatusOf(obj client.Object) Status {
 	}
 	panic("plan.StatusOf: not a router.io kind")
 }
+
+// SetOrRemoveCondition sets c, or removes the condition of type conditionType when c is nil.
+func SetOrRemoveCondition(conditions *[]metav1.Condition, conditionType string, c *metav1.Condition) {
+	if c == nil {
+		meta.RemoveStatusCondition(conditions, conditionType)
+		return
+	}
+	meta.SetStatusCondition(conditions, *c)
+}

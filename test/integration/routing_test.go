@@ -2,12 +2,14 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -350,4 +352,49 @@ func TestRouteBeforeItsDependencies(t *testing.T) {
 	f.gateway("default-gateway", "internal")
 	f.waitRouteEndpoints(f.ns, "api-route", f.hostname("api", "example.com"), "aks01-weu-internal.example.com", "external-dns-weu")
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
+}
+
+// TestFailover_StandInSaysWhereItCanTakeOver: a stand-in takes over only names it publishes. In a
+// cluster of the stand-in region that adopts no other region, the policy says its names cannot
+// move there (StandIn=False, RegionsNotAdopted, naming the zone); once the ClusterIdentity adopts
+// the region, that it can (StandIn=True, StandsIn); Ready stays True throughout.
+func TestFailover_StandInSaysWhereItCanTakeOver(t *testing.T) {
+	f := newFixture(t)
+	neu := clusterv1alpha1.ClusterIdentitySpec{Region: "neu", Cluster: "aks02", Domain: "example.com", EnvironmentLetter: "d"}
+	f.setIdentity(neu)
+	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName}}
+	_, err := createOrUpdate(f.ctx, cfg, func() error {
+		cfg.Spec.ExternalDNSControllers = nil
+		for _, r := range []string{"weu", "neu"} {
+			cfg.Spec.ExternalDNSControllers = append(cfg.Spec.ExternalDNSControllers, clusterv1alpha1.ExternalDNSController{Name: "external-dns-" + r, Region: r,
+				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{"127.0.0.1:9"}},
+				Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: "external-dns-" + r + "-aks02", TXTPrefix: r + "-d-"}})
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	startOperator(t, env.Config)
+	f.policy(routingv1alpha1.DNSPolicySpec{Mode: routingv1alpha1.DNSPolicyModeActive, Failover: &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}})
+
+	standIn := func(status metav1.ConditionStatus, reason, message string) func() string {
+		return func() string {
+			pol := &routingv1alpha1.DNSPolicy{}
+			if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "dns"}, pol); err != nil {
+				return err.Error()
+			}
+			c := meta.FindStatusCondition(pol.Status.Conditions, routingv1alpha1.ConditionStandIn)
+			ready := meta.FindStatusCondition(pol.Status.Conditions, routingv1alpha1.ConditionReady)
+			switch {
+			case c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, message):
+				return fmt.Sprintf("StandIn: %+v", c)
+			case ready == nil || ready.Status != metav1.ConditionTrue:
+				return fmt.Sprintf("Ready: %+v", ready)
+			}
+			return ""
+		}
+	}
+	waitFor(t, "StandIn=False: weu not adopted", standIn(metav1.ConditionFalse, routingv1alpha1.ReasonRegionsNotAdopted, "does not publish its names in the zones of weu"))
+	neu.AdoptsRegions = []string{"weu"}
+	f.setIdentity(neu)
+	waitFor(t, "StandIn=True once weu is adopted", standIn(metav1.ConditionTrue, routingv1alpha1.ReasonStandsIn, "in the zones of weu and can take them over"))
 }

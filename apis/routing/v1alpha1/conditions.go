@@ -91,6 +91,23 @@ const (
 	ReasonListenerConflict = "ListenerConflict"
 )
 
+// ConditionStandIn is the DNSPolicy condition present in a cluster whose region is one of the
+// policy's failover stand-ins: True when it publishes the policy's names in every other region's
+// zone with failover settings (it can take them over there), False when it does not in some (its
+// ClusterIdentity does not adopt them) or there are none.
+const ConditionStandIn = "StandIn"
+
+// Reasons of the StandIn condition on DNSPolicy.
+const (
+	// ReasonStandsIn: this cluster publishes the names in every other failover zone.
+	ReasonStandsIn = "StandsIn"
+	// ReasonRegionsNotAdopted: some failover zones' regions are not adopted here: their names
+	// cannot move to this cluster.
+	ReasonRegionsNotAdopted = "RegionsNotAdopted"
+	// ReasonNoFailoverZones: no other region's zone has failover settings.
+	ReasonNoFailoverZones = "NoFailoverZones"
+)
+
 // ConditionHostLimit is the Gateway condition present while routes are left off its Istio
 // Gateway because it reached its byte budget (status.hostLimit has the counts).
 const ConditionHostLimit = "HostLimit"
