@@ -114,6 +114,25 @@ func (b Heartbeat) freshnessAt(now time.Time, staleAfter time.Duration) freshnes
 	}
 }
 
+// vouchesMore says b says more for its region at now than o: it is fresher (fresh, then pending,
+// then stale), or as fresh and newer. Of a region's clusters, a dead one's heartbeat met for the
+// first time is not preferred to a live one's seen changing before it.
+func (b Heartbeat) vouchesMore(o Heartbeat, now time.Time, s Settings) bool {
+	rank := func(h Heartbeat) int {
+		switch h.freshnessAt(now, s.StaleAfter(h)) {
+		case fresh:
+			return 2
+		case pending:
+			return 1
+		}
+		return 0
+	}
+	if rb, ro := rank(b), rank(o); rb != ro {
+		return rb > ro
+	}
+	return b.newerThan(o)
+}
+
 // newerThan says b is a newer sign of life than o: seen changing later when the reader follows
 // both (their writers' clocks may differ), else written later.
 func (b Heartbeat) newerThan(o Heartbeat) bool {

@@ -42,11 +42,28 @@ func TestWitness_PrefersTheHeartbeatSeenChangingLast(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	dead := Heartbeat{Cluster: "aks01", Found: true, At: now.Add(time.Minute), Observed: now.Add(-time.Minute)}
 	live := Heartbeat{Cluster: "aks03", Found: true, GatewayAnswers: true, At: now.Add(-5 * time.Second), Observed: now.Add(-5 * time.Second)}
-	w := Witness("weu", []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": {dead, live}}}})
+	w := Witness(now, "weu", []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": {dead, live}}}}, DefaultSettings)
 	if len(w) != 1 || w[0].Cluster != "aks03" {
 		t.Errorf("Witness = %+v, want aks03's", w)
 	}
 	if j := JudgeRegion(now, Probes{Failures: 3}, w, DefaultSettings); j.State != Unreachable {
 		t.Errorf("%s (%s): the region still has a live cluster", j.State, j.Reason)
+	}
+}
+
+// A new reader meets two clusters of a region: the dead one's heartbeat, first seen now, and the
+// live one's, seen changing 5 s ago. The live one is the witness, whichever was seen last.
+func TestWitness_PrefersAFreshHeartbeatToOneMetForTheFirstTime(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	dead := Heartbeat{Cluster: "aks01", Found: true, At: now.Add(-time.Hour), Observed: now}
+	live := Heartbeat{Cluster: "aks03", Found: true, GatewayAnswers: true, At: now.Add(-5 * time.Second), Observed: now.Add(-5 * time.Second), SeenChanging: true}
+	for _, order := range [][]Heartbeat{{dead, live}, {live, dead}} {
+		w := Witness(now, "weu", []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": order}}}, DefaultSettings)
+		if len(w) != 1 || w[0].Cluster != "aks03" {
+			t.Errorf("Witness = %+v, want aks03's", w)
+		}
+		if j := JudgeRegion(now, Probes{Failures: 3}, w, DefaultSettings); j.Reason != "WitnessSaysAlive" {
+			t.Errorf("%s (%s): the region has a live cluster", j.State, j.Reason)
+		}
 	}
 }

@@ -47,14 +47,15 @@ func Regions(own string, zones []ZoneReading) []string {
 	return out
 }
 
-// Witness is what the zones say of a region, one Heartbeat per zone for JudgeRegion: the newest of
-// its clusters' heartbeats there, not read when the zone was not, not found when it holds none.
-func Witness(region string, zones []ZoneReading) []Heartbeat {
+// Witness is what the zones say of a region at now, one Heartbeat per zone for JudgeRegion: of its
+// clusters' heartbeats there the one that vouches most for it (fresh before pending before stale,
+// then the newest), not read when the zone was not, not found when it holds none.
+func Witness(now time.Time, region string, zones []ZoneReading, s Settings) []Heartbeat {
 	out := make([]Heartbeat, 0, len(zones))
 	for _, z := range zones {
 		hb := Heartbeat{Zone: z.Controller, Read: z.Read}
 		for _, b := range z.Beats[region] {
-			if b.Found && (!hb.Found || b.newerThan(hb)) {
+			if b.Found && (!hb.Found || b.vouchesMore(hb, now, s)) {
 				hb = b
 				hb.Zone, hb.Read = z.Controller, z.Read
 			}
@@ -94,7 +95,7 @@ func Addresses(region string, zones []ZoneReading) []string {
 func JudgeRegions(now time.Time, own string, zones []ZoneReading, probes map[string]Probes, s Settings) map[string]Judgement {
 	out := map[string]Judgement{own: {State: Serving, Reason: "OwnRegion", Message: "this cluster's own region"}}
 	for _, region := range Regions(own, zones) {
-		out[region] = JudgeRegion(now, probes[region], Witness(region, zones), s)
+		out[region] = JudgeRegion(now, probes[region], Witness(now, region, zones, s), s)
 	}
 	return out
 }
