@@ -40,6 +40,7 @@ type DNSConfigurationReconciler struct {
 // regionViews is regional failover's view of the other regions (Failover).
 type regionViews interface {
 	Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool)
+	Drain() (d plan.Drain, known bool)
 }
 
 // zoneCounter counts a zone's routes by their state there (verify.Tracker).
@@ -73,6 +74,9 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if r.Failover != nil {
 		if regions, known := r.Failover.Regions(); known {
 			cfg.Status.Failover = regions
+		}
+		if d, known := r.Failover.Drain(); known {
+			plan.SetOrRemoveCondition(&cfg.Status.Conditions, clusterv1alpha1.ConditionDrained, plan.DrainedCondition(d, cfg.Generation))
 		}
 	}
 	// Looked at again once every held deletion has had its turn, so that the condition clears

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -125,12 +126,17 @@ type Failover struct {
 	own          failover.Probes
 	healthySince time.Time
 	lastBeat     time.Time
-	// beatAnswers and beatInterval are what the last heartbeat written said of this cluster's
-	// gateway and of how often it is written (heartbeatInterval).
+	// beatAnswers, beatInterval and beatDraining are what the last heartbeat written said of this
+	// cluster's gateway, of how often it is written (heartbeatInterval) and of a drain;
+	// drainSaidAt is when a heartbeat first said the drain as it is now (by this leader).
 	beatAnswers  bool
 	beatInterval time.Duration
-	ios          map[string]cachedIO
-	attribution  attribution
+	beatDraining bool
+	drainSaidAt  time.Time
+	// drain is where a drain of this cluster's region stands, for the DNSConfiguration's status.
+	drain       plan.Drain
+	ios         map[string]cachedIO
+	attribution attribution
 	// reads are what this leader last read of each zone, and when, and beatsSeen when it saw each
 	// heartbeat change (the round's goroutine only).
 	reads     map[string]*zoneReads
@@ -308,6 +314,8 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 		return defaultProbeInterval
 	}
 	s := failoverSettingsOf(cfg)
+	// A drain ended while the Drained condition is still set: the names come back.
+	s.returning = !s.drain && meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionDrained) != nil
 	zones := f.zones(cfg, identity.Spec.Domain)
 	if len(zones) == 0 {
 		f.forget()
@@ -327,14 +335,21 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	// says changes: this cluster's gateway (its stand-ins then need not wait for staleness), or the
 	// interval (readers judge its freshness by the interval its last heartbeat states).
 	interval := f.heartbeatInterval(identity.Spec.Cluster, zones, s)
-	if now.Sub(f.lastBeat) >= interval || answers != f.beatAnswers || interval != f.beatInterval {
+	if now.Sub(f.lastBeat) >= interval || answers != f.beatAnswers || interval != f.beatInterval || s.drain != f.beatDraining {
 		f.beatInterval = interval
-		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, targets, addresses, now)
+		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, s.drain, targets, addresses, now)
 	}
 	names, err := f.standInNames(ctx, zones)
 	if err != nil {
 		log.Error(err, "listing the names this cluster stands in for; nothing moves this round")
 		names = nil
+	}
+	// A drain that ended brings back every name of this region's zones a stand-in holds, whatever
+	// the policies' failback (Reclaims takes back FailBack names of its own region only); while it
+	// lasts, the zones holding them are read as often as for a failback (ZoneInterest's Holding),
+	// so that the Drained condition follows them, but nothing goes back (interests).
+	for i := range names {
+		names[i].FailBack = names[i].FailBack || s.drain || s.returning
 	}
 	// Read what the decisions need (failover.ReadPlan), probe, judge; a zone holding a name this
 	// round may pass is read whole before anything passes.
@@ -343,21 +358,22 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	// Heartbeats are judged by when this cluster saw them change, on its own clock.
 	reading.merged = f.beatsSeen.Observe(now, reading.merged)
 	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
-	judged := failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
+	judged := failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
 	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
 		reading = f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
 		reading.merged = f.beatsSeen.Observe(now, reading.merged)
-		judged = failover.JudgeRegions(now, own, reading.merged, probes, s.judge)
+		judged = failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
 	}
 	ownership := reading.ownership()
 	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
 	standing, returned := failover.Standing(names, ownership)
 	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
-		"%s in zone %s: ownership passed from %s (region %s, lost) to %s; ExternalDNS now points it at this cluster")
+		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
 	f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
 	f.unmark(ctx, returned, taken)
-	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) {
+	drainChanged := f.drained(s, own, zones, names)
+	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
@@ -372,6 +388,8 @@ type roundSettings struct {
 	probePort                        string
 	probeInterval, heartbeatInterval time.Duration
 	judge                            failover.Settings
+	// drain is spec.failover.drain; returning says a drain ended and its names come back.
+	drain, returning bool
 }
 
 func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
@@ -399,6 +417,7 @@ func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
 	if f.FailbackAfter != nil && f.FailbackAfter.Duration > 0 {
 		s.judge.FailbackAfter = f.FailbackAfter.Duration
 	}
+	s.drain = f.Drain
 	return s
 }
 
@@ -526,10 +545,10 @@ func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port stri
 }
 
 // heartbeat writes this cluster's heartbeat into every zone.
-func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers bool, targets, addresses []string, now time.Time) {
+func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers, draining bool, targets, addresses []string, now time.Time) {
 	ok := true
 	for _, z := range zones {
-		value := failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: answers, Interval: f.beatInterval, Owner: z.settings.OwnerID,
+		value := failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: answers, Draining: draining, Interval: f.beatInterval, Owner: z.settings.OwnerID,
 			Targets: targets, Addresses: addresses})
 		if err := z.io.WriteHeartbeat(ctx, cluster, region, value); err != nil {
 			ok = false
@@ -537,7 +556,10 @@ func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones 
 		}
 	}
 	if ok {
-		f.lastBeat, f.beatAnswers = now, answers
+		if f.drainSaidAt.IsZero() || draining != f.beatDraining {
+			f.drainSaidAt = now
+		}
+		f.lastBeat, f.beatAnswers, f.beatDraining = now, answers, draining
 	}
 	// A failed write is retried next round: the interval it stated is not known to the zones.
 	if !ok {
@@ -604,11 +626,52 @@ func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names 
 // interests are the inputs of each zone's failover.ZoneInterest. Names go back only while this
 // cluster's heartbeats reach every zone: a cluster the others may judge lost (its heartbeat stale
 // in a majority of the zones) must not take back what they would take again, round after round.
+// While a drain is asked for, nothing goes back; once it has ended, names go back as soon as this
+// cluster's gateway answers and the stand-ins have had a heartbeat reading to see the drain end
+// (they read the heartbeats every heartbeatStaleAfter, and act on a reading in the round that
+// makes it: the stale-after of this cluster's heartbeat and a probe interval), without the wait
+// of failbackAfter (the drain, not a loss, took them). Sooner, a stand-in still judging the region
+// Drained would take a name back again.
 func (f *Failover) interests(own string, judged map[string]failover.Judgement, names []failover.Name, now time.Time, s roundSettings) failover.Interests {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held),
-		MayReclaim: now.Sub(f.lastBeat) <= 2*max(f.beatInterval, s.heartbeatInterval) && failover.MayFailBack(now, f.healthySince, f.own, s.judge)}
+	reaching := now.Sub(f.lastBeat) <= 2*max(f.beatInterval, s.heartbeatInterval)
+	var mayReclaim bool
+	switch {
+	case s.drain:
+	case s.returning:
+		seen := !f.drainSaidAt.IsZero() && now.Sub(f.drainSaidAt) >= s.judge.StaleAfter(failover.Heartbeat{Interval: f.beatInterval})+s.probeInterval
+		mayReclaim = reaching && seen && f.own.Successes >= s.judge.FailureThreshold
+	default:
+		mayReclaim = reaching && failover.MayFailBack(now, f.healthySince, f.own, s.judge)
+	}
+	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held), MayReclaim: mayReclaim}
+}
+
+// drained records where a drain of this cluster's region stands (failover.DrainProgress, on each
+// zone's last whole reading); it reports whether that changed.
+func (f *Failover) drained(s roundSettings, own string, zones []failoverZone, names []failover.Name) bool {
+	readings := make([]failover.ZoneReading, len(zones))
+	for i, z := range zones {
+		r := f.zoneReads(z.controller)
+		readings[i] = z.labelled(r.whole)
+		readings[i].Read = !r.at.Full.IsZero()
+	}
+	d := plan.Drain{Draining: s.drain, Returning: s.returning}
+	d.Here, d.Away, d.Known = failover.DrainProgress(own, readings, names)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	changed := d != f.drain
+	f.drain = d
+	return changed
+}
+
+// Drain is where a drain of this cluster's region stands, for the DNSConfiguration's Drained
+// condition; known is false until this leader's first round (the status then keeps what it says).
+func (f *Failover) Drain() (d plan.Drain, known bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drain, f.judged
 }
 
 // escalations are the whole readings a round still needs once it has judged: the zones holding a
@@ -971,7 +1034,7 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 }
 
 func eventType(s failover.State) string {
-	if s == failover.Serving {
+	if s == failover.Serving || s == failover.Drained {
 		return "Normal"
 	}
 	return "Warning"
@@ -1039,7 +1102,7 @@ func (f *Failover) reattribute(ctx context.Context, before attribution) {
 func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attribution = attribution{}
+	f.attribution, f.drain = attribution{}, plan.Drain{}
 	f.reads, f.beatsSeen = map[string]*zoneReads{}, failover.Observations{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true

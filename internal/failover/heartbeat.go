@@ -53,7 +53,9 @@ func TXTStrings(value string) []string {
 // probe of its own gateway found (GatewayAnswers), how often the cluster writes it (Interval,
 // from which readers judge its freshness: HeartbeatSettings.StaleAfter), the ExternalDNS owner ID
 // of the cluster's instance for the zone (Owner), its gateway target hostnames, whose addresses
-// the zone publishes (Targets), and those addresses (Addresses), which the other clusters probe,
+// the zone publishes (Targets), those addresses (Addresses), which the other clusters probe, and
+// drain=true while the cluster asks for its names to move to their stand-ins (Draining; a reader
+// of an earlier version ignores it, and judges the region by its probes alone),
 // e.g. "at=2026-11-27T03:00:00Z gateway=answers interval=10s owner=external-dns-weu-aks01
 // addresses=10.0.0.1 targets=aks01-weu-internal.example.com". Carrying the addresses lets a reader
 // that reads only the heartbeats (ReadPlan's witness reading) probe without reading the zone's
@@ -65,6 +67,9 @@ func HeartbeatValue(hb Heartbeat) string {
 		gateway = "answers"
 	}
 	v := fmt.Sprintf("at=%s gateway=%s", hb.At.UTC().Format(time.RFC3339), gateway)
+	if hb.Draining {
+		v += " drain=true"
+	}
 	if hb.Interval > 0 {
 		v += " interval=" + hb.Interval.String()
 	}
@@ -124,6 +129,7 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	var at, gateway, owner string
 	var targets, addresses []string
 	var interval time.Duration
+	draining := false
 	for field := range strings.FieldsSeq(value) {
 		key, val, _ := strings.Cut(field, "=")
 		switch key {
@@ -139,13 +145,15 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 			addresses = strings.Split(val, ",")
 		case "interval":
 			interval, _ = time.ParseDuration(val)
+		case "drain":
+			draining = val == "true"
 		}
 	}
 	when, err := time.Parse(time.RFC3339, at)
 	if err != nil || (gateway != "answers" && gateway != "fails") {
 		return Heartbeat{Zone: zone, Read: true}, false
 	}
-	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Owner: owner, Targets: targets, Addresses: addresses, Interval: max(interval, 0)}, true
+	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Draining: draining, Owner: owner, Targets: targets, Addresses: addresses, Interval: max(interval, 0)}, true
 }
 
 // HeartbeatWritesPerMinute is the share of a subscription's write budget the heartbeats of a whole

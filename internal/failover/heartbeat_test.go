@@ -36,6 +36,8 @@ func TestParseHeartbeat(t *testing.T) {
 		{"with addresses", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Owner: "external-dns-weu-aks01", Targets: []string{"aks01-weu-internal.example.com"}, Addresses: []string{"10.0.0.1", "fd00::1"}}),
 			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Owner: "external-dns-weu-aks01",
 				Targets: []string{"aks01-weu-internal.example.com"}, Addresses: []string{"10.0.0.1", "fd00::1"}}, true},
+		{"draining, its gateway answering", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Draining: true}),
+			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Draining: true}, true},
 		{"fields in another order", "gateway=answers at=2026-11-27T02:00:00Z", Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
 		{"no time", "gateway=answers", Heartbeat{Zone: "weu", Read: true}, false},
 		{"an unknown gateway state", "at=2026-11-27T02:00:00Z gateway=maybe", Heartbeat{Zone: "weu", Read: true}, false},
@@ -44,7 +46,7 @@ func TestParseHeartbeat(t *testing.T) {
 	for _, tt := range tests {
 		got, ok := ParseHeartbeat("weu", tt.value)
 		if ok != tt.ok || got.Zone != tt.want.Zone || got.Read != tt.want.Read || got.Found != tt.want.Found ||
-			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers || got.Owner != tt.want.Owner ||
+			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers || got.Draining != tt.want.Draining || got.Owner != tt.want.Owner ||
 			!slices.Equal(got.Targets, tt.want.Targets) || !slices.Equal(got.Addresses, tt.want.Addresses) {
 			t.Errorf("%s: ParseHeartbeat(%q) = %+v, %v; want %+v, %v", tt.name, tt.value, got, ok, tt.want, tt.ok)
 		}

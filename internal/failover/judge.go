@@ -61,6 +61,9 @@ type Heartbeat struct {
 	At time.Time
 	// GatewayAnswers is the region's own probe of its own gateway, as the heartbeat says.
 	GatewayAnswers bool
+	// Draining says the cluster asks for its region's names to move to their stand-ins, its
+	// gateway answering or not (its DNSConfiguration's spec.failover.drain).
+	Draining bool
 	// Cluster is the cluster that wrote it (from the record's name).
 	Cluster string
 	// Owner is the ExternalDNS owner ID of the region's instance for the zone.
@@ -153,7 +156,17 @@ const (
 	Unreachable State = "Unreachable"
 	// Lost: its gateway does not answer from here, and the zones, as witness, agree.
 	Lost State = "Lost"
+	// Drained: its cluster asks, in its heartbeat, for its names to move to their stand-ins (a
+	// planned failover, for maintenance): they move as from a lost region, and go back when the
+	// drain ends.
+	Drained State = "Drained"
 )
+
+// MovesNames says a region in state s gives its names to their stand-ins.
+func (s State) MovesNames() bool { return s == Lost || s == Drained }
+
+// ReasonDrainRequested is the reason of Drained.
+const ReasonDrainRequested = "DrainRequested"
 
 // ReasonWitnessPending is the reason of a judgement this cluster cannot make yet: its heartbeats
 // are too new to it to say whether their writers still write (Heartbeat.freshnessAt). It keeps a
@@ -176,7 +189,15 @@ type Judgement struct {
 // that could not be read counts for neither, so unreadable zones keep the region where it is.
 // With the network between two clusters cut but the zones reachable from both, each finds the
 // other's heartbeat fresh and healthy: neither is lost.
+//
+// A region whose newest heartbeat known (read this round or before) asks for a drain is Drained
+// whatever the probes say: its cluster's own word is a definite answer, and it stands until a
+// newer heartbeat says otherwise (a drained cluster that then stops keeps its names away).
 func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Judgement {
+	if d := newestKnown(beats); d != nil && d.Draining {
+		return Judgement{Drained, ReasonDrainRequested, fmt.Sprintf("cluster %s asks for its region's names to move to their stand-ins (its DNSConfiguration's spec.failover.drain; its heartbeat in %s, %s)",
+			d.Cluster, d.Zone, d.At.UTC().Format(time.RFC3339))}
+	}
 	if probes.Failures < s.FailureThreshold {
 		return Judgement{Serving, "GatewayAnswers", fmt.Sprintf("its gateway answers this cluster's probes (%d failed in a row, %d needed)", probes.Failures, s.FailureThreshold)}
 	}
@@ -218,6 +239,17 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 	default:
 		return Judgement{Unreachable, "WitnessUnreadable", seen + "; too few zones read to decide, so nothing moves"}
 	}
+}
+
+// newestKnown is the newest heartbeat found in beats, read this round or not; nil when none is.
+func newestKnown(beats []Heartbeat) *Heartbeat {
+	var newest *Heartbeat
+	for i, b := range beats {
+		if b.Found && (newest == nil || b.newerThan(*newest)) {
+			newest = &beats[i]
+		}
+	}
+	return newest
 }
 
 // MayFailBack reports whether a lost region's names may go back: its heartbeat has been fresh and

@@ -21,6 +21,7 @@ func TestJudgeRegion(t *testing.T) {
 		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), Observed: now, GatewayAnswers: true}
 	}
 	unread := func(zone string) Heartbeat { return Heartbeat{Zone: zone} }
+	draining := func(b Heartbeat) Heartbeat { b.Draining = true; return b }
 	down := Probes{Failures: 3}
 	tests := []struct {
 		name       string
@@ -46,6 +47,14 @@ func TestJudgeRegion(t *testing.T) {
 			[]Heartbeat{firstSeen("weu"), firstSeen("neu"), firstSeen("frc")}, Unreachable, ReasonWitnessPending},
 		{"a definite majority decides beside a pending zone", down, []Heartbeat{stale("weu"), missing("neu"), firstSeen("frc")}, Lost, "HeartbeatStale"},
 		{"a fresh heartbeat vouches beside pending ones", down, []Heartbeat{firstSeen("weu"), firstSeen("neu"), fresh("frc", true)}, Unreachable, "WitnessSaysAlive"},
+		{"drained: its newest heartbeat asks for it, its gateway answering", Probes{Successes: 5},
+			[]Heartbeat{draining(fresh("weu", true)), fresh("neu", true)}, Drained, ReasonDrainRequested},
+		{"drained: its gateway down too", down, []Heartbeat{draining(fresh("weu", false))}, Drained, ReasonDrainRequested},
+		{"drained: the drain's heartbeat stands when the zone is not read this round", Probes{Successes: 5},
+			[]Heartbeat{func() Heartbeat { b := draining(fresh("weu", true)); b.Read = false; return b }()}, Drained, ReasonDrainRequested},
+		{"drained: the last word of a cluster that stopped stands", down, []Heartbeat{draining(stale("weu")), missing("neu")}, Drained, ReasonDrainRequested},
+		{"the drain ended: a newer heartbeat without it", Probes{Successes: 5},
+			[]Heartbeat{draining(stale("weu")), fresh("neu", true)}, Serving, "GatewayAnswers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

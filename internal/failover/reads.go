@@ -116,7 +116,7 @@ func (in Interests) ZoneInterest(whole ZoneReading) Interest {
 			return Holding
 		}
 		for region, state := range states {
-			if state == Lost && StandIn(region, n.StandIns, states) == in.Own {
+			if state.MovesNames() && StandIn(region, n.StandIns, states) == in.Own {
 				return Holding
 			}
 		}

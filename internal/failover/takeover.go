@@ -91,9 +91,14 @@ func Addresses(region string, zones []ZoneReading) []string {
 }
 
 // JudgeRegions judges every other region known from the zones' heartbeats (JudgeRegion), with
-// this cluster's probes of each; own is Serving.
-func JudgeRegions(now time.Time, own string, zones []ZoneReading, probes map[string]Probes, s Settings) map[string]Judgement {
+// this cluster's probes of each; own is Serving, or Drained while this cluster asks for a drain
+// (draining): it then stands in for no other region (StandIn passes over it), as the other
+// clusters, which judge it Drained, expect.
+func JudgeRegions(now time.Time, own string, draining bool, zones []ZoneReading, probes map[string]Probes, s Settings) map[string]Judgement {
 	out := map[string]Judgement{own: {State: Serving, Reason: "OwnRegion", Message: "this cluster's own region"}}
+	if draining {
+		out[own] = Judgement{State: Drained, Reason: ReasonDrainRequested, Message: "this cluster's own region, drained (spec.failover.drain)"}
+	}
 	for _, region := range Regions(own, zones) {
 		out[region] = JudgeRegion(now, probes[region], Witness(now, region, zones, s), s)
 	}
@@ -108,7 +113,8 @@ type Name struct {
 	Controller, Hostname, Namespace, Endpoint string
 	// StandIns are the policy's stand-in regions, in order.
 	StandIns []string
-	// FailBack says the policy's failback is Automatic: names go back to their own region.
+	// FailBack says the name goes back to its own region once that region may take it back: the
+	// policy's failback is Automatic, or a drain of this cluster's region has just ended.
 	FailBack bool
 	// TakenFrom is the region this cluster took the name over from, as its DNSEndpoint's mark
 	// (naming.AnnotationTakenFrom) says; "" when it took none.
@@ -129,7 +135,8 @@ type Pass struct {
 }
 
 // Takeovers are the ownership writes this cluster (of region own) makes: every name it publishes
-// whose ownership record in the zone names the owner of a region judged Lost, when own is the
+// whose ownership record in the zone names the owner of a region judged Lost or Drained
+// (State.MovesNames), when own is the
 // first serving stand-in of the name's policy. A name whose owner no heartbeat of the zone names,
 // or whose region is not Lost, or whose record set holds other than one ownership value, or that
 // the lost region published from another namespace (another team's DNSEndpoint), stays where it
@@ -140,7 +147,7 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 		states[region] = j.State
 	}
 	return passes(zones, names, func(_ *ZoneReading, n Name, holder string) bool {
-		return states[holder] == Lost && StandIn(holder, n.StandIns, states) == own
+		return states[holder].MovesNames() && StandIn(holder, n.StandIns, states) == own
 	})
 }
 
@@ -289,6 +296,38 @@ func (z *ZoneReading) regionOf(owner string) string {
 		}
 	}
 	return ""
+}
+
+// DrainProgress counts the names this cluster (of region own) publishes into its own region's
+// zones, as the zones' ownership records say: here those its owner holds, away those another
+// owner holds (a stand-in). known is false while a zone of its region has not been read whole
+// (its count is then not known).
+func DrainProgress(own string, zones []ZoneReading, names []Name) (here, away int, known bool) {
+	byController := zonesByController(zones)
+	known = true
+	for _, n := range names {
+		z := byController[n.Controller]
+		if z == nil || z.Region != own {
+			continue
+		}
+		if !z.Read || z.Owner == "" {
+			known = false
+			continue
+		}
+		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
+			set, ok := z.TXT[txtName]
+			if !ok || len(set.Values) != 1 || OwnerOf(set.Values[0]) == "" {
+				continue
+			}
+			if OwnerOf(set.Values[0]) == z.Owner {
+				here++
+			} else {
+				away++
+			}
+			break
+		}
+	}
+	return here, away, known
 }
 
 // Server is a cluster that serves names through its gateway target hostnames.

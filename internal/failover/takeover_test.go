@@ -53,6 +53,8 @@ func TestTakeovers(t *testing.T) {
 		want   []Pass
 	}{
 		{"the lost region's name passes to the first stand-in", lost, weuZone(), []Name{api}, []Pass{pass}},
+		{"drained: the name passes as from a lost region", map[string]Judgement{"weu": {State: Drained}, "neu": {State: Serving}}, weuZone(), []Name{api}, []Pass{pass}},
+		{"a drained stand-in takes nothing", map[string]Judgement{"weu": {State: Lost}, "neu": {State: Drained}}, weuZone(), []Name{api}, nil},
 		{"unreachable, not lost: nothing moves", map[string]Judgement{"weu": {State: Unreachable}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
 		{"serving: nothing moves", map[string]Judgement{"weu": {State: Serving}, "neu": {State: Serving}}, weuZone(), []Name{api}, nil},
 		{"another stand-in comes first and serves", lost, weuZone(), with(func(n *Name) { n.StandIns = []string{"frc", "neu"} }), nil},
@@ -83,27 +85,69 @@ func TestTakeovers(t *testing.T) {
 	}
 }
 
+// DrainProgress counts, in aks01's own zone (weu), the names its owner holds and those a stand-in
+// holds; a zone of its region not read whole leaves the count unknown.
+func TestDrainProgress(t *testing.T) {
+	asAKS01 := func(z *ZoneReading) { z.Owner, z.Region = aks01Owner, "weu" }
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", StandIns: []string{"neu"}}
+	other := Name{Controller: "external-dns-weu", Hostname: "web.example.com", Namespace: "myapp", StandIns: []string{"neu"}}
+	withOther := func(owner string) func(*ZoneReading) {
+		return func(z *ZoneReading) {
+			z.TXT["weu-p-cname-web.example.com"] = TXTSet{Values: []string{ownership(owner)}}
+		}
+	}
+	tests := []struct {
+		name       string
+		zone       ZoneReading
+		names      []Name
+		here, away int
+		known      bool
+	}{
+		{"every name here", weuZone(asAKS01, withOther(aks01Owner)), []Name{api, other}, 2, 0, true},
+		{"one with the stand-in", weuZone(asAKS01, withOther(aks02Owner)), []Name{api, other}, 1, 1, true},
+		{"a name the zone holds no ownership record of is not counted", weuZone(asAKS01), []Name{api, other}, 1, 0, true},
+		{"another region's zone is not counted", weuZone(func(z *ZoneReading) { z.Owner, z.Region = aks02Owner, "neu" }), []Name{api}, 0, 0, true},
+		{"not read whole: not known", weuZone(asAKS01, func(z *ZoneReading) { z.Read = false }), []Name{api}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			z := tt.zone
+			if z.Region == "" {
+				z.Region = "weu"
+			}
+			here, away, known := DrainProgress("weu", []ZoneReading{z}, tt.names)
+			assert.Equal(t, []any{tt.here, tt.away, tt.known}, []any{here, away, known})
+		})
+	}
+}
+
 func TestJudgeRegions_FromTheZonesHeartbeats(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fresh, stale := weuZone(), weuZone(func(z *ZoneReading) { z.Beats["weu"][0].At = now.Add(-time.Minute) })
 	s := DefaultSettings
 	failing := map[string]Probes{"weu": {Failures: 3}}
-	got := JudgeRegions(now, "neu", []ZoneReading{stale, weuZone(func(z *ZoneReading) {
+	got := JudgeRegions(now, "neu", false, []ZoneReading{stale, weuZone(func(z *ZoneReading) {
 		z.Controller = "external-dns-neu"
 		z.Beats["weu"] = []Heartbeat{{Found: true, Read: true, At: now.Add(-time.Hour)}}
 	})}, failing, s)
 	assert.Equal(t, Lost, got["weu"].State, "probes fail and every zone's heartbeat is stale: %+v", got["weu"])
 	assert.Equal(t, Serving, got["neu"].State, "its own region")
 
-	got = JudgeRegions(now, "neu", []ZoneReading{fresh, stale}, failing, s)
+	got = JudgeRegions(now, "neu", false, []ZoneReading{fresh, stale}, failing, s)
 	assert.Equal(t, Unreachable, got["weu"].State, "one of two zones holds a fresh, healthy heartbeat: a partition: %+v", got["weu"])
 
-	got = JudgeRegions(now, "neu", []ZoneReading{stale, stale}, map[string]Probes{"weu": {Failures: 2}}, s)
+	got = JudgeRegions(now, "neu", false, []ZoneReading{stale, stale}, map[string]Probes{"weu": {Failures: 2}}, s)
 	assert.Equal(t, Serving, got["weu"].State, "two failed probes are not enough")
 
 	unread := weuZone(func(z *ZoneReading) { z.Read, z.Beats = false, nil })
-	got = JudgeRegions(now, "neu", []ZoneReading{stale, unread, unread}, failing, s)
+	got = JudgeRegions(now, "neu", false, []ZoneReading{stale, unread, unread}, failing, s)
 	assert.Equal(t, Unreachable, got["weu"].State, "one stale zone of three, two unread: not a majority: %+v", got["weu"])
+
+	// A draining cluster's own region is Drained: it takes over nothing of a lost region.
+	got = JudgeRegions(now, "neu", true, []ZoneReading{stale, stale}, failing, s)
+	assert.Equal(t, Drained, got["neu"].State, "its own region, drained")
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"}}
+	assert.Empty(t, Takeovers("neu", got, []ZoneReading{stale}, []Name{api}), "a draining cluster stands in for nobody")
 }
 
 func TestAddresses_OfTheTargetsTheHeartbeatsName(t *testing.T) {

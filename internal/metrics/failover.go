@@ -1,7 +1,7 @@
 package metrics
 
 // failoverStates are the values of the state label of service_router_failover_region_state.
-var failoverStates = []string{"Serving", "Unreachable", "Lost"}
+var failoverStates = []string{"Serving", "Unreachable", "Lost", "Drained"}
 
 // failover reads regional failover from the DNSConfiguration's status: each other region's state
 // (1 for the current one, 0 for the others) and the names taken from it in each zone with failover

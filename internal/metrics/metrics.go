@@ -107,7 +107,7 @@ var Definitions = []Definition{
 	{EventsDroppedName, "counter",
 		"Kubernetes Events not sent because the operator's event queue was full (a burst of changes over thousands of objects); conditions and metrics still tell the state.", nil},
 	{FailoverRegionStateName, "gauge",
-		"Regional failover: 1 for the state this cluster concludes of another region (Serving, Unreachable: its gateway does not answer here but the zones say it is alive; Lost: the zones agree), 0 for the others (the DNSConfiguration's status.failover). Absent without a zone with failover settings.",
+		"Regional failover: 1 for the state this cluster concludes of another region (Serving, Unreachable: its gateway does not answer here but the zones say it is alive; Lost: the zones agree; Drained: its cluster asks for its names to move, spec.failover.drain), 0 for the others (the DNSConfiguration's status.failover). Absent without a zone with failover settings.",
 		[]string{"region", "state"}},
 	{FailoverActiveName, "gauge",
 		"Regional failover: names this cluster took over in the zone of the ExternalDNS controller from the lost region `from`, serving them from its own region `to` (status.failover[].taken). Above 0 means a failover happened.",

@@ -82,6 +82,7 @@ func IngressConflictEvent(keys []string) Event {
 //     not announced.
 //   - DeletionsHeld: the mass-deletion guard starting to hold deletions (Warning) or holding none
 //     any more (Normal).
+//   - Drained: a change of reason (Normal), and DrainEnded when the condition goes.
 func StatusEvents(before, after []metav1.Condition) []Event {
 	var events []Event
 	if now := meta.FindStatusCondition(after, clusterv1alpha1.ConditionReady); now != nil {
@@ -105,8 +106,17 @@ func StatusEvents(before, after []metav1.Condition) []Event {
 			events = append(events, Event{Type: typeOf(now.Status != metav1.ConditionTrue), Reason: now.Reason, Action: "Reconcile", Note: now.Message})
 		}
 	}
+	if now, prev := meta.FindStatusCondition(after, clusterv1alpha1.ConditionDrained), meta.FindStatusCondition(before, clusterv1alpha1.ConditionDrained); now != nil && (prev == nil || prev.Reason != now.Reason) {
+		events = append(events, Event{Type: eventNormal, Reason: now.Reason, Action: "Drain", Note: now.Message})
+	} else if now == nil && prev != nil {
+		events = append(events, Event{Type: eventNormal, Reason: ReasonDrainEnded, Action: "Drain",
+			Note: "the drain has ended and every name of this region's zones with failover settings is back with this cluster"})
+	}
 	return events
 }
+
+// ReasonDrainEnded is the Event of the Drained condition going: every name is back.
+const ReasonDrainEnded = "DrainEnded"
 
 // typeOf is the Event type of a change that is good news (Normal) or not (Warning).
 func typeOf(good bool) string {

@@ -119,6 +119,8 @@ func TestAdmission_RejectsInvalidObjects(t *testing.T) {
 			[]string{"spec.recordTTL", "recordTTL must lie within recordTTLBounds"}},
 		{"DNSConfiguration recordTTLBounds ordered", dnsConfiguration("dns-config", "\n  recordTTLBounds: {min: 600, max: 60}\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
 			[]string{"spec.recordTTLBounds", "recordTTLBounds.min must not exceed recordTTLBounds.max"}},
+		{"DNSConfiguration drain needs a zone with failover settings", dnsConfiguration("dns-config", "\n  failover: {drain: true}\n  externalDNSControllers:\n    - {name: external-dns-weu, region: weu}"),
+			[]string{"spec", "failover.drain moves the names of the zones with failover settings", "nothing to drain"}},
 
 		{"DNSPolicy recordTTL at most a day", namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 86401"),
 			[]string{"spec.recordTTL", "should be less than or equal to 86400"}},
@@ -262,7 +264,7 @@ func TestAdmission_AcceptsBoundaryValues(t *testing.T) {
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  recordTTL: 30"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  failover: {standIns: [neu, frc, a, b, c, d, e, \"f-1\"]}"),
 		namespaced("DNSPolicy", "p", "\n  mode: Active\n  sourceRegion: \"\"\n  failover: {standIns: [neu]}"),
-		dnsConfiguration("dns-config", "\n  failover: {probePort: 65535, probeInterval: 1s, failureThreshold: 20, heartbeatInterval: 1s, heartbeatStaleAfter: 2s}\n  externalDNSControllers:\n"+
+		dnsConfiguration("dns-config", "\n  failover: {probePort: 65535, probeInterval: 1s, failureThreshold: 20, heartbeatInterval: 1s, heartbeatStaleAfter: 2s, drain: true}\n  externalDNSControllers:\n"+
 			"    - {name: external-dns-weu, region: weu, verification: {nameservers: [\"10.0.0.53:53\"]}, failover: {ownerID: external-dns-weu-aks01, txtPrefix: weu-p-,"+
 			" tsig: {keyName: externaldns-weu, algorithm: hmac-sha512, secretFile: /etc/service-router/tsig/weu}}}\n"+
 			"    - {name: external-dns-neu, region: neu, verification: {azurePrivateDNS: {subscriptionId: 00000000-0000-0000-0000-000000000000, resourceGroup: rg, zoneName: x}}, failover: {ownerID: Owner_1.x}}"),

@@ -79,3 +79,20 @@ const (
 	// zone is read through Resource Manager).
 	ReasonWithinRequestBudget = "WithinRequestBudget"
 )
+
+// ConditionDrained is the DNSConfiguration condition of a drain of this cluster's region
+// (spec.failover.drain): True while the drain is asked for, False while, the drain ended, names of
+// the region's zones are still with a stand-in; absent otherwise.
+const ConditionDrained = "Drained"
+
+// Reasons of the Drained condition.
+const (
+	// ReasonDrainInProgress: drain asked for; some of the region's names still point here (or
+	// the zones have not been read yet).
+	ReasonDrainInProgress = "DrainInProgress"
+	// ReasonDrainComplete: drain asked for; every name of the region's zones is with a stand-in.
+	ReasonDrainComplete = "DrainComplete"
+	// ReasonNamesReturning: the drain ended; names of the region's zones are still with a
+	// stand-in, and come back as soon as this cluster may take them.
+	ReasonNamesReturning = "NamesReturning"
+)

@@ -129,6 +129,16 @@ type FailoverSettings struct {
 	// its cluster takes back the names of DNSPolicies with failback Automatic; defaults to 5m.
 	// +optional
 	FailbackAfter *metav1.Duration `json:"failbackAfter,omitempty"`
+
+	// drain, true, asks for this cluster's region's names to move to their stand-ins now, its
+	// gateway still answering: a planned failover, for maintenance. The heartbeat says so, and
+	// every stand-in judges the region Drained and takes the names of policies listing it, as from
+	// a lost region (no probe has to fail). Set back to false (or removed), the names come back
+	// to this cluster once its gateway answers and the stand-ins have seen the drain end, whatever
+	// the policies' failback, as do names a stand-in still holds from an earlier failover. The
+	// condition Drained says how far it has got. In a region of several clusters, drain each.
+	// +optional
+	Drain bool `json:"drain,omitempty"`
 }
 
 // ZoneVerification says how a regional zone is checked: by asking its authoritative name servers
@@ -290,6 +300,7 @@ type RecordTTLBounds struct {
 }
 
 // DNSConfigurationSpec lists every ExternalDNS controller of the infrastructure.
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.drain) || !self.failover.drain || self.externalDNSControllers.exists(c, has(c.failover))",message="failover.drain moves the names of the zones with failover settings, and no ExternalDNS controller has failover settings: there is nothing to drain"
 // +kubebuilder:validation:XValidation:rule="!has(self.recordTTL) || !has(self.recordTTLBounds) || (self.recordTTL >= self.recordTTLBounds.min && self.recordTTL <= self.recordTTLBounds.max)",message="recordTTL must lie within recordTTLBounds",fieldPath=".recordTTL"
 type DNSConfigurationSpec struct {
 	// externalDNSControllers are all ExternalDNS instances DNSPolicies may select from. Names are
@@ -383,13 +394,13 @@ type RegionFailoverStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Region string `json:"region"`
 	// state is Serving (its gateway answers this cluster's probes), Unreachable (it does not, but
-	// the zones do not say it is lost: nothing moves) or Lost (the zones agree: its names pass to
-	// their stand-ins).
+	// the zones do not say it is lost: nothing moves), Lost (the zones agree: its names pass to
+	// their stand-ins) or Drained (its cluster asks for its names to move: spec.failover.drain).
 	// +required
-	// +kubebuilder:validation:Enum=Serving;Unreachable;Lost
+	// +kubebuilder:validation:Enum=Serving;Unreachable;Lost;Drained
 	State string `json:"state"`
 	// reason is why, in one CamelCase word: GatewayAnswers, WitnessSaysAlive, WitnessUnreadable,
-	// WitnessPending, HeartbeatStale or GatewayDown.
+	// WitnessPending, HeartbeatStale, GatewayDown or DrainRequested.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
