@@ -340,6 +340,9 @@ type Summary struct {
 	Requests []ZoneRequestsSummary `json:"requests,omitempty"`
 	// RequestBudget is dns-config's OverRequestBudget condition, with its message when True.
 	RequestBudget string `json:"requestBudget,omitempty"`
+	// Drain is dns-config's Drained condition, reason and message, while this cluster's region is
+	// drained or its names are coming back (empty otherwise).
+	Drain string `json:"drain,omitempty"`
 }
 
 // ZoneRequestsSummary is one zone's line of Resource Manager requests. Measured is false until
@@ -402,6 +405,9 @@ func SummaryOf(w *preview.World, budget int) Summary {
 				c.Name, c.Region, z.Published, z.Routes, z.Pending, z.Drifted, z.Unreachable))
 		}
 		s.Failover = failoverLines(cfg.Status.Failover)
+		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionDrained); c != nil {
+			s.Drain = c.Reason + ": " + c.Message
+		}
 		s.Requests = requestsOf(cfg)
 		if c := meta.FindStatusCondition(cfg.Status.Conditions, clusterv1alpha1.ConditionOverRequestBudget); c != nil {
 			s.RequestBudget = fmt.Sprintf("%s %s", c.Status, c.Reason)
@@ -540,9 +546,12 @@ func WriteSummary(w io.Writer, s Summary) error {
 	if len(s.Requests) > 0 {
 		writeRequests(p, s.Requests, s.RequestBudget)
 	}
-	if len(s.Failover) > 0 {
+	if len(s.Failover) > 0 || s.Drain != "" {
 		p.line("")
 		p.line("Regional failover (the other regions, as this cluster judges them):")
+		if s.Drain != "" {
+			p.line("  this region drained: %s", s.Drain)
+		}
 		for _, f := range s.Failover {
 			p.line("  %s", f)
 		}

@@ -221,6 +221,12 @@ func TestSummaryOf_RegionalFailover(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, WriteSummary(&b, s))
 	assert.Contains(t, b.String(), "Regional failover (the other regions, as this cluster judges them):\n  frc: Unreachable")
+
+	w.Configuration.Status.Conditions = append(w.Configuration.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionDrained,
+		Status: metav1.ConditionTrue, Reason: clusterv1alpha1.ReasonDrainInProgress, Message: "1 of the names … with a stand-in, 2 still here"})
+	b.Reset()
+	require.NoError(t, WriteSummary(&b, SummaryOf(w, 0)))
+	assert.Contains(t, b.String(), "as this cluster judges them):\n  this region drained: DrainInProgress: 1 of the names … with a stand-in, 2 still here\n  frc:")
 }
 
 func TestTargetPathOf_AddressRecordsInEveryZone(t *testing.T) {
