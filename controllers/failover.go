@@ -91,16 +91,6 @@ func (z failoverZone) labelled(r failover.ZoneReading) failover.ZoneReading {
 	return r
 }
 
-// regionView is what this cluster concludes of another region, kept between rounds.
-type regionView struct {
-	judgement failover.Judgement
-	since     time.Time
-	probes    failover.Probes
-	// inherited says judgement and since are an earlier leader's (the DNSConfiguration's status),
-	// kept until this leader's own probes decide.
-	inherited bool
-}
-
 // Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
 // Changes wakes it when they change.
 type Failover struct {
@@ -117,15 +107,13 @@ type Failover struct {
 	// judged says a round has judged the regions since this leader started (or none has failover
 	// zones any more): until then the status keeps what an earlier leader wrote.
 	judged  bool
-	regions map[string]*regionView
+	regions map[string]failover.RegionView
 	// held are the names this leader took over that the zones still say are this cluster's
 	// (failover.Held): the leader's own record, for status; it starts empty when a leader starts.
 	held []failover.Pass
-	// own is the run of probes of this cluster's own gateway, healthySince when the current run
-	// of answers began (zero when the last probe failed or none was made).
-	own          failover.Probes
-	healthySince time.Time
-	lastBeat     time.Time
+	// own is the run of probes of this cluster's own gateway, and since when it answers.
+	own      failover.OwnGateway
+	lastBeat time.Time
 	// beatAnswers, beatInterval and beatDraining are what the last heartbeat written said of this
 	// cluster's gateway, of how often it is written (heartbeatInterval) and of a drain;
 	// drainSaidAt is when a heartbeat first said the drain as it is now (by this leader).
@@ -238,7 +226,7 @@ type cachedIO struct {
 
 func newFailover(c client.Client, recorder events.EventRecorder, observed routeObservations, routeChanges chan<- event.GenericEvent) *Failover {
 	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
-		probe: dialProbe, now: time.Now, regions: map[string]*regionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{},
+		probe: dialProbe, now: time.Now, regions: map[string]failover.RegionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{},
 		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
@@ -281,8 +269,8 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 	}
 	var out []clusterv1alpha1.RegionFailoverStatus
 	for region, v := range f.regions {
-		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.judgement.State), Reason: v.judgement.Reason,
-			Message: plan.Truncate(v.judgement.Message, 1024), Since: &metav1.Time{Time: v.since.Truncate(time.Second)}}
+		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.Judgement.State), Reason: v.Judgement.Reason,
+			Message: plan.Truncate(v.Judgement.Message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
 		taken := map[string]int32{}
 		for _, p := range f.held {
 			if p.Region == region {
@@ -606,8 +594,8 @@ func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names 
 	suspect := false
 	judged := map[string]failover.Judgement{}
 	for region, v := range f.regions {
-		suspect = suspect || v.probes.Failures > 0
-		judged[region] = v.judgement
+		suspect = suspect || v.Probes.Failures > 0
+		judged[region] = v.Judgement
 	}
 	f.mu.Unlock()
 	in := f.interests(own, judged, names, now, s)
@@ -641,9 +629,9 @@ func (f *Failover) interests(own string, judged map[string]failover.Judgement, n
 	case s.drain:
 	case s.returning:
 		seen := !f.drainSaidAt.IsZero() && now.Sub(f.drainSaidAt) >= s.judge.StaleAfter(failover.Heartbeat{Interval: f.beatInterval})+s.probeInterval
-		mayReclaim = reaching && seen && f.own.Successes >= s.judge.FailureThreshold
+		mayReclaim = reaching && seen && f.own.Probes.Successes >= s.judge.FailureThreshold
 	default:
-		mayReclaim = reaching && failover.MayFailBack(now, f.healthySince, f.own, s.judge)
+		mayReclaim = reaching && failover.MayFailBack(now, f.own.HealthySince, f.own.Probes, s.judge)
 	}
 	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held), MayReclaim: mayReclaim}
 }
@@ -770,29 +758,20 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 	out := map[string]failover.Probes{}
 	for _, region := range failover.Regions(own, readings) {
 		f.mu.Lock()
-		v := f.view(region)
-		p := v.probes
+		p := f.regions[region].Probes
 		f.mu.Unlock()
 		addresses := failover.Addresses(region, readings)
 		if len(addresses) > 0 {
 			p = p.After(f.anyAnswers(ctx, addresses, port))
 		}
 		f.mu.Lock()
-		v.probes = p
+		v := f.regions[region]
+		v.Probes = p
+		f.regions[region] = v
 		f.mu.Unlock()
 		out[region] = p
 	}
 	return out
-}
-
-// view is a region's view, created on first sight; f.mu is held.
-func (f *Failover) view(region string) *regionView {
-	v := f.regions[region]
-	if v == nil {
-		v = &regionView{}
-		f.regions[region] = v
-	}
-	return v
 }
 
 // standInNames are the names this cluster publishes into the zones with failover settings for
@@ -946,35 +925,23 @@ func (f *Failover) mark(ctx context.Context, namespace, name string, marks map[s
 	}
 }
 
-// decided says this leader's own probes of a region reach a judgement: one answered, or threshold
-// failed in a row.
-func decided(p failover.Probes, threshold int) bool {
-	return p.Successes > 0 || p.Failures >= threshold
-}
-
-// earlierJudgement is what the DNSConfiguration's status (an earlier leader's) says of region.
-func earlierJudgement(cfg *clusterv1alpha1.DNSConfiguration, region string) (regionView, bool) {
+// earlierViews are the judgements the DNSConfiguration's status holds (an earlier leader's, or
+// this one's own), by region: failover.Advance's earlier.
+func earlierViews(cfg *clusterv1alpha1.DNSConfiguration) map[string]failover.RegionView {
+	out := map[string]failover.RegionView{}
 	for _, st := range cfg.Status.Failover {
-		if st.Region == region && st.State != "" {
-			v := regionView{judgement: failover.Judgement{State: failover.State(st.State), Reason: st.Reason, Message: st.Message}}
-			if st.Since != nil {
-				v.since = st.Since.Time
-			}
-			return v, true
+		v := failover.RegionView{Judgement: failover.Judgement{State: failover.State(st.State), Reason: st.Reason, Message: st.Message}}
+		if st.Since != nil {
+			v.Since = st.Since.Time
 		}
+		out[st.Region] = v
 	}
-	return regionView{}, false
+	return out
 }
 
 // probedOwn records a probe of this cluster's own gateway.
 func (f *Failover) probedOwn(answered bool, now time.Time) {
-	f.own = f.own.After(answered)
-	switch {
-	case !answered:
-		f.healthySince = time.Time{}
-	case f.healthySince.IsZero():
-		f.healthySince = now
-	}
+	f.own = f.own.After(answered, now)
 }
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
@@ -994,43 +961,13 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	held := failover.Union(failover.Held(f.held, ownership), standing, taken)
 	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
-	threshold := failoverSettingsOf(cfg).judge.FailureThreshold
-	for region, j := range judged {
-		if region == own {
-			continue
-		}
-		v := f.view(region)
-		// A new leader's probes start with none: until they decide (an answer, or the threshold
-		// of failures in a row), the region stays as the earlier leader judged it, rather than
-		// Serving for want of failures (and the status, events and metrics flapping).
-		if earlier, found := earlierJudgement(cfg, region); found && v.judgement.State == "" && (!decided(v.probes, threshold) || j.Reason == failover.ReasonWitnessPending) {
-			v.judgement, v.since, v.inherited = earlier.judgement, cmp.Or(earlier.since, now), true
-		}
-		if v.inherited && !decided(v.probes, threshold) {
-			continue
-		}
-		// Heartbeats this leader has not yet followed long enough to tell (a new leader's) keep a
-		// region found lost, by it or an earlier leader, lost: not knowing is no sign of life.
-		if v.judgement.State == failover.Lost && j.Reason == failover.ReasonWitnessPending {
-			continue
-		}
-		v.inherited = false
-		if v.judgement.State != j.State || v.judgement.Reason != j.Reason {
-			changed = true
-			if v.judgement.State != "" {
-				f.recorder.Eventf(cfg, nil, eventType(j.State), "Region"+string(j.State), "Failover", "region %s: %s (%s): %s", region, j.State, j.Reason, j.Message)
-			}
-			v.since = now
-		}
-		v.judgement = j
+	regions, transitions, regionsChanged := failover.Advance(now, own, f.regions, judged, earlierViews(cfg), failoverSettingsOf(cfg).judge.FailureThreshold)
+	f.regions = regions
+	for _, c := range transitions {
+		j := c.Judgement
+		f.recorder.Eventf(cfg, nil, eventType(j.State), "Region"+string(j.State), "Failover", "region %s: %s (%s): %s", c.Region, j.State, j.Reason, j.Message)
 	}
-	for region := range f.regions {
-		if _, ok := judged[region]; !ok {
-			delete(f.regions, region)
-			changed = true
-		}
-	}
-	return changed
+	return changed || regionsChanged
 }
 
 func eventType(s failover.State) string {
@@ -1106,7 +1043,7 @@ func (f *Failover) forget() {
 	f.reads, f.beatsSeen = map[string]*zoneReads{}, failover.Observations{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
-		f.regions = map[string]*regionView{}
+		f.regions = map[string]failover.RegionView{}
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:

@@ -129,14 +129,14 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	}
 
 	f := newFailover(nil, nil, nil, nil)
-	f.view("weu").probes = failover.Probes{Failures: 1}
+	f.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 1}}
 	f.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got := weu(f)
 	assert.Equal(t, "Lost", got.State, "one failed probe of three decides nothing")
 	assert.Equal(t, "HeartbeatStale", got.Reason)
 	assert.Equal(t, lostSince, got.Since.Time)
 
-	f.view("weu").probes = failover.Probes{Failures: 3}
+	f.regions["weu"] = withProbes(f.regions["weu"], failover.Probes{Failures: 3})
 	assert.False(t, f.remember(now.Add(2*time.Second), "neu", lost, nil, nil, nil, nil, cfg), "its own probes agree: no change, no event")
 	got = weu(f)
 	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
@@ -145,7 +145,7 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	// Its probes decided, but the heartbeats are too new to it to tell (WitnessPending): still the
 	// earlier leader's Lost, and no event; then its own clock finds them stale: Lost, unchanged.
 	p := newFailover(nil, nil, nil, nil)
-	p.view("weu").probes = failover.Probes{Failures: 3}
+	p.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 3}}
 	pending := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Unreachable, Reason: failover.ReasonWitnessPending}}
 	p.remember(now, "neu", pending, nil, nil, nil, nil, cfg)
 	got = weu(p)
@@ -154,12 +154,19 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	p.remember(now.Add(31*time.Second), "neu", lost, nil, nil, nil, nil, cfg)
 	assert.Equal(t, lostSince, weu(p).Since.Time, "lost since the earlier leader said so")
 
-	g := newFailover(nil, nil, nil, nil)
-	g.view("weu").probes = failover.Probes{Successes: 1}
+	g := newFailover(nil, events.NewFakeRecorder(10), nil, nil)
+	g.regions["weu"] = failover.RegionView{Probes: failover.Probes{Successes: 1}}
 	g.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got = weu(g)
 	assert.Equal(t, "Serving", got.State, "its gateway answered this leader: decided")
 	assert.Equal(t, now, got.Since.Time)
+	assert.Contains(t, drain(g.recorder.(*events.FakeRecorder)), "RegionServing", "Lost, as the status said, to Serving: announced")
+}
+
+// withProbes is v with its probes replaced, as a round's probes leave it.
+func withProbes(v failover.RegionView, p failover.Probes) failover.RegionView {
+	v.Probes = p
+	return v
 }
 
 // A route's status says who serves its answer in a failover zone as its last reconcile saw it. When
