@@ -53,8 +53,8 @@ func TestState_FailoverFromTheDNSConfigurationsStatus(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]float64{
-		"service_router_failover_region_state{weu,Serving}": 0, "service_router_failover_region_state{weu,Unreachable}": 0, "service_router_failover_region_state{weu,Lost}": 1,
-		"service_router_failover_region_state{frc,Serving}": 0, "service_router_failover_region_state{frc,Unreachable}": 1, "service_router_failover_region_state{frc,Lost}": 0,
+		"service_router_failover_region_state{weu,Serving}": 0, "service_router_failover_region_state{weu,Unreachable}": 0, "service_router_failover_region_state{weu,Lost}": 1, "service_router_failover_region_state{weu,Drained}": 0,
+		"service_router_failover_region_state{frc,Serving}": 0, "service_router_failover_region_state{frc,Unreachable}": 1, "service_router_failover_region_state{frc,Lost}": 0, "service_router_failover_region_state{frc,Drained}": 0,
 		"service_router_failover_active{external-dns-weu,weu,neu}": 12, "service_router_failover_active{external-dns-frc,weu,neu}": 3,
 		"service_router_failover_active{external-dns-weu,frc,neu}": 0, "service_router_failover_active{external-dns-frc,frc,neu}": 0,
 	}, got, "every zone with failover settings, for every region known, 0 included")
