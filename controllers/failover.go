@@ -121,6 +121,8 @@ type Failover struct {
 	beatInterval time.Duration
 	beatDraining bool
 	drainSaidAt  time.Time
+	// refused are the last round's refused ownership writes, for the status.
+	refused []refusal
 	// drain is where a drain of this cluster's region stands, for the DNSConfiguration's status.
 	drain       plan.Drain
 	ios         map[string]cachedIO
@@ -269,8 +271,15 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 	}
 	var out []clusterv1alpha1.RegionFailoverStatus
 	for region, v := range f.regions {
+		// A refusal first: the judgement's message is long, and the status keeps 1,024 bytes.
+		message := v.Judgement.Message
+		for _, r := range f.refused {
+			if r.region == region {
+				message = fmt.Sprintf("zone %s refused %d ownership write(s) in the last round, retried every round: %s; %s", r.controller, r.names, r.err, message)
+			}
+		}
 		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.Judgement.State), Reason: v.Judgement.Reason,
-			Message: plan.Truncate(v.Judgement.Message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
+			Message: plan.Truncate(message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
 		taken := map[string]int32{}
 		for _, p := range f.held {
 			if p.Region == region {
@@ -355,13 +364,14 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	ownership := reading.ownership()
 	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
 	standing, returned := failover.Standing(names, ownership)
-	taken := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
+	taken, refused := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
-	f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
+	_, refusedBack := f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
 	f.unmark(ctx, returned, taken)
 	drainChanged := f.drained(s, own, zones, names)
-	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged {
+	refusalsChanged := f.setRefusals(append(refused, refusedBack...))
+	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged || refusalsChanged {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
@@ -817,15 +827,17 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 // pass writes the ownership passes, each announced by an Event of reason on the DNSConfiguration
 // (note formats the name, zone, old owner, region and new owner) and marked on this cluster's
 // DNSEndpoint of the name (mark; takeover says the pass takes a lost region's name, not one back
-// home); it returns those that succeeded.
+// home); it returns those that succeeded, and the zones' refusals of the others.
 // A pass refused because the value changed (another stand-in was first, or the owner wrote it) is
-// no error: the zone says who owns it now.
-func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, takeover bool, reason, note string) []failover.Pass {
+// no error: the zone says who owns it now. Any other refusal (a rotated TSIG key, a role taken
+// away: 403) leaves the name where it is, whole (the pass is one conditional write), and is
+// tried again next round; it is announced once a round per zone (OwnershipPassRefused) and said
+// in the region's status.
+func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, takeover bool, reason, note string) (done []failover.Pass, refused []refusal) {
 	ios := map[string]zoneIO{}
 	for _, z := range zones {
 		ios[z.controller] = z.io
 	}
-	var done []failover.Pass
 	for _, p := range passes {
 		err := ios[p.Controller].Pass(ctx, p)
 		switch {
@@ -833,6 +845,7 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 			continue
 		case err != nil:
 			ctrl.Log.WithName("failover").Error(err, "passing a name's ownership", "controller", p.Controller, "name", p.Hostname)
+			refused = refusedOnce(refused, p, err)
 			continue
 		}
 		done = append(done, p)
@@ -843,7 +856,40 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 		}
 		f.mark(ctx, p.Namespace, p.Endpoint, marks)
 	}
-	return done
+	for _, r := range refused {
+		f.recorder.Eventf(cfg, nil, "Warning", "OwnershipPassRefused", "Failover", "zone %s refused %d ownership write(s) of names of region %s this round, retried every round (the names stay where they are): %s",
+			r.controller, r.names, r.region, r.err)
+	}
+	return done, refused
+}
+
+// refusal is what a zone refused of a round's ownership writes of one region's names: how many,
+// and the first error.
+type refusal struct {
+	controller, region string
+	names              int
+	err                string
+}
+
+// refusedOnce counts p's refusal in refused, one entry per zone and region.
+func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
+	for i := range refused {
+		if refused[i].controller == p.Controller && refused[i].region == p.Region {
+			refused[i].names++
+			return refused
+		}
+	}
+	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: plan.Truncate(err.Error(), 300)})
+}
+
+// setRefusals records the round's refusals for the status (Regions); it reports whether they
+// changed.
+func (f *Failover) setRefusals(refused []refusal) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	changed := !slices.Equal(refused, f.refused)
+	f.refused = refused
+	return changed
 }
 
 // remark sets the taken-from mark again where this leader holds a name whose DNSEndpoint lacks it

@@ -301,6 +301,19 @@ func (s *Server) ResetUsage() {
 }
 
 // scope is the subscription and the zone (lower case; "" for none) a Resource Manager path names.
+// action is the verb of the operation in an Azure RBAC action ("write", "delete"; "read").
+func (o operation) action() string { return o.String() }
+
+// recordTypeOf is the record type a Resource Manager path names
+// (…/privateDnsZones/<zone>/<type>/<name>), "" for another path.
+func recordTypeOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) > 8 && strings.EqualFold(parts[6], "privateDnsZones") {
+		return parts[8]
+	}
+	return ""
+}
+
 func scope(path string) (subscription, zone string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if len(parts) > 1 {

@@ -84,6 +84,9 @@ type Server struct {
 	// federated credentials of each client ID.
 	issuers   map[string]map[string]*rsa.PublicKey
 	federated map[string][]FederatedCredential
+	// readers are the principals whose role on the zones only reads (Reader): Resource Manager
+	// refuses their writes and deletes with 403 AuthorizationFailed.
+	readers map[string]bool
 }
 
 // issued is a bearer token the stand-in issued: until when, and to which client.
@@ -167,6 +170,19 @@ func (s *Server) hasSecret(clientID, secret string) bool {
 	defer s.mu.Unlock()
 	want, known := s.secrets[clientID]
 	return known && secret == want
+}
+
+// SetReadOnly gives a principal the Reader role on every zone (readOnly) or back the Private DNS
+// Zone Contributor role every principal has by default: as a role assignment removed or restored
+// in Azure, its writes and deletes are refused with 403 AuthorizationFailed, before any limit
+// counts them, while its reads go on.
+func (s *Server) SetReadOnly(clientID string, readOnly bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readers == nil {
+		s.readers = map[string]bool{}
+	}
+	s.readers[clientID] = readOnly
 }
 
 // Throttle refuses the next n Resource Manager requests with 429 and Retry-After, before the
@@ -298,6 +314,14 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		s.mu.Unlock()
 		w.Header().Set("WWW-Authenticate", `Bearer authorization_uri="`+s.URL+`adfs", error="invalid_token"`)
 		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or invalid.")
+		return false
+	}
+	if op != opRead && s.readers[tok.clientID] {
+		s.counts["forbidden"]++
+		s.mu.Unlock()
+		armError(w, http.StatusForbidden, "AuthorizationFailed", fmt.Sprintf("The client '%s' with object id '%s' does not have authorization to perform action "+
+			"'Microsoft.Network/privateDnsZones/%s/%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",
+			tok.clientID, tok.clientID, recordTypeOf(r.URL.Path), op.action(), strings.TrimPrefix(r.URL.Path, "/")))
 		return false
 	}
 	t := &s.throttle

@@ -252,3 +252,27 @@ func TestStandIn_RecordSetNameSuffixIsALabel(t *testing.T) {
 		names(byType.More, func() ([]*armprivatedns.RecordSet, error) { p, err := byType.NextPage(ctx); return p.Value, err }))
 	assert.Equal(t, 3, s.Count("listRecordSetsByType"))
 }
+
+// A principal with the Reader role reads but may not write: 403 AuthorizationFailed naming the
+// action and scope, as Resource Manager words it; its role restored, it writes again.
+func TestStandIn_ReaderMayNotWrite(t *testing.T) {
+	s := start(t)
+	c := newClients(t, s, ClientSecret)
+	ctx := context.Background()
+	s.SetReadOnly(ClientID, true)
+	_, err := c.records.CreateOrUpdate(ctx, rg, zoneName, armprivatedns.RecordTypeTXT, "w", armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{
+		TTL: ptr.To[int64](300), TxtRecords: []*armprivatedns.TxtRecord{{Value: []*string{ptr.To("v")}}}}}, nil)
+	var re *azcore.ResponseError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, http.StatusForbidden, re.StatusCode)
+	assert.Equal(t, "AuthorizationFailed", re.ErrorCode)
+	assert.Contains(t, err.Error(), "does not have authorization to perform action 'Microsoft.Network/privateDnsZones/TXT/write'")
+	_, err = c.records.NewListPager(rg, zoneName, nil).NextPage(ctx)
+	assert.NoError(t, err, "a Reader reads")
+	assert.Empty(t, s.Records(sub, rg, zoneName)["w TXT"], "nothing written")
+
+	s.SetReadOnly(ClientID, false)
+	_, err = c.records.CreateOrUpdate(ctx, rg, zoneName, armprivatedns.RecordTypeA, "w", aSet("10.0.0.9"), nil)
+	assert.NoError(t, err, "the role restored")
+	assert.Equal(t, 1, s.Count("forbidden"))
+}
