@@ -643,6 +643,13 @@ const failoverController = "external-dns-weu"
 // updates, the operators signing theirs with the key from a file, as they would in a pod.
 func startBindFailoverWorld(t testing.TB) (*failoverWorld, *framework.BindServer) {
 	t.Helper()
+	return startBindFailoverWorldWith(t, nil)
+}
+
+// startBindFailoverWorldWith is startBindFailoverWorld with each member's ExternalDNS options
+// changed by ed (nil: the framework's, a 500 ms interval).
+func startBindFailoverWorldWith(t testing.TB, ed func(*framework.ExternalDNSOptions)) (*failoverWorld, *framework.BindServer) {
+	t.Helper()
 	const prefix = "weu-d-"
 	zone, err := framework.StartBind(t.Context(), t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
 	if err != nil {
@@ -657,9 +664,17 @@ func startBindFailoverWorld(t testing.TB) (*failoverWorld, *framework.BindServer
 				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
 				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
 					TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}}},
-			framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
+			edOptions(framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone), ed)
 	})
 	return w, zone
+}
+
+// edOptions is o changed by ed, when not nil.
+func edOptions(o framework.ExternalDNSOptions, ed func(*framework.ExternalDNSOptions)) framework.ExternalDNSOptions {
+	if ed != nil {
+		ed(&o)
+	}
+	return o
 }
 
 // TestFailover_OperatorTakesOverInAzurePrivateDNS is regional failover in the AKS world: the weu
