@@ -1,0 +1,267 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/test/e2e/framework"
+)
+
+// TestFailover_RandomFaultSchedule drives the BIND failover world (two clusters, the real
+// ExternalDNS, fast failover settings, every probe answering at the start) through a seeded random
+// schedule of faults and repairs, and checks invariants throughout by zone transfer every 200 ms:
+//   - a name never has two owners: its ownership record holds exactly one value;
+//   - a name never goes without an answer: its CNAME is always there (the team's, which may move,
+//     and another team's, whose policy lists no stand-ins, which must stay aks01's);
+//   - no record a cluster publishes for its gateway is ever removed.
+//
+// After the schedule every fault is repaired (aks01 back, no partition, no drain), and the team's
+// name (failback Automatic) must be home with aks01 within a minute. The seed is logged, and
+// printed with every violation; FAULT_SEED=<n> replays a schedule, FAULT_STEPS=<n> sets its length
+// (default 8; `make bench` runs BenchmarkFailover_FaultSchedules, longer ones).
+func TestFailover_RandomFaultSchedule(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("FAULT_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("FAULT_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	steps := 8
+	if v := os.Getenv("FAULT_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("FAULT_STEPS=%q: want a positive number", v)
+		}
+		steps = n
+	}
+	r := runFaultSchedule(t, seed, steps)
+	t.Logf("seed %d: %d steps (%s), %d zone readings, %d violations", seed, steps, strings.Join(r.events, ", "), r.readings, len(r.violations))
+}
+
+// BenchmarkFailover_FaultSchedules runs FAULT_SCHEDULES (default 3) schedules of FAULT_STEPS
+// (default 20) steps and reports schedules, events and violations (goal: 0).
+func BenchmarkFailover_FaultSchedules(b *testing.B) {
+	schedules, steps := 3, 20
+	if n, err := strconv.Atoi(os.Getenv("FAULT_SCHEDULES")); err == nil && n > 0 {
+		schedules = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("FAULT_STEPS")); err == nil && n > 0 {
+		steps = n
+	}
+	for range b.N {
+		var events, violations int
+		for i := range schedules {
+			seed := uint64(time.Now().UnixNano()) + uint64(i)
+			r := runFaultSchedule(b, seed, steps)
+			events += len(r.events)
+			violations += len(r.violations)
+			b.Logf("seed %d: %s; %d violations", seed, strings.Join(r.events, ", "), len(r.violations))
+		}
+		b.ReportMetric(float64(schedules), "schedules")
+		b.ReportMetric(float64(events), "events")
+		b.ReportMetric(float64(violations), "violations")
+	}
+}
+
+// scheduleRun is what one schedule did and saw.
+type scheduleRun struct {
+	events     []string
+	readings   int
+	violations []string
+}
+
+// faultWorld is the state of the failover world's faults during a schedule.
+type faultWorld struct {
+	w                          *failoverWorld
+	lost, partitioned, drained bool
+}
+
+// runFaultSchedule runs one schedule of steps random steps from seed and checks the invariants.
+func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
+	tb.Helper()
+	ctx := tb.Context()
+	w, zone := startBindFailoverWorld(tb)
+	aks01, aks02 := w.aks01, w.aks02
+	// The team's policy takes its names back automatically: after the repairs, home is where they
+	// belong. Every probe answers (both clusters probe each other where both gateways listen).
+	for _, m := range []*failoverMember{aks01, aks02} {
+		updateConfig(ctx, tb, m, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
+	}
+	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	at := w.publish(aks01)
+	waitAnswer(ctx, tb, at, zone.Query(name, "A"), chain(aks01))
+	waitAnswer(ctx, tb, at, zone.Query(otherName, "A"), chain(aks01))
+	at = w.publish(aks02)
+	waitSyncs(ctx, tb, at, aks01.ed, aks02.ed)
+	for _, m := range []*failoverMember{aks01, aks02} {
+		p := &routingv1alpha1.DNSPolicy{}
+		if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
+			tb.Fatal(err)
+		}
+		p.Spec.Failover.Failback = routingv1alpha1.FailbackAutomatic
+		if err := m.cl.Client.Update(ctx, p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+
+	run := scheduleRun{}
+	var mu sync.Mutex
+	violate := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(run.violations) < 20 {
+			run.violations = append(run.violations, fmt.Sprintf(format, args...))
+		}
+	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watchCtx.Err() == nil {
+			recs, err := zone.ZoneRecords(watchCtx)
+			if err == nil {
+				mu.Lock()
+				run.readings++
+				mu.Unlock()
+				checkFaultInvariants(recs, []string{name, otherName}, otherName, aks01, []string{aks01.target(w.domain), aks02.target(w.domain)}, w.domain, violate)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	f := &faultWorld{w: w}
+	for range steps {
+		run.events = append(run.events, f.step(ctx, tb, rng))
+		time.Sleep(time.Duration(2000+rng.IntN(6000)) * time.Millisecond)
+	}
+	run.events = append(run.events, f.repair(ctx, tb))
+	// Repaired: the team's name home with aks01, the other team's never moved.
+	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks01)...), 2*convergeTimeout, 200*time.Millisecond); err != nil {
+		violate("after the repairs, %s did not come home to aks01 within %s: %v", name, 2*convergeTimeout, err)
+	}
+	stopWatching()
+	<-watched
+	for _, v := range run.violations {
+		tb.Errorf("seed %d (FAULT_SEED=%d replays it), after %s: %s", seed, seed, strings.Join(run.events, ", "), v)
+	}
+	return run
+}
+
+// checkFaultInvariants checks one reading of the zone: every name of names has exactly one CNAME
+// and one ownership value, fixed (whose policy lists no stand-in) still points at home's gateway,
+// and every gateway target has its A record.
+func checkFaultInvariants(recs []framework.Record, names []string, fixed string, home *failoverMember, targets []string, domain string, violate func(string, ...any)) {
+	count := func(name, rtype string) (n int, data []string) {
+		for _, r := range recs {
+			if r.Name == name+"." && r.Type == rtype {
+				n++
+				data = append(data, r.Data)
+			}
+		}
+		return n, data
+	}
+	for _, n := range names {
+		if c, data := count(n, "CNAME"); c != 1 {
+			violate("%s has %d CNAMEs %v: a name without an answer, or with two", n, c, data)
+		} else if n == fixed && data[0] != home.target(domain)+"." {
+			violate("%s, whose policy lists no stand-in, points at %s", n, data[0])
+		}
+		if c, data := count("weu-d-cname-"+n, "TXT"); c != 1 {
+			violate("%s has %d ownership values %v: want exactly one owner", n, c, data)
+		}
+	}
+	for _, target := range targets {
+		if c, _ := count(target, "A"); c == 0 {
+			violate("the gateway target %s lost its A record", target)
+		}
+	}
+}
+
+// step makes one random change of the world and says which.
+func (f *faultWorld) step(ctx context.Context, tb testing.TB, rng *rand.Rand) string {
+	w := f.w
+	switch rng.IntN(5) {
+	case 0:
+		if f.lost {
+			w.comeBack()
+			f.lost = false
+			return "aks01 back"
+		}
+		w.lose()
+		f.lost = true
+		return "aks01 lost"
+	case 1:
+		f.partitioned = !f.partitioned
+		port := w.port
+		if f.partitioned {
+			port = w.probePort02 // only aks02's own gateway listens there: its probes of aks01 fail
+		}
+		updateConfig(ctx, tb, w.aks02, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(port)) })
+		if f.partitioned {
+			return "partition (aks02 cannot reach aks01's gateway)"
+		}
+		return "partition healed"
+	case 2:
+		restartOperator(ctx, tb, w.aks02)
+		return "aks02's operator restarted (a new leader)"
+	case 3:
+		if f.lost {
+			return "nothing (aks01 is lost: its operator cannot restart)"
+		}
+		restartOperator(ctx, tb, w.aks01)
+		return "aks01's operator restarted (a new leader)"
+	default:
+		f.drained = !f.drained
+		updateConfig(ctx, tb, w.aks01, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.Drain = f.drained })
+		if f.drained {
+			return "aks01 drained"
+		}
+		return "aks01's drain ended"
+	}
+}
+
+// repair undoes every fault still in force.
+func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
+	w := f.w
+	if f.lost {
+		w.comeBack()
+	}
+	if f.partitioned {
+		updateConfig(ctx, tb, w.aks02, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
+	}
+	if f.drained {
+		updateConfig(ctx, tb, w.aks01, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.Drain = false })
+	}
+	f.lost, f.partitioned, f.drained = false, false, false
+	return "every fault repaired"
+}
+
+// restartOperator stops m's operator and starts a new one: a new leader.
+func restartOperator(ctx context.Context, tb testing.TB, m *failoverMember) {
+	tb.Helper()
+	if err := m.op.Stop(); err != nil {
+		tb.Fatal(err)
+	}
+	var err error
+	if m.op, err = m.cl.StartOperator(ctx, tb, framework.OperatorOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+}
