@@ -125,6 +125,8 @@ bench: manifests generate $(CONTROL_PLANE) ## Run the benchmarks; the scale runs
 	FAILOVER_SETTINGS=defaults KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFailover_TimeToFailOver$$' -benchtime 1x -timeout 20m
 	@# The same as users run it: ExternalDNS at 1 minute or with --events, the TTL 300 s or 30 s.
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFailover_AsUsersRunIt$$' -benchtime 1x -timeout 60m -v
+	@# Random fault schedules (loss, partition, leader changes, drains), the invariants checked throughout.
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFailover_FaultSchedules$$' -benchtime 1x -timeout 60m -v
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e -run '^$$' -bench '^BenchmarkFleet_AzureBudget$$' -benchtime 1x -timeout 60m -v
 
 .PHONY: verify
