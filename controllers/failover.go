@@ -882,12 +882,15 @@ func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
 	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: plan.Truncate(err.Error(), 300)})
 }
 
-// setRefusals records the round's refusals for the status (Regions); it reports whether they
-// changed.
+// setRefusals records the round's refusals for the status (Regions); it reports whether which
+// zones refuse how many writes changed (not the errors' words, which may name a request: the
+// status is not written again every round for them).
 func (f *Failover) setRefusals(refused []refusal) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	changed := !slices.Equal(refused, f.refused)
+	changed := !slices.EqualFunc(refused, f.refused, func(a, b refusal) bool {
+		return a.controller == b.controller && a.region == b.region && a.names == b.names
+	})
 	f.refused = refused
 	return changed
 }
