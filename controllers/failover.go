@@ -879,7 +879,10 @@ func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
 			return refused
 		}
 	}
-	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: plan.Truncate(err.Error(), 300)})
+	// In a few words: Resource Manager's errors start with the request's URL, its status and code
+	// come after (azureprivatedns.Classify).
+	reason, _ := azureprivatedns.Classify(err)
+	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: plan.Truncate(reason, 300)})
 }
 
 // setRefusals records the round's refusals for the status (Regions); it reports whether which

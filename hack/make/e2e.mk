@@ -5,7 +5,7 @@
 #
 # bin/external-dns and the control plane are built by the rules of hack/make/tools.mk.
 
-E2E_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 30m
 E2E_FLAGS ?=
 
 ##@ End-to-end (real ExternalDNS + BIND)

@@ -75,13 +75,17 @@ func TestFailover_ARefusedTakeoverMovesNothingUntilTheZoneTakesIt(t *testing.T) 
 	w.lose()
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	waitDNSConfigEvent(ctx, t, aks02, "OwnershipPassRefused")
+	var said string
 	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02's status to say the zone refused", func(ctx context.Context) (bool, string, error) {
-		r := regionStatus(ctx, t, aks02, "weu")
-		return strings.Contains(r.Message, "zone "+controller+" refused 1 ownership write(s)") && strings.Contains(r.Message, "AuthorizationFailed"), r.Message, nil
+		r, err := regionStatusOf(ctx, aks02, "weu")
+		said = r.Message
+		return err == nil && strings.Contains(r.Message, "zone "+controller+" refused 1 ownership write(s)") && strings.Contains(r.Message, "403 AuthorizationFailed"),
+			fmt.Sprintf("%s (%v)", r.Message, err), nil
 	})
 	if err != nil {
 		t.Error(err)
 	}
+	t.Logf("1. refused: aks02's dns-config says of weu: %s", said)
 	// Several rounds (1 s each) of refused writes: nothing of the name changed.
 	for range 5 {
 		if cname, owner := records(); cname != gw1 || !strings.Contains(owner, aks01.owner) {
@@ -120,11 +124,28 @@ func TestFailover_ARefusedTakeoverMovesNothingUntilTheZoneTakesIt(t *testing.T) 
 		if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
 			return false, "", err
 		}
-		r := regionStatus(ctx, t, aks02, "weu")
+		r, err := regionStatusOf(ctx, aks02, "weu")
+		if err != nil {
+			return false, err.Error(), nil
+		}
 		n := takenNames(cfg, "weu", controller)
 		return n == 1 && !strings.Contains(r.Message, "refused"), fmt.Sprintf("%d taken: %s", n, r.Message), nil
 	})
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// regionStatusOf is what m's dns-config says of region, or why it cannot be read.
+func regionStatusOf(ctx context.Context, m *failoverMember, region string) (clusterv1alpha1.RegionFailoverStatus, error) {
+	cfg := &clusterv1alpha1.DNSConfiguration{}
+	if err := m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
+		return clusterv1alpha1.RegionFailoverStatus{}, err
+	}
+	for _, r := range cfg.Status.Failover {
+		if r.Region == region {
+			return r, nil
+		}
+	}
+	return clusterv1alpha1.RegionFailoverStatus{}, fmt.Errorf("no status of region %s: %+v", region, cfg.Status.Failover)
 }
