@@ -109,6 +109,7 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 	waitAnswer(ctx, tb, at, zone.Query(name, "A"), chain(aks01))
 	waitAnswer(ctx, tb, at, zone.Query(otherName, "A"), chain(aks01))
 	at = w.publish(aks02)
+	waitAnswer(ctx, tb, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP})
 	waitSyncs(ctx, tb, at, aks01.ed, aks02.ed)
 	for _, m := range []*failoverMember{aks01, aks02} {
 		p := &routingv1alpha1.DNSPolicy{}
@@ -123,11 +124,12 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 
 	run := scheduleRun{}
 	var mu sync.Mutex
+	began := time.Now()
 	violate := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(run.violations) < 20 {
-			run.violations = append(run.violations, fmt.Sprintf(format, args...))
+			run.violations = append(run.violations, fmt.Sprintf("at %s, after %d step(s): ", time.Since(began).Round(100*time.Millisecond), len(run.events))+fmt.Sprintf(format, args...))
 		}
 	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
@@ -149,10 +151,16 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	f := &faultWorld{w: w}
 	for range steps {
-		run.events = append(run.events, f.step(ctx, tb, rng))
+		event := f.step(ctx, tb, rng)
+		mu.Lock()
+		run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
+		mu.Unlock()
 		time.Sleep(time.Duration(2000+rng.IntN(6000)) * time.Millisecond)
 	}
-	run.events = append(run.events, f.repair(ctx, tb))
+	event := f.repair(ctx, tb)
+	mu.Lock()
+	run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
+	mu.Unlock()
 	// Repaired: the team's name home with aks01, the other team's never moved.
 	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks01)...), 2*convergeTimeout, 200*time.Millisecond); err != nil {
 		violate("after the repairs, %s did not come home to aks01 within %s: %v", name, 2*convergeTimeout, err)
