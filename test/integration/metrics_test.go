@@ -135,6 +135,7 @@ func TestMetrics_Scenario(t *testing.T) {
 		`service_router_failover_region_state{region="neu",state="Serving"}`:          1,
 		`service_router_failover_region_state{region="neu",state="Unreachable"}`:      0,
 		`service_router_failover_region_state{region="neu",state="Lost"}`:             0,
+		`service_router_failover_region_state{region="neu",state="Drained"}`:          0,
 		`service_router_failover_active{from="neu",to="weu",zone="external-dns-weu"}`: 0,
 	}
 	state := []string{"service_router_resources", "service_router_conflicts", "service_router_cluster_identity_info",
