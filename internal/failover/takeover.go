@@ -233,18 +233,14 @@ func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) 
 			held = append(held, pass)
 			continue
 		}
-		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
-			set, ok := z.TXT[txtName]
-			if !ok || len(set.Values) != 1 || OwnerOf(set.Values[0]) == "" {
-				continue
-			}
-			if OwnerOf(set.Values[0]) == z.Owner {
-				pass.TXTName, pass.TTL, pass.New = txtName, set.TTL, set.Values[0]
-				held = append(held, pass)
-			} else {
-				returned = append(returned, n)
-			}
-			break
+		txtName, set, found := z.ownership(n.Hostname)
+		switch {
+		case !found:
+		case OwnerOf(set.Values[0]) == z.Owner:
+			pass.TXTName, pass.TTL, pass.New = txtName, set.TTL, set.Values[0]
+			held = append(held, pass)
+		default:
+			returned = append(returned, n)
 		}
 	}
 	return held, returned
@@ -283,6 +279,18 @@ func ownershipNames(prefix, hostname string) []string {
 	return []string{Canonical(prefix + "cname-" + h), Canonical(prefix + h)}
 }
 
+// ownership is the ownership record of a name in the zone: the first of its forms
+// (ownershipNames) that holds one ownership value naming an owner; found is false when none does.
+func (z *ZoneReading) ownership(hostname string) (txtName string, set TXTSet, found bool) {
+	for _, txtName := range ownershipNames(z.TXTPrefix, hostname) {
+		set, ok := z.TXT[txtName]
+		if ok && len(set.Values) == 1 && OwnerOf(set.Values[0]) != "" {
+			return txtName, set, true
+		}
+	}
+	return "", TXTSet{}, false
+}
+
 // regionOf is the region whose heartbeat in the zone names owner, or "".
 func (z *ZoneReading) regionOf(owner string) string {
 	if owner == "" {
@@ -314,17 +322,12 @@ func DrainProgress(own string, zones []ZoneReading, names []Name) (here, away in
 			known = false
 			continue
 		}
-		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
-			set, ok := z.TXT[txtName]
-			if !ok || len(set.Values) != 1 || OwnerOf(set.Values[0]) == "" {
-				continue
-			}
-			if OwnerOf(set.Values[0]) == z.Owner {
-				here++
-			} else {
-				away++
-			}
-			break
+		switch _, set, found := z.ownership(n.Hostname); {
+		case !found:
+		case OwnerOf(set.Values[0]) == z.Owner:
+			here++
+		default:
+			away++
 		}
 	}
 	return here, away, known

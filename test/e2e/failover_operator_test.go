@@ -543,7 +543,16 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
 	// Nothing lost on the way: every record a live route or gateway publishes is in the zone, with
 	// its owner's ownership record.
-	recs := framework.LogZone(ctx, t, "4. at the end", zone)
+	w.assertAllHome(t, "4. at the end", zone)
+}
+
+// assertAllHome checks the BIND world's zone holds both names pointing at aks01, owned by aks01,
+// and both gateways' address records: nothing lost on the way.
+func (w *failoverWorld) assertAllHome(t testing.TB, step string, zone *framework.BindServer) {
+	t.Helper()
+	aks01, aks02 := w.aks01, w.aks02
+	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
+	recs := framework.LogZone(t.Context(), t, step, zone)
 	for _, want := range []struct{ name, rtype, data string }{
 		{name + ".", "CNAME", aks01.target(w.domain) + "."}, {otherName + ".", "CNAME", aks01.target(w.domain) + "."},
 		{aks01.target(w.domain) + ".", "A", aks01.lbIP}, {aks02.target(w.domain) + ".", "A", aks02.lbIP},
@@ -551,7 +560,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 		{"weu-d-cname-" + otherName + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
 	} {
 		if !framework.HasRecord(recs, want.name, want.rtype, want.data) {
-			t.Errorf("4. the zone lacks %s %s %s", want.name, want.rtype, want.data)
+			t.Errorf("%s: the zone lacks %s %s %s", step, want.name, want.rtype, want.data)
 		}
 	}
 }
@@ -689,14 +698,9 @@ func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
 	ctx := t.Context()
 	const controller = failoverController
 	z := startAzureExampleZone(t, controller)
-	az, sub, group, domain, file := z.az, z.sub, z.group, z.domain, z.file
+	az, sub, group, domain := z.az, z.sub, z.group, z.domain
 	w := startFailoverWorld(t, domain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
-		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
-				Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
-					SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file,
-					Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}},
-				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: z.prefix}},
-			framework.ExternalDNSOptions{Name: controller, Args: z.argsFor(m.owner)}
+		return z.failoverZone(controller, m, z.file)
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() string {

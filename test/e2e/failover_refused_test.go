@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
@@ -39,16 +38,10 @@ func TestFailover_ARefusedTakeoverMovesNothingUntilTheZoneTakesIt(t *testing.T) 
 		t.Fatal(err)
 	}
 	w := startFailoverWorld(t, domain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
-		file := z.file
 		if m.cluster == "aks02" {
-			file = file02
+			return z.failoverZone(controller, m, file02)
 		}
-		return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
-				Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
-					SubscriptionID: sub, ResourceGroup: group, ZoneName: domain, ConfigFile: file,
-					Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}},
-				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: z.prefix}},
-			framework.ExternalDNSOptions{Name: controller, Args: z.argsFor(m.owner)}
+		return z.failoverZone(controller, m, z.file)
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), az.Diagnostics) }

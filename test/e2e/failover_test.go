@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/testenv"
@@ -387,6 +390,17 @@ func startAzureExampleZone(t *testing.T, controller string) *azureExampleZone {
 		t.Fatal(err)
 	}
 	return z
+}
+
+// failoverZone is m's controller entry for the zone (verification and failover through Resource
+// Manager with the azure.json file, fast: a listing a second at most) and its ExternalDNS options.
+func (z *azureExampleZone) failoverZone(controller string, m *failoverMember, file string) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+	return clusterv1alpha1.ExternalDNSController{Name: controller, Region: "weu",
+			Verification: &clusterv1alpha1.ZoneVerification{AzurePrivateDNS: &clusterv1alpha1.AzurePrivateDNSVerification{
+				SubscriptionID: z.sub, ResourceGroup: z.group, ZoneName: z.domain, ConfigFile: file,
+				Interval: &metav1.Duration{Duration: time.Second}, Timeout: &metav1.Duration{Duration: 5 * time.Second}}},
+			Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: z.prefix}},
+		framework.ExternalDNSOptions{Name: controller, Args: z.argsFor(m.owner)}
 }
 
 // argsFor is the chart's ExternalDNS command line for the zone, run here with owner's ID and a 1 s
