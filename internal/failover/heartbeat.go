@@ -122,8 +122,11 @@ func clusterAndRegion(pair string) (cluster, region string, ok bool) {
 }
 
 // ParseHeartbeat reads a heartbeat's TXT value (quotes, as dig prints it, allowed) into what a
-// zone says of the region; ok is false for a value that is not a heartbeat, which then counts as
-// no heartbeat at all.
+// zone says of the region; ok is false for a value that is not a heartbeat. The reader keeps such
+// a value as a malformed heartbeat (MalformedHeartbeat), never as no heartbeat at all: a record
+// under a heartbeat's name whose value this version cannot read (a hand edit, another tool, a
+// later version's format) says nothing either way, and a region is judged lost only on a definite
+// answer.
 func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	value = strings.Trim(value, `"`)
 	var at, gateway, owner string
@@ -151,9 +154,25 @@ func ParseHeartbeat(zone, value string) (hb Heartbeat, ok bool) {
 	}
 	when, err := time.Parse(time.RFC3339, at)
 	if err != nil || (gateway != "answers" && gateway != "fails") {
-		return Heartbeat{Zone: zone, Read: true}, false
+		return MalformedHeartbeat(zone, value), false
 	}
 	return Heartbeat{Zone: zone, Read: true, Found: true, At: when, GatewayAnswers: gateway == "answers", Draining: draining, Owner: owner, Targets: targets, Addresses: addresses, Interval: max(interval, 0)}, true
+}
+
+// maxMalformedShown is how much of a malformed heartbeat's value a status message quotes.
+const maxMalformedShown = 64
+
+// MalformedHeartbeat is a record under a heartbeat's name in zone whose value is not a heartbeat:
+// found, but saying nothing (Heartbeat.Malformed holds the value, cut for messages).
+func MalformedHeartbeat(zone, value string) Heartbeat {
+	shown := value
+	if len(shown) > maxMalformedShown {
+		shown = shown[:maxMalformedShown] + "…"
+	}
+	if shown == "" {
+		shown = `""`
+	}
+	return Heartbeat{Zone: zone, Read: true, Malformed: shown}
 }
 
 // HeartbeatWritesPerMinute is the share of a subscription's write budget the heartbeats of a whole

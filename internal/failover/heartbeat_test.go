@@ -39,13 +39,15 @@ func TestParseHeartbeat(t *testing.T) {
 		{"draining, its gateway answering", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Draining: true}),
 			Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true, Draining: true}, true},
 		{"fields in another order", "gateway=answers at=2026-11-27T02:00:00Z", Heartbeat{Zone: "weu", Read: true, Found: true, At: at.UTC(), GatewayAnswers: true}, true},
-		{"no time", "gateway=answers", Heartbeat{Zone: "weu", Read: true}, false},
-		{"an unknown gateway state", "at=2026-11-27T02:00:00Z gateway=maybe", Heartbeat{Zone: "weu", Read: true}, false},
-		{"somebody else's TXT", "v=spf1 -all", Heartbeat{Zone: "weu", Read: true}, false},
+		{"no time", "gateway=answers", Heartbeat{Zone: "weu", Read: true, Malformed: "gateway=answers"}, false},
+		{"an unknown gateway state", "at=2026-11-27T02:00:00Z gateway=maybe", Heartbeat{Zone: "weu", Read: true, Malformed: "at=2026-11-27T02:00:00Z gateway=maybe"}, false},
+		{"somebody else's TXT", "v=spf1 -all", Heartbeat{Zone: "weu", Read: true, Malformed: "v=spf1 -all"}, false},
+		{"empty", "", Heartbeat{Zone: "weu", Read: true, Malformed: `""`}, false},
+		{"long: cut for the status", strings.Repeat("x", 300), Heartbeat{Zone: "weu", Read: true, Malformed: strings.Repeat("x", 64) + "…"}, false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseHeartbeat("weu", tt.value)
-		if ok != tt.ok || got.Zone != tt.want.Zone || got.Read != tt.want.Read || got.Found != tt.want.Found ||
+		if ok != tt.ok || got.Zone != tt.want.Zone || got.Read != tt.want.Read || got.Found != tt.want.Found || got.Malformed != tt.want.Malformed ||
 			!got.At.Equal(tt.want.At) || got.GatewayAnswers != tt.want.GatewayAnswers || got.Draining != tt.want.Draining || got.Owner != tt.want.Owner ||
 			!slices.Equal(got.Targets, tt.want.Targets) || !slices.Equal(got.Addresses, tt.want.Addresses) {
 			t.Errorf("%s: ParseHeartbeat(%q) = %+v, %v; want %+v, %v", tt.name, tt.value, got, ok, tt.want, tt.ok)

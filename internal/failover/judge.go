@@ -83,6 +83,10 @@ type Heartbeat struct {
 	// SeenChanging says the reader saw this value replace an earlier one: its writer wrote it
 	// when the reader's clock said Observed (give or take a reading), whatever the writer's says.
 	SeenChanging bool
+	// Malformed is the value (cut) of a record under the heartbeat's name that is not a heartbeat
+	// (ParseHeartbeat); Found is then false. It is neither fresh nor stale: the zone says nothing
+	// of the region unless another of its clusters' heartbeats there is fresh (Witness).
+	Malformed string
 }
 
 // freshness is what a heartbeat proves of its writer at a moment.
@@ -198,15 +202,20 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 		return Judgement{Drained, ReasonDrainRequested, fmt.Sprintf("cluster %s asks for its region's names to move to their stand-ins (its DNSConfiguration's spec.failover.drain; its heartbeat in %s, %s)",
 			d.Cluster, d.Zone, d.At.UTC().Format(time.RFC3339))}
 	}
+	if m := malformedOnly(beats); m != nil {
+		return Judgement{Unreachable, ReasonHeartbeatMalformed, fmt.Sprintf("no zone holds a heartbeat of it this cluster can read: %s; nothing moves on it (the zones' heartbeats give the addresses to probe too)", m.describe())}
+	}
 	if probes.Failures < s.FailureThreshold {
 		return Judgement{Serving, "GatewayAnswers", fmt.Sprintf("its gateway answers this cluster's probes (%d failed in a row, %d needed)", probes.Failures, s.FailureThreshold)}
 	}
 	var stales, unread, pendings int
-	var newest *Heartbeat
+	var newest, malformed *Heartbeat
 	for i, b := range beats {
 		switch {
 		case !b.Read:
 			unread++
+		case b.Malformed != "":
+			malformed = &beats[i]
 		case !b.Found:
 			stales++
 		default:
@@ -227,6 +236,9 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 	if pendings > 0 {
 		seen += fmt.Sprintf("; %d hold a heartbeat this cluster has not yet followed long enough to tell", pendings)
 	}
+	if malformed != nil {
+		seen += "; " + malformed.describe() + ", which counts for neither"
+	}
 	switch {
 	case len(beats) > 0 && stales >= len(beats)/2+1:
 		return Judgement{Lost, "HeartbeatStale", seen}
@@ -236,9 +248,36 @@ func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Ju
 		return Judgement{Unreachable, "WitnessSaysAlive", seen + fmt.Sprintf("; its heartbeat in %s (%s) says its gateway answers: a partition between the clusters, not a loss", newest.Zone, newest.At.UTC().Format(time.RFC3339))}
 	case pendings > 0:
 		return Judgement{Unreachable, ReasonWitnessPending, seen + "; its clock and this cluster's may differ, so nothing moves until this cluster's own clock tells"}
+	case malformed != nil:
+		return Judgement{Unreachable, ReasonHeartbeatMalformed, seen + "; too few zones say anything to decide, so nothing moves"}
 	default:
 		return Judgement{Unreachable, "WitnessUnreadable", seen + "; too few zones read to decide, so nothing moves"}
 	}
+}
+
+// ReasonHeartbeatMalformed is the reason of a judgement that records under a region's heartbeat
+// names which are not heartbeats (a hand edit, another tool, a later version's format) keep from
+// being made: nothing moves on them.
+const ReasonHeartbeatMalformed = "HeartbeatMalformed"
+
+// malformedOnly is a malformed heartbeat of beats when no zone holds a well-formed one of the
+// region: this cluster then knows nothing of it, not even where its gateway is.
+func malformedOnly(beats []Heartbeat) *Heartbeat {
+	var m *Heartbeat
+	for i, b := range beats {
+		switch {
+		case b.Found:
+			return nil
+		case b.Malformed != "" && m == nil:
+			m = &beats[i]
+		}
+	}
+	return m
+}
+
+// describe says where a malformed heartbeat is, for a status message.
+func (b Heartbeat) describe() string {
+	return fmt.Sprintf("zone %s holds a record under cluster %s's heartbeat name that is not a heartbeat (%s)", b.Zone, b.Cluster, b.Malformed)
 }
 
 // newestKnown is the newest heartbeat found in beats, read this round or not; nil when none is.

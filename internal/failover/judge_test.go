@@ -21,6 +21,7 @@ func TestJudgeRegion(t *testing.T) {
 		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), Observed: now, GatewayAnswers: true}
 	}
 	unread := func(zone string) Heartbeat { return Heartbeat{Zone: zone} }
+	malformed := func(zone string) Heartbeat { return Heartbeat{Zone: zone, Read: true, Cluster: "aks01", Malformed: "v=spf1 -all"} }
 	draining := func(b Heartbeat) Heartbeat { b.Draining = true; return b }
 	down := Probes{Failures: 3}
 	tests := []struct {
@@ -53,6 +54,11 @@ func TestJudgeRegion(t *testing.T) {
 		{"drained: the drain's heartbeat stands when the zone is not read this round", Probes{Successes: 5},
 			[]Heartbeat{func() Heartbeat { b := draining(fresh("weu", true)); b.Read = false; return b }()}, Drained, ReasonDrainRequested},
 		{"drained: the last word of a cluster that stopped stands", down, []Heartbeat{draining(stale("weu")), missing("neu")}, Drained, ReasonDrainRequested},
+		{"a malformed heartbeat is no missing one: nothing moves on it", down, []Heartbeat{malformed("weu")}, Unreachable, ReasonHeartbeatMalformed},
+		{"malformed in every zone: nothing is known of the region, its probes unsent", Probes{}, []Heartbeat{malformed("weu"), malformed("neu")}, Unreachable, ReasonHeartbeatMalformed},
+		{"malformed in one zone of two, stale in the other: not a majority", down, []Heartbeat{malformed("weu"), stale("neu")}, Unreachable, ReasonHeartbeatMalformed},
+		{"malformed in one zone of three, stale in two: the majority decides", down, []Heartbeat{malformed("weu"), stale("neu"), missing("frc")}, Lost, "HeartbeatStale"},
+		{"malformed beside a fresh, healthy heartbeat: a partition", down, []Heartbeat{malformed("weu"), fresh("neu", true)}, Unreachable, "WitnessSaysAlive"},
 		{"the drain ended: a newer heartbeat without it", Probes{Successes: 5},
 			[]Heartbeat{draining(stale("weu")), fresh("neu", true)}, Serving, "GatewayAnswers"},
 	}

@@ -51,6 +51,11 @@ func (o Observations) Observe(now time.Time, zones []ZoneReading) []ZoneReading 
 			for j, b := range bs {
 				k := ObservationKey{z.Controller, region, b.Cluster}
 				seen[k] = true
+				if b.Malformed != "" {
+					// It says nothing of when its writer wrote: what was seen before stays.
+					stamped[j] = b
+					continue
+				}
 				prev, known := o[k]
 				if !known || !prev.at.Equal(b.At) || prev.gatewayAnswers != b.GatewayAnswers || prev.interval != b.Interval {
 					prev = observation{at: b.At, gatewayAnswers: b.GatewayAnswers, interval: b.Interval, since: now, changed: known}

@@ -67,3 +67,42 @@ func TestWitness_PrefersAFreshHeartbeatToOneMetForTheFirstTime(t *testing.T) {
 		}
 	}
 }
+
+// A zone holding a record under a heartbeat's name that is not a heartbeat says nothing of the
+// region unless another of its clusters' heartbeats there is fresh, and what was observed of the
+// cluster's heartbeat before stays.
+func TestWitness_AMalformedHeartbeatSaysNothing(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	s := DefaultSettings
+	garbage := Heartbeat{Read: true, Cluster: "aks01", Malformed: "hello"}
+	staleBeat := Heartbeat{Read: true, Found: true, Cluster: "aks01", At: now.Add(-time.Hour), GatewayAnswers: true}
+	freshBeat := Heartbeat{Read: true, Found: true, Cluster: "aks03", At: now.Add(-time.Second), GatewayAnswers: true}
+	zone := func(beats ...Heartbeat) []ZoneReading {
+		return []ZoneReading{{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": beats}}}
+	}
+	got := Witness(now, "weu", zone(staleBeat, garbage), s)
+	if len(got) != 1 || got[0].Malformed != "hello" || got[0].Found || !got[0].Read || got[0].Zone != "external-dns-weu" {
+		t.Errorf("a stale heartbeat beside a malformed one: %+v, want the malformed one (says nothing)", got)
+	}
+	got = Witness(now, "weu", zone(garbage, freshBeat), s)
+	if len(got) != 1 || !got[0].Found || got[0].Cluster != "aks03" {
+		t.Errorf("a fresh heartbeat beside a malformed one: %+v, want the fresh one (it vouches)", got)
+	}
+	unreadZone := zone(garbage)
+	unreadZone[0].Read = false
+	if got = Witness(now, "weu", unreadZone, s); got[0].Read || got[0].Malformed != "" {
+		t.Errorf("a zone not read: %+v, want unread", got)
+	}
+
+	o := Observations{}
+	before := zone(Heartbeat{Read: true, Found: true, Cluster: "aks01", At: now.Add(-5 * time.Second), GatewayAnswers: true})
+	o.Observe(now.Add(-5*time.Second), before)
+	o.Observe(now, zone(garbage))
+	after := o.Observe(now.Add(time.Second), before)
+	if b := after[0].Beats["weu"][0]; !b.Observed.Equal(now.Add(-5*time.Second)) || b.SeenChanging {
+		t.Errorf("the value seen before the malformed record came back: %+v, want observed since its first sighting and not changing", b)
+	}
+	if len(Regions("neu", zone(garbage))) != 1 {
+		t.Error("a region with only a malformed heartbeat is judged (and says why nothing moves)")
+	}
+}

@@ -33,7 +33,8 @@ type TXTSet struct {
 // Canonical is a DNS name as the readings key it: lower case, without the final dot.
 func Canonical(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
 
-// Regions lists the regions other than own that have a heartbeat in any zone read, sorted.
+// Regions lists the regions other than own that have a heartbeat in any zone read, sorted (a
+// malformed one included: its region is judged, and says why nothing moves).
 func Regions(own string, zones []ZoneReading) []string {
 	var out []string
 	for _, z := range zones {
@@ -49,16 +50,27 @@ func Regions(own string, zones []ZoneReading) []string {
 
 // Witness is what the zones say of a region at now, one Heartbeat per zone for JudgeRegion: of its
 // clusters' heartbeats there the one that vouches most for it (fresh before pending before stale,
-// then the newest), not read when the zone was not, not found when it holds none.
+// then the newest), not read when the zone was not, not found when it holds none. A zone that
+// holds a malformed heartbeat of the region (Heartbeat.Malformed) and no fresh one says nothing:
+// the malformed one stands for it, neither fresh nor stale.
 func Witness(now time.Time, region string, zones []ZoneReading, s Settings) []Heartbeat {
 	out := make([]Heartbeat, 0, len(zones))
 	for _, z := range zones {
 		hb := Heartbeat{Zone: z.Controller, Read: z.Read}
-		for _, b := range z.Beats[region] {
-			if b.Found && (!hb.Found || b.vouchesMore(hb, now, s)) {
+		var malformed *Heartbeat
+		for i, b := range z.Beats[region] {
+			switch {
+			case b.Malformed != "":
+				if malformed == nil {
+					malformed = &z.Beats[region][i]
+				}
+			case b.Found && (!hb.Found || b.vouchesMore(hb, now, s)):
 				hb = b
 				hb.Zone, hb.Read = z.Controller, z.Read
 			}
+		}
+		if malformed != nil && z.Read && (!hb.Found || hb.freshnessAt(now, s.StaleAfter(hb)) != fresh) {
+			hb = Heartbeat{Zone: z.Controller, Read: true, Cluster: malformed.Cluster, Malformed: malformed.Malformed}
 		}
 		out = append(out, hb)
 	}

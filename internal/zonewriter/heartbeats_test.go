@@ -67,3 +67,23 @@ func TestRFC2136_ReadWitnessAsksForTheKnownHeartbeats(t *testing.T) {
 	assert.Empty(t, got.Beats["frc"], "a heartbeat gone is none")
 	assert.Empty(t, got.TXT)
 }
+
+// A record under a heartbeat's name whose value is not a heartbeat is read as a malformed one, not
+// left out: a region whose heartbeat someone overwrote is not a region whose heartbeat is gone, and
+// the name stays among those asked for next time.
+func TestRFC2136_ReadWitnessKeepsAMalformedHeartbeat(t *testing.T) {
+	srv, err := testdns.Start()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	name := failover.HeartbeatName("aks01", "weu", zone)
+	srv.Set(zone+". 300 IN SOA ns. admin. 1 3600 600 86400 60", name+`. 10 IN TXT "not a heartbeat"`)
+	srv.SetTransfersRefused(true)
+	got, err := zonewriter.RFC2136{Server: srv.Addr, Zone: zone}.ReadWitness(context.Background(), []string{name})
+	require.NoError(t, err)
+	require.Len(t, got.Beats["weu"], 1)
+	b := got.Beats["weu"][0]
+	assert.Equal(t, "not a heartbeat", b.Malformed)
+	assert.Equal(t, "aks01", b.Cluster)
+	assert.False(t, b.Found)
+	assert.Equal(t, []string{name}, failover.KnownHeartbeats(got, zone), "asked for again next round")
+}

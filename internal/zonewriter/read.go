@@ -28,10 +28,11 @@ func newReading(zone string) *reading {
 func (r *reading) txt(name string, ttl uint32, value string) {
 	name = failover.Canonical(name)
 	if cluster, region, ok := failover.ParseHeartbeatName(name, r.zone); ok {
-		if hb, ok := failover.ParseHeartbeat(region, value); ok {
-			hb.Cluster, hb.Legacy = cluster, strings.HasPrefix(name, failover.HeartbeatLabel+".")
-			r.out.Beats[region] = append(r.out.Beats[region], hb)
-		}
+		// A value that is not a heartbeat is kept as a malformed one (ParseHeartbeat), so that it
+		// counts as unread, not as no heartbeat, and stays among the names asked for (RFC 2136).
+		hb, _ := failover.ParseHeartbeat(region, value)
+		hb.Cluster, hb.Legacy = cluster, strings.HasPrefix(name, failover.HeartbeatLabel+".")
+		r.out.Beats[region] = append(r.out.Beats[region], hb)
 		return
 	}
 	set := r.out.TXT[name]
