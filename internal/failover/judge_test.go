@@ -21,7 +21,9 @@ func TestJudgeRegion(t *testing.T) {
 		return Heartbeat{Zone: zone, Read: true, Found: true, At: now.Add(-31 * time.Second), Observed: now, GatewayAnswers: true}
 	}
 	unread := func(zone string) Heartbeat { return Heartbeat{Zone: zone} }
-	malformed := func(zone string) Heartbeat { return Heartbeat{Zone: zone, Read: true, Cluster: "aks01", Malformed: "v=spf1 -all"} }
+	malformed := func(zone string) Heartbeat {
+		return Heartbeat{Zone: zone, Read: true, Cluster: "aks01", Malformed: "v=spf1 -all"}
+	}
 	draining := func(b Heartbeat) Heartbeat { b.Draining = true; return b }
 	down := Probes{Failures: 3}
 	tests := []struct {
