@@ -785,13 +785,10 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 }
 
 // standInNames are the names this cluster publishes into the zones with failover settings for
-// routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback.
+// routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback
+// (plan.FailoverNames); this lists the DNSEndpoints and the policies in force.
 func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
-	type policyFailover struct {
-		standIns []string
-		failBack bool
-	}
-	policies := map[string]policyFailover{}
+	policies := map[string]*routingv1alpha1.DNSPolicy{}
 	var out []failover.Name
 	for _, z := range zones {
 		list := &externaldnsv1alpha1.DNSEndpointList{}
@@ -800,26 +797,20 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
-		for _, ep := range list.Items {
-			pf, known := policies[ep.Namespace]
-			if !known {
-				p, err := policyInForce(ctx, f.reader, ep.Namespace)
-				if err != nil {
-					return nil, err
-				}
-				if p != nil && p.Spec.Failover != nil {
-					pf = policyFailover{p.Spec.Failover.StandIns, p.Spec.Failover.Failback == routingv1alpha1.FailbackAutomatic}
-				}
-				policies[ep.Namespace] = pf
-			}
-			if len(pf.standIns) == 0 {
+		endpoints := make([]*externaldnsv1alpha1.DNSEndpoint, len(list.Items))
+		for i := range list.Items {
+			endpoints[i] = &list.Items[i]
+			if _, known := policies[endpoints[i].Namespace]; known {
 				continue
 			}
-			for _, e := range ep.Spec.Endpoints {
-				out = append(out, failover.Name{Controller: z.controller, Hostname: e.DNSName, Namespace: ep.Namespace, Endpoint: ep.Name,
-					StandIns: pf.standIns, FailBack: pf.failBack, TakenFrom: ep.Annotations[naming.AnnotationTakenFrom]})
+			p, err := policyInForce(ctx, f.reader, endpoints[i].Namespace)
+			if err != nil {
+				return nil, err
 			}
+			policies[endpoints[i].Namespace] = p
 		}
+		standIn, _ := plan.FailoverNames(z.controller, endpoints, policies)
+		out = append(out, standIn...)
 	}
 	return out, nil
 }

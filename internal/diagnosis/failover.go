@@ -5,11 +5,14 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
+
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
-	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/preview"
 )
 
@@ -30,28 +33,27 @@ type ZoneFailoverEffect struct {
 	TakenHere []string `json:"takenHere,omitempty"`
 	// StandIns would pass to another stand-in region, first in their policy's order and serving.
 	StandIns map[string][]string `json:"standIns,omitempty"`
-	// NoStandIn stay where they are: their policy lists no stand-ins, or none is serving.
+	// NoStandIn stay where they are: their policy lists no stand-ins, or none is serving (or this
+	// cluster, the first serving, would not take them: see zoneEffect).
 	NoStandIn []string `json:"noStandIn,omitempty"`
 }
 
-// FailoverEffectOf computes the effect of losing region lost.
+// FailoverEffectOf computes the effect of losing region lost with the operator's own decisions:
+// its names (plan.FailoverNames) and failover.Takeovers, over the zones as they would read if the
+// lost region held every name (failover.HeldBy).
 func FailoverEffectOf(w *preview.World, lost string) (FailoverEffect, error) {
 	if w.Identity == nil || w.Configuration == nil {
 		return FailoverEffect{}, fmt.Errorf("the ClusterIdentity or the DNSConfiguration is missing: failover has nothing to act on")
 	}
 	own := w.Identity.Spec.Region
 	e := FailoverEffect{Lost: lost, Region: own}
-	states := map[string]failover.State{own: failover.Serving}
-	for _, r := range w.Configuration.Status.Failover {
-		states[r.Region] = failover.State(r.State)
-	}
-	states[lost] = failover.Lost
+	judged := supposedJudgements(w.Configuration, own, lost)
 	policies := preview.PoliciesInForce(w.Policies)
 	for _, c := range w.Configuration.Spec.ExternalDNSControllers {
 		if c.Failover == nil {
 			continue
 		}
-		e.Zones = append(e.Zones, zoneEffect(w, policies, c, own, lost, states))
+		e.Zones = append(e.Zones, zoneEffect(w.Endpoints, policies, c, own, lost, judged))
 	}
 	if len(e.Zones) == 0 {
 		return e, fmt.Errorf("no ExternalDNS controller of the DNSConfiguration has failover settings: losing %s moves nothing", lost)
@@ -59,29 +61,50 @@ func FailoverEffectOf(w *preview.World, lost string) (FailoverEffect, error) {
 	return e, nil
 }
 
-func zoneEffect(w *preview.World, policies map[string]*routingv1alpha1.DNSPolicy, c clusterv1alpha1.ExternalDNSController, own, lost string,
-	states map[string]failover.State) ZoneFailoverEffect {
+// supposedJudgements are the regions as this cluster's operator would judge them with lost Lost:
+// its own region as the operator judges it (failover.JudgeRegions: Serving, or Drained while
+// spec.failover.drain asks; it then stands in for nobody), the others as the DNSConfiguration's
+// status says.
+func supposedJudgements(cfg *clusterv1alpha1.DNSConfiguration, own, lost string) map[string]failover.Judgement {
+	draining := cfg.Spec.Failover != nil && cfg.Spec.Failover.Drain
+	// No zone read: only this cluster's own region is judged, which needs no time nor settings.
+	judged := failover.JudgeRegions(time.Time{}, own, draining, nil, nil, failover.DefaultSettings)
+	for _, r := range cfg.Status.Failover {
+		if r.Region != own {
+			judged[r.Region] = failover.Judgement{State: failover.State(r.State), Reason: r.Reason}
+		}
+	}
+	judged[lost] = failover.Judgement{State: failover.Lost}
+	return judged
+}
+
+// zoneEffect sorts the names of one zone: those failover.Takeovers passes here, the rest by the
+// stand-in that would take them (failover.StandIn, as Takeovers chooses), or none.
+func zoneEffect(endpoints []*externaldnsv1alpha1.DNSEndpoint, policies map[string]*routingv1alpha1.DNSPolicy, c clusterv1alpha1.ExternalDNSController,
+	own, lost string, judged map[string]failover.Judgement) ZoneFailoverEffect {
+	standIn, fixed := plan.FailoverNames(c.Name, endpoints, policies)
+	zone := failover.HeldBy(failover.ZoneReading{Controller: c.Name, Region: c.Region, Owner: c.Failover.OwnerID, TXTPrefix: c.Failover.TXTPrefix}, lost, standIn)
+	passed := passedHere(own, judged, zone, standIn)
+	states := make(map[string]failover.State, len(judged))
+	for region, j := range judged {
+		states[region] = j.State
+	}
 	z := ZoneFailoverEffect{Controller: c.Name, StandIns: map[string][]string{}}
-	for _, ep := range w.Endpoints {
-		if ep.Labels[naming.LabelController] != c.Name || ep.Labels[naming.LabelServiceRoute] == "" || ep.DeletionTimestamp != nil {
-			continue
+	for _, n := range standIn {
+		name := n.Namespace + ": " + n.Hostname
+		switch to := failover.StandIn(lost, n.StandIns, states); {
+		case passed[publishedAs(n.Namespace, n.Endpoint, n.Hostname)]:
+			z.TakenHere = append(z.TakenHere, name)
+		case to == "" || to == own:
+			// own, yet Takeovers passes it not: this cluster has no owner ID in the zone, or another
+			// namespace publishes the same hostname and the lost region holds it for that one.
+			z.NoStandIn = append(z.NoStandIn, name)
+		default:
+			z.StandIns[to] = append(z.StandIns[to], name)
 		}
-		var standIns []string
-		if p := policies[ep.Namespace]; p != nil && p.Spec.Failover != nil {
-			standIns = p.Spec.Failover.StandIns
-		}
-		to := failover.StandIn(lost, standIns, states)
-		for _, rec := range ep.Spec.Endpoints {
-			name := ep.Namespace + ": " + rec.DNSName
-			switch {
-			case to == "":
-				z.NoStandIn = append(z.NoStandIn, name)
-			case to == own:
-				z.TakenHere = append(z.TakenHere, name)
-			default:
-				z.StandIns[to] = append(z.StandIns[to], name)
-			}
-		}
+	}
+	for _, n := range fixed {
+		z.NoStandIn = append(z.NoStandIn, n.Namespace+": "+n.Hostname)
 	}
 	slices.Sort(z.TakenHere)
 	slices.Sort(z.NoStandIn)
@@ -89,6 +112,22 @@ func zoneEffect(w *preview.World, policies map[string]*routingv1alpha1.DNSPolicy
 		slices.Sort(names)
 	}
 	return z
+}
+
+// published is a name as a DNSEndpoint publishes it: its namespace, name and Canonical hostname.
+type published struct{ namespace, endpoint, hostname string }
+
+func publishedAs(namespace, endpoint, hostname string) published {
+	return published{namespace, endpoint, failover.Canonical(hostname)}
+}
+
+// passedHere are the names failover.Takeovers passes to this cluster (of region own) in zone.
+func passedHere(own string, judged map[string]failover.Judgement, zone failover.ZoneReading, names []failover.Name) map[published]bool {
+	out := map[published]bool{}
+	for _, p := range failover.Takeovers(own, judged, []failover.ZoneReading{zone}, names) {
+		out[publishedAs(p.Namespace, p.Endpoint, p.Hostname)] = true
+	}
+	return out
 }
 
 // WriteFailoverEffect writes the effect for people.
