@@ -123,6 +123,9 @@ type Failover struct {
 	drainSaidAt  time.Time
 	// refused are the last round's refused ownership writes, for the status.
 	refused []refusal
+	// unanswered are the ownership writes that got no definite answer, until the zones show
+	// whether they landed (failover.Unanswered).
+	unanswered []announcedPass
 	// drain is where a drain of this cluster's region stands, for the DNSConfiguration's status.
 	drain       plan.Drain
 	ios         map[string]cachedIO
@@ -175,6 +178,9 @@ type zoneReads struct {
 	at             failover.ZoneReads
 	// legacyRemoved says this cluster's heartbeat under its earlier name is gone from the zone.
 	legacyRemoved bool
+	// backoff keeps the zone out of the rounds for a while after it did not answer a read or a
+	// heartbeat write.
+	backoff failover.ZoneBackoff
 }
 
 // known is what the readings say of the zone, as of the last one (failover.Merge).
@@ -334,7 +340,7 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	interval := f.heartbeatInterval(identity.Spec.Cluster, zones, s)
 	if now.Sub(f.lastBeat) >= interval || answers != f.beatAnswers || interval != f.beatInterval || s.drain != f.beatDraining {
 		f.beatInterval = interval
-		f.heartbeat(ctx, identity.Spec.Cluster, own, zones, answers, s.drain, targets, addresses, now)
+		f.heartbeat(ctx, s, identity.Spec.Cluster, own, zones, answers, s.drain, targets, addresses, now)
 	}
 	names, err := f.standInNames(ctx, zones)
 	if err != nil {
@@ -351,21 +357,23 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	// Read what the decisions need (failover.ReadPlan), probe, judge; a zone holding a name this
 	// round may pass is read whole before anything passes.
 	f.takeListed(zones)
-	reading := f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
+	reading := f.readZones(ctx, cfg, s, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
 	// Heartbeats are judged by when this cluster saw them change, on its own clock.
 	reading.merged = f.beatsSeen.Observe(now, reading.merged)
 	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
 	judged := failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
 	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
-		reading = f.readZones(ctx, cfg, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
+		reading = f.readZones(ctx, cfg, s, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
 		reading.merged = f.beatsSeen.Observe(now, reading.merged)
 		judged = failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
 	}
 	ownership := reading.ownership()
 	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
 	standing, returned := failover.Standing(names, ownership)
+	landed := f.settleUnanswered(ctx, cfg, ownership)
 	taken, refused := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
+	taken = append(taken, landed...)
 	_, refusedBack := f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
 	f.unmark(ctx, returned, taken)
@@ -388,6 +396,14 @@ type roundSettings struct {
 	judge                            failover.Settings
 	// drain is spec.failover.drain; returning says a drain ended and its names come back.
 	drain, returning bool
+}
+
+// backedOff is z's backoff after it was tried from started, its answer (or its timeout) come at
+// now (failover.ZoneBackoff: from one probe interval, or as long as the attempt took, to the
+// heartbeat's stale bound). The wait counts from the timeout's end, not from the round's start, or
+// it would be over before it began.
+func (s roundSettings) backedOff(b failover.ZoneBackoff, err error, started, now time.Time) failover.ZoneBackoff {
+	return b.After(err, now, now.Sub(started), s.probeInterval, s.judge.HeartbeatStaleAfter)
 }
 
 func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
@@ -543,16 +559,29 @@ func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port stri
 }
 
 // heartbeat writes this cluster's heartbeat into every zone.
-func (f *Failover) heartbeat(ctx context.Context, cluster, region string, zones []failoverZone, answers, draining bool, targets, addresses []string, now time.Time) {
-	ok := true
-	for _, z := range zones {
-		value := failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: answers, Draining: draining, Interval: f.beatInterval, Owner: z.settings.OwnerID,
-			Targets: targets, Addresses: addresses})
-		if err := z.io.WriteHeartbeat(ctx, cluster, region, value); err != nil {
-			ok = false
-			ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller)
+func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, region string, zones []failoverZone, answers, draining bool, targets, addresses []string, now time.Time) {
+	// Every zone at once: a zone that does not answer costs the round its timeout once, not once
+	// per zone after it.
+	failed := make([]bool, len(zones))
+	var wg sync.WaitGroup
+	for i, z := range zones {
+		r := f.zoneReads(z.controller)
+		if r.backoff.Skip(now) {
+			continue
 		}
+		wg.Go(func() {
+			value := failover.HeartbeatValue(failover.Heartbeat{At: now, GatewayAnswers: answers, Draining: draining, Interval: f.beatInterval, Owner: z.settings.OwnerID,
+				Targets: targets, Addresses: addresses})
+			started := f.now()
+			err := z.io.WriteHeartbeat(ctx, cluster, region, value)
+			r.backoff = s.backedOff(r.backoff, err, started, f.now())
+			if failed[i] = err != nil; failed[i] {
+				ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller, "skippedUntil", r.backoff.Until)
+			}
+		})
 	}
+	wg.Wait()
+	ok := !slices.Contains(failed, true)
 	if ok {
 		if f.drainSaidAt.IsZero() || draining != f.beatDraining {
 			f.drainSaidAt = now
@@ -699,9 +728,11 @@ func (f *Failover) zoneReads(controller string) *zoneReads {
 }
 
 // readZones reads each zone as plans say, in parallel. A zone that cannot be read (throttled,
-// unreachable) counts as not read: it says nothing this round, either way. After this cluster's
-// first whole reading of a zone, its heartbeat under the earlier name is removed.
-func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, cluster, own string, zones []failoverZone, plans []failover.Read, now time.Time) roundReading {
+// unreachable) counts as not read: it says nothing this round, either way, and is left out of the
+// next rounds for a while (failover.ZoneBackoff), so that a zone that does not answer does not
+// make every round wait out its timeout. After this cluster's first whole reading of a zone, its
+// heartbeat under the earlier name is removed.
+func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string, zones []failoverZone, plans []failover.Read, now time.Time) roundReading {
 	out := roundReading{merged: make([]failover.ZoneReading, len(zones)), whole: make([]bool, len(zones))}
 	records := make([]*zoneReads, len(zones))
 	for i, z := range zones {
@@ -711,23 +742,30 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 	for i, z := range zones {
 		wg.Go(func() {
 			r, plan := records[i], plans[i]
-			read := false
+			read, tried := false, (plan.Full || plan.Witness) && !r.backoff.Skip(now)
+			var err error
+			started := f.now()
 			switch {
+			case (plan.Full || plan.Witness) && !tried:
+				ctrl.Log.WithName("failover").V(1).Info("the zone did not answer lately; it says nothing this round", "controller", z.controller,
+					"until", r.backoff.Until, "error", r.backoff.Err.Error())
 			case plan.Full:
-				zr, err := z.io.Read(ctx)
-				if read = err == nil; read {
+				var zr failover.ZoneReading
+				if zr, err = z.io.Read(ctx); err == nil {
 					r.whole, r.at.Full, r.at.Witness = z.labelled(zr), now, now
-					out.whole[i] = true
-				} else {
-					f.unread(cfg, z.controller, err)
+					out.whole[i], read = true, true
 				}
 			case plan.Witness:
-				zr, err := z.io.ReadWitness(ctx, failover.KnownHeartbeats(r.known(true), z.zone))
-				if read = err == nil; read {
-					r.witness, r.at.Witness = z.labelled(zr), now
-				} else {
-					f.unread(cfg, z.controller, err)
+				var zr failover.ZoneReading
+				if zr, err = z.io.ReadWitness(ctx, failover.KnownHeartbeats(r.known(true), z.zone)); err == nil {
+					r.witness, r.at.Witness, read = z.labelled(zr), now, true
 				}
+			}
+			if tried {
+				r.backoff = s.backedOff(r.backoff, err, started, f.now())
+			}
+			if err != nil {
+				f.unread(cfg, z.controller, err)
 			}
 			out.merged[i] = z.labelled(r.known(read))
 			if out.whole[i] && !r.legacyRemoved {
@@ -831,27 +869,73 @@ func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfigurati
 	}
 	for _, p := range passes {
 		err := ios[p.Controller].Pass(ctx, p)
+		a := announcedPass{pass: p, takeover: takeover, reason: reason, note: note}
 		switch {
 		case errors.Is(err, zonewriter.ErrChanged):
 			continue
 		case err != nil:
 			ctrl.Log.WithName("failover").Error(err, "passing a name's ownership", "controller", p.Controller, "name", p.Hostname)
 			refused = refusedOnce(refused, p, err)
+			// A timeout may still land: the zones say next time (settleUnanswered).
+			f.unanswered = append(slices.DeleteFunc(f.unanswered, func(u announcedPass) bool {
+				return u.pass.Controller == p.Controller && u.pass.Hostname == p.Hostname
+			}), a)
 			continue
 		}
 		done = append(done, p)
-		f.recorder.Eventf(cfg, nil, "Warning", reason, "Failover", note, p.Hostname, p.Controller, p.From, p.Region, p.To)
-		marks := map[string]string{naming.AnnotationOwnershipPassed: f.now().UTC().Format(time.RFC3339), naming.AnnotationTakenFrom: ""}
-		if takeover {
-			marks[naming.AnnotationTakenFrom] = p.Region
-		}
-		f.mark(ctx, p.Namespace, p.Endpoint, marks)
+		f.announce(ctx, cfg, a)
 	}
 	for _, r := range refused {
 		f.recorder.Eventf(cfg, nil, "Warning", "OwnershipPassRefused", "Failover", "zone %s refused %d ownership write(s) of names of region %s this round, retried every round (the names stay where they are): %s",
 			r.controller, r.names, r.region, r.err)
 	}
 	return done, refused
+}
+
+// announcedPass is an ownership write with how it is announced: the Event's reason and note (the
+// name, zone, old owner, region and new owner), and whether it takes a lost region's name.
+type announcedPass struct {
+	pass         failover.Pass
+	takeover     bool
+	reason, note string
+}
+
+// announce records a pass that took effect: an Event on the DNSConfiguration, and the marks on
+// this cluster's DNSEndpoint of the name (when it passed; for a takeover, from which region).
+func (f *Failover) announce(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, a announcedPass) {
+	p := a.pass
+	f.recorder.Eventf(cfg, nil, "Warning", a.reason, "Failover", a.note, p.Hostname, p.Controller, p.From, p.Region, p.To)
+	marks := map[string]string{naming.AnnotationOwnershipPassed: f.now().UTC().Format(time.RFC3339), naming.AnnotationTakenFrom: ""}
+	if a.takeover {
+		marks[naming.AnnotationTakenFrom] = p.Region
+	}
+	f.mark(ctx, p.Namespace, p.Endpoint, marks)
+}
+
+// settleUnanswered announces the unanswered passes the zones, read whole this round, show landed
+// (a zone whose server resumed after the client gave up applies what it had received), forgets
+// those they show did not, and returns the takeovers among the landed: without this, a name the
+// zone moved would be served here with no mark, no Event and no count.
+func (f *Failover) settleUnanswered(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, ownership []failover.ZoneReading) (taken []failover.Pass) {
+	passes := make([]failover.Pass, len(f.unanswered))
+	for i, u := range f.unanswered {
+		passes[i] = u.pass
+	}
+	landed, waiting := failover.Unanswered(passes, ownership)
+	var keep []announcedPass
+	for _, u := range f.unanswered {
+		switch {
+		case slices.Contains(landed, u.pass):
+			f.announce(ctx, cfg, u)
+			if u.takeover {
+				taken = append(taken, u.pass)
+			}
+		case slices.Contains(waiting, u.pass):
+			keep = append(keep, u)
+		}
+	}
+	f.unanswered = keep
+	return taken
 }
 
 // refusal is what a zone refused of a round's ownership writes of one region's names: how many,
@@ -1083,7 +1167,7 @@ func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attribution, f.drain = attribution{}, plan.Drain{}
-	f.reads, f.beatsSeen = map[string]*zoneReads{}, failover.Observations{}
+	f.reads, f.beatsSeen, f.unanswered = map[string]*zoneReads{}, failover.Observations{}, nil
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
 		f.regions = map[string]failover.RegionView{}
