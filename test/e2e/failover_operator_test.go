@@ -331,6 +331,19 @@ func (w *failoverWorld) lose() time.Time {
 	return at
 }
 
+// kill kills everything of aks01 at once with SIGKILL, as a region's sudden death would: its
+// operator (no lease released, no last heartbeat), its ExternalDNS instances and its gateway.
+func (w *failoverWorld) kill() time.Time {
+	at := time.Now()
+	kills := []func() error{func() error { w.aks01.op.Kill(); return nil }}
+	for _, ed := range w.aks01.eds {
+		kills = append(kills, func() error { ed.Kill(); return nil })
+	}
+	_ = parallel(kills...)
+	w.gateway1.close()
+	return at
+}
+
 // comeBack restarts aks01's gateway, ExternalDNS and operator.
 func (w *failoverWorld) comeBack() {
 	ctx, t, m := w.t.Context(), w.t, w.aks01
@@ -911,37 +924,11 @@ func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
 // (router.io/ownership-passed-at), and that update is what makes them point the name at aks02.
 func TestFailover_EveryZoneFollows(t *testing.T) {
 	ctx := t.Context()
-	zones, err := framework.StartRegionalZones(ctx, t, worldDomain, worldRegions...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startFailoverZones(t, worldDomain, []string{"neu", "frc"}, []string{"weu", "frc"},
-		func(m *failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions) {
-			var controllers []clusterv1alpha1.ExternalDNSController
-			var opts []framework.ExternalDNSOptions
-			for _, r := range worldRegions {
-				name, owner, prefix := framework.RegionalControllerName(r), "external-dns-"+r+"-"+m.cluster, r+"-"+worldEnvLetter+"-"
-				controllers = append(controllers, clusterv1alpha1.ExternalDNSController{Name: name, Region: r,
-					Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zones[r].Port)}},
-					Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: owner, TXTPrefix: prefix}})
-				o := framework.ExternalDNSOptions{Name: name, OwnerID: owner, TXTPrefix: prefix}.ForBind(zones[r])
-				if m.cluster == "aks02" {
-					o.Interval, o.ExtraArgs = eventsOnlyInterval, []string{"--events"}
-				}
-				opts = append(opts, o)
-			}
-			return controllers, opts
-		})
+	w, zones := startEveryZoneWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
 	name := w.hostname(failoverNS)
 	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
-	diag := func() []func() string {
-		out := w.diagnostics()
-		for _, r := range worldRegions {
-			out = append(out, zones[r].Diagnostics)
-		}
-		return out
-	}
+	diag := func() []func() string { return zonesDiagnostics(w, zones) }
 	at := w.publish(aks01)
 	for _, r := range worldRegions {
 		waitAnswer(ctx, t, at, zones[r].Query(name, "A"), chain(aks01), diag()...)
@@ -956,21 +943,7 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 	waitSyncs(ctx, t, waitProcessed(ctx, t, aks02), aks02.eds...)
 
 	lost := w.lose()
-	traces := make(map[string]framework.Trace, len(worldRegions))
-	var mu sync.Mutex
-	var watches []func() error
-	for _, r := range worldRegions {
-		watches = append(watches, func() error {
-			tr, err := framework.Converge(ctx, zones[r].Query(name, "A"), framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-			mu.Lock()
-			traces[r] = tr
-			mu.Unlock()
-			return err
-		})
-	}
-	if err := parallel(watches...); err != nil {
-		t.Fatal(err)
-	}
+	traces := followZones(t, zones, worldRegions, name, chain(aks02), diag)
 	for _, r := range worldRegions {
 		tr := traces[r]
 		t.Logf("zone %s: %s answers aks02's gateway %s after aks01 stopped; seen: %s", r, name, tr.Took.Round(time.Millisecond), tr)
@@ -1006,6 +979,66 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 			t.Errorf("aks02's DNSEndpoint %s does not say when its name passed (after the loss at %s): %q", ep.Name, lost.Format(time.RFC3339), ep.Annotations)
 		}
 	}
+}
+
+// startEveryZoneWorld starts the multi-region failover world: three regional zones (weu, neu, frc,
+// each a BIND), aks01 adopting neu and frc, aks02 adopting weu and frc, each with an ExternalDNS
+// instance per zone (aks02's with --events and an interval no wait reaches).
+func startEveryZoneWorld(t testing.TB) (*failoverWorld, map[string]*framework.BindServer) {
+	t.Helper()
+	zones, err := framework.StartRegionalZones(t.Context(), t, worldDomain, worldRegions...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startFailoverZones(t, worldDomain, []string{"neu", "frc"}, []string{"weu", "frc"},
+		func(m *failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions) {
+			var controllers []clusterv1alpha1.ExternalDNSController
+			var opts []framework.ExternalDNSOptions
+			for _, r := range worldRegions {
+				name, owner, prefix := framework.RegionalControllerName(r), "external-dns-"+r+"-"+m.cluster, r+"-"+worldEnvLetter+"-"
+				controllers = append(controllers, clusterv1alpha1.ExternalDNSController{Name: name, Region: r,
+					Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zones[r].Port)}},
+					Failover:     &clusterv1alpha1.ZoneFailover{OwnerID: owner, TXTPrefix: prefix}})
+				o := framework.ExternalDNSOptions{Name: name, OwnerID: owner, TXTPrefix: prefix}.ForBind(zones[r])
+				if m.cluster == "aks02" {
+					o.Interval, o.ExtraArgs = eventsOnlyInterval, []string{"--events"}
+				}
+				opts = append(opts, o)
+			}
+			return controllers, opts
+		})
+	return w, zones
+}
+
+// zonesDiagnostics are the world's diagnostics and every zone's.
+func zonesDiagnostics(w *failoverWorld, zones map[string]*framework.BindServer) []func() string {
+	out := w.diagnostics()
+	for _, r := range worldRegions {
+		out = append(out, zones[r].Diagnostics)
+	}
+	return out
+}
+
+// followZones watches name in the zones of regions with dig every 50 ms, all at once, until each
+// answers want, and returns what each showed.
+func followZones(t testing.TB, zones map[string]*framework.BindServer, regions []string, name string, want []string, diag func() []func() string) map[string]framework.Trace {
+	t.Helper()
+	traces := make(map[string]framework.Trace, len(regions))
+	var mu sync.Mutex
+	var watches []func() error
+	for _, r := range regions {
+		watches = append(watches, func() error {
+			tr, err := framework.Converge(t.Context(), zones[r].Query(name, "A"), framework.Resolves(want...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			mu.Lock()
+			traces[r] = tr
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := parallel(watches...); err != nil {
+		t.Fatal(err)
+	}
+	return traces
 }
 
 // waitProcessed waits until m's ExternalDNS instances have processed every DNSEndpoint of m

@@ -400,7 +400,7 @@ type RegionFailoverStatus struct {
 	// +kubebuilder:validation:Enum=Serving;Unreachable;Lost;Drained
 	State string `json:"state"`
 	// reason is why, in one CamelCase word: GatewayAnswers, WitnessSaysAlive, WitnessUnreadable,
-	// WitnessPending, HeartbeatStale, GatewayDown or DrainRequested.
+	// WitnessPending, HeartbeatMalformed, HeartbeatStale, GatewayDown or DrainRequested.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -287,6 +288,14 @@ func (b *BindServer) Update(ctx context.Context, updates ...string) error {
 	}
 	return nil
 }
+
+// Pause makes named stop answering anyone (SIGSTOP): queries, updates and transfers time out, as
+// when the zone's server stalls or the network to it drops. What is sent meanwhile waits in the
+// kernel's buffers and is handled when Resume lets named go on, as a delayed network delivers it.
+func (b *BindServer) Pause() error { return b.proc.Signal(syscall.SIGSTOP) }
+
+// Resume undoes Pause (SIGCONT).
+func (b *BindServer) Resume() error { return b.proc.Signal(syscall.SIGCONT) }
 
 // Running reports whether named is still running.
 func (b *BindServer) Running() bool { return b.proc != nil && b.proc.Running() }

@@ -253,6 +253,9 @@ func (op *Operator) Stop() error {
 	return errors.Join(err, os.RemoveAll(op.Dir))
 }
 
+// Kill kills the operator with SIGKILL (Process.Kill); Stop still removes its directory.
+func (op *Operator) Kill() { op.proc.Kill() }
+
 // repoRoot is the operator repository's top directory.
 func repoRoot() (string, error) { return testenv.RepoRoot() }
 

@@ -370,6 +370,9 @@ func (e *ExternalDNS) Diagnostics() string {
 // Running reports whether the process is still running.
 func (e *ExternalDNS) Running() bool { return e.proc.Running() }
 
+// Kill kills ExternalDNS with SIGKILL (Process.Kill); Stop still removes its directory.
+func (e *ExternalDNS) Kill() { e.proc.Kill() }
+
 // Stop stops ExternalDNS and removes its directory.
 func (e *ExternalDNS) Stop() error {
 	var err error

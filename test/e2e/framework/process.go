@@ -159,6 +159,21 @@ func (p *Process) Stop() error {
 	return p.stopErr
 }
 
+// Kill sends SIGKILL to the process group at once, as a node's sudden death or the OOM killer
+// would: no shutdown, no lease released, nothing flushed. It returns once the process has exited;
+// Stop then only closes the log.
+func (p *Process) Kill() {
+	if p.Running() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// Signal sends sig to the process group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
 // LogTail returns the last n lines of the process's log.
 func (p *Process) LogTail(n int) string {
 	return tailFile(p.LogPath, n)
