@@ -164,7 +164,6 @@ func startFailoverWorld(t testing.TB, domain string, zone func(*failoverMember) 
 func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string,
 	zones func(*failoverMember) ([]clusterv1alpha1.ExternalDNSController, []framework.ExternalDNSOptions)) *failoverWorld {
 	t.Helper()
-	ctx := t.Context()
 	w := &failoverWorld{t: t, domain: domain,
 		aks01: &failoverMember{cluster: "aks01", region: "weu", lbIP: "127.0.0.11", owner: "external-dns-weu-aks01"},
 		aks02: &failoverMember{cluster: "aks02", region: "neu", lbIP: "127.0.0.12", owner: "external-dns-weu-aks02"}}
@@ -183,33 +182,42 @@ func startFailoverZones(t testing.TB, domain string, adopts01, adopts02 []string
 			probePort, adopts = w.probePort02, adopts02
 		}
 		controllers, edOpts := zones(m)
-		settings := w.settings(probePort)
-		createNamespace(ctx, t, m.cl.Client, failoverOtherNS)
-		if err := framework.EnsureNamespace(ctx, m.cl.Client, gatewayNamespace); err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range []client.Object{
-			&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
-				Spec: clusterv1alpha1.ClusterIdentitySpec{Region: m.region, Cluster: m.cluster, Domain: domain, EnvironmentLetter: worldEnvLetter, AdoptsRegions: adopts}},
-			&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
-				Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings, ExternalDNSControllers: controllers}},
-			&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
-				Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace}},
-		} {
-			create(ctx, t, m.cl.Client, obj)
-		}
-		if _, err := framework.CreateIngressService(ctx, m.cl.Client, framework.IngressService{
-			Namespace: ingressNamespace, Name: ingressController, Controller: ingressController, IPs: []string{m.lbIP}}); err != nil {
-			t.Fatal(err)
-		}
-		m.edOpts = edOpts
-		m.startExternalDNS(t)
-		var err error
-		if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		w.startMember(m, w.settings(probePort), adopts, controllers, edOpts)
 	}
 	return w
+}
+
+// startMember sets up m's cluster as the failover worlds do (its namespaces, ClusterIdentity
+// adopting adopts, dns-config with settings and controllers, Gateway, ingress Service on its load
+// balancer address) and starts its ExternalDNS instances (edOpts) and its operator.
+func (w *failoverWorld) startMember(m *failoverMember, settings *clusterv1alpha1.FailoverSettings, adopts []string,
+	controllers []clusterv1alpha1.ExternalDNSController, edOpts []framework.ExternalDNSOptions) {
+	t, ctx := w.t, w.t.Context()
+	t.Helper()
+	createNamespace(ctx, t, m.cl.Client, failoverOtherNS)
+	if err := framework.EnsureNamespace(ctx, m.cl.Client, gatewayNamespace); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "cluster-identity"},
+			Spec: clusterv1alpha1.ClusterIdentitySpec{Region: m.region, Cluster: m.cluster, Domain: w.domain, EnvironmentLetter: worldEnvLetter, AdoptsRegions: adopts}},
+		&clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"},
+			Spec: clusterv1alpha1.DNSConfigurationSpec{Failover: settings, ExternalDNSControllers: controllers}},
+		&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNamespace, Name: gatewayName},
+			Spec: routingv1alpha1.GatewaySpec{Controller: ingressController, CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: ingressNamespace}},
+	} {
+		create(ctx, t, m.cl.Client, obj)
+	}
+	if _, err := framework.CreateIngressService(ctx, m.cl.Client, framework.IngressService{
+		Namespace: ingressNamespace, Name: ingressController, Controller: ingressController, IPs: []string{m.lbIP}}); err != nil {
+		t.Fatal(err)
+	}
+	m.edOpts = edOpts
+	m.startExternalDNS(t)
+	var err error
+	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startExternalDNS starts the member's ExternalDNS instances, one per zone.
