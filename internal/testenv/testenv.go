@@ -78,6 +78,8 @@ type Env struct {
 	kcmLog     *bytes.Buffer
 	scratchDir string
 	crds       CRDFiles
+	// restarted are the kube-apiservers RestartAPIServer started.
+	restarted []restartedProcess
 }
 
 // Start boots the control plane. Call Stop when done.
@@ -151,6 +153,9 @@ func (e *Env) Stop() error {
 			_ = e.kcm.Process.Kill()
 			<-e.kcmExited
 		}
+	}
+	for _, p := range e.restarted {
+		errs = append(errs, p.stop())
 	}
 	if e.env != nil {
 		errs = append(errs, e.env.Stop())

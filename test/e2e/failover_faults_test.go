@@ -5,15 +5,21 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -179,4 +185,180 @@ func dnsConfig(ctx context.Context, t testing.TB, m *failoverMember) *clusterv1a
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// TestFailover_TwoStandInsRaceForOneName is a lost region with two clusters that each believe
+// they stand in for it: aks02 (neu), whose team's policy lists neu, and aks03 (frc, a third
+// cluster adopting weu), whose team's policy in that cluster lists frc. Every gateway answers
+// every probe until aks01 (weu) is killed; then both judge weu Lost in the same second and pass the
+// name's ownership. The pass is one conditional write (the value read is its prerequisite), so
+// exactly one wins: the zone, watched with dig every 50 ms, switches once, directly from aks01's
+// gateway to the winner's, and stays; the ownership record holds the winner's owner alone; the
+// winner counts the name taken, the loser counts nothing and its route's status says who serves
+// the name (served by cluster <winner>, of region <its region>, for region weu).
+func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
+	ctx := t.Context()
+	const controller = failoverController
+	w, zone := startBindFailoverWorld(t)
+	aks01, aks02 := w.aks01, w.aks02
+	// No partition: everyone probes where every gateway listens.
+	for _, m := range []*failoverMember{aks01, aks02} {
+		updateConfig(ctx, t, m, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
+	}
+	aks03 := &failoverMember{cluster: "aks03", region: "frc", lbIP: "127.0.0.13", owner: "external-dns-weu-aks03"}
+	var err error
+	if aks03.cl, err = framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks03-frc"}); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, aks03.cl.Client, failoverNS)
+	gateway3 := listenGateway(t, net.JoinHostPort(aks03.lbIP, strconv.Itoa(w.port)))
+	t.Cleanup(gateway3.close)
+	// aks03's zone entry and ExternalDNS are aks02's with its own owner ID.
+	controllers := slices.Clone(dnsConfig(ctx, t, aks02).Spec.ExternalDNSControllers)
+	fo := *controllers[0].Failover
+	fo.OwnerID, controllers[0].Failover = aks03.owner, &fo
+	edOpts := aks02.edOpts[0]
+	edOpts.OwnerID, edOpts.Kubeconfig = aks03.owner, ""
+	w.startMember(aks03, w.settings(w.port), []string{"weu"}, controllers, []framework.ExternalDNSOptions{edOpts})
+	diag := func() []func() string {
+		return append(w.diagnostics(), aks03.op.Diagnostics, aks03.ed.Diagnostics, zone.Diagnostics)
+	}
+
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	q := zone.Query(name, "A")
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
+	at = w.publish(aks02)
+	create(ctx, t, aks03.cl.Client, failoverPolicy(failoverNS, &routingv1alpha1.PolicyFailover{StandIns: []string{"frc"}}))
+	create(ctx, t, aks03.cl.Client, apiRoute(failoverNS, failoverNS))
+	waitAnswer(ctx, t, at, zone.Query(aks03.target(w.domain), "A"), []string{"A " + aks03.lbIP}, diag()...)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed, aks03.ed)
+	for _, m := range []*failoverMember{aks02, aks03} {
+		waitRegion(ctx, t, m, "weu", "Serving", "GatewayAnswers", diag)
+	}
+
+	// The loss: both stand-ins judge it, and race.
+	killed := w.kill()
+	var seen []string
+	var winner, loser *failoverMember
+	err = framework.Poll(ctx, 2*convergeTimeout, 50*time.Millisecond, "the name to leave aks01's gateway", func(ctx context.Context) (bool, string, error) {
+		ans, err := zone.Dig(ctx, name, "A")
+		if err != nil {
+			return false, "", err
+		}
+		if shown := strings.Join(ans.Shorts(), " | "); len(seen) == 0 || seen[len(seen)-1] != shown {
+			seen = append(seen, shown)
+		}
+		for _, m := range []*failoverMember{aks02, aks03} {
+			if framework.SameRecords(ans, chain(m)) {
+				winner = m
+			}
+		}
+		return winner != nil, strings.Join(seen, " -> "), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loser = aks03
+	if winner == aks03 {
+		loser = aks02
+	}
+	t.Logf("%s won the race %s after the kill; seen: %s", winner.cluster, time.Since(killed).Round(time.Millisecond), strings.Join(seen, " -> "))
+	if len(seen) != 2 {
+		t.Errorf("want one switch, from aks01's gateway straight to the winner's; seen: %s", strings.Join(seen, " -> "))
+	}
+	for _, m := range []*failoverMember{aks02, aks03} {
+		waitRegion(ctx, t, m, "weu", "Lost", "HeartbeatStale", diag)
+	}
+	stable(t, "the winner keeps the name", []framework.Query{q}, [][]string{chain(winner)}, aks02.ed, aks03.ed)
+	recs := framework.LogZone(ctx, t, "after the race", zone)
+	var owners []string
+	for _, r := range recs {
+		if r.Name == "weu-d-cname-"+name+"." && r.Type == "TXT" {
+			owners = append(owners, r.Data)
+		}
+	}
+	if len(owners) != 1 || !strings.Contains(owners[0], "external-dns/owner="+winner.owner+",") {
+		t.Errorf("the name's ownership record holds %q, want the winner's owner %s alone", owners, winner.owner)
+	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "the winner to count the name, the loser nothing", func(ctx context.Context) (bool, string, error) {
+		won, lost := takenNames(dnsConfig(ctx, t, winner), "weu", controller), takenNames(dnsConfig(ctx, t, loser), "weu", controller)
+		return won == 1 && lost == 0, fmt.Sprintf("%s took %d, %s took %d", winner.cluster, won, loser.cluster, lost), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	says := fmt.Sprintf("served by cluster %s, of region %s, for region weu", winner.cluster, winner.region)
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, loser.cluster+"'s route to say who serves the name", func(ctx context.Context) (bool, string, error) {
+		r := &routingv1alpha1.ServiceRoute{}
+		if err := loser.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "api-route"}, r); err != nil {
+			return false, "", err
+		}
+		for _, z := range r.Status.Zones {
+			if z.Controller == controller {
+				return strings.Contains(z.Answer, says), fmt.Sprintf("%s: %s", z.State, z.Answer), nil
+			}
+		}
+		return false, "no zone " + controller, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFailover_TheStandInsAPIServerRestartsMidFailover is a takeover while the stand-in's own
+// control plane fails: aks01 (weu) is killed, and a second later aks02's kube-apiserver is killed
+// with SIGKILL and started again 5 s later (etcd keeps everything), so that aks02's judgement of
+// the loss and its pass of the name fall into its API server's absence. The pass needs only the
+// zone; what needs the API server (the DNSEndpoint's marks, the dns-config's status, the route's)
+// follows once it is back. The name switches directly to aks02's gateway; aks02 counts it taken
+// and its DNSEndpoint says from which region; the route says this cluster serves the name; the
+// operator kept running and the DNSEndpoints kept their UIDs.
+func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
+	ctx := t.Context()
+	const controller = failoverController
+	w, zone := startBindFailoverWorld(t)
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	q := zone.Query(name, "A")
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
+	at = w.publish(aks02)
+	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	uids := endpointUIDs(ctx, t, aks01, aks02)
+
+	killed := w.kill()
+	time.Sleep(time.Second)
+	restarted := make(chan error, 1)
+	go func() { restarted <- aks02.cl.Env.RestartAPIServer(ctx, 5*time.Second) }()
+	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s answers aks02's gateway %s after aks01 was killed, aks02's API server down from 1 s to 6 s after; seen: %s", name, time.Since(killed).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
+		t.Errorf("want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
+	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02 to count the name and mark its DNSEndpoint", func(ctx context.Context) (bool, string, error) {
+		n, mark := takenNames(dnsConfig(ctx, t, aks02), "weu", controller), endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom)
+		return n == 1 && mark == "weu", fmt.Sprintf("%d taken, marked as taken from %q", n, mark), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	waitRouteZone(ctx, t, aks02, controller, routingv1alpha1.ZonePublished, "served by this cluster, of region neu, for region weu")
+	if !aks02.op.Running() {
+		t.Errorf("aks02's operator exited while its API server was away\n%s", aks02.op.Diagnostics())
+	}
+	if after := endpointUIDs(ctx, t, aks01, aks02); !slices.Equal(after, uids) {
+		t.Errorf("the DNSEndpoints were replaced: UIDs %v, then %v", uids, after)
+	}
 }
