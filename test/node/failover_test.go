@@ -49,6 +49,9 @@ const (
 //     signed update, marks its DNSEndpoint (its service account's RBAC), and aks02's ExternalDNS,
 //     run only on events, points the name at aks02's gateway: a direct switch, watched with dig
 //     every 50 ms.
+//  3. The guide's "Draining a region for maintenance" commands, as written, on aks02: the drain
+//     (kubectl patch, kubectl wait for DrainComplete) and its end (the loop until the condition is
+//     gone); its heartbeat says drain=true and then not, and the name it holds stays.
 func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
 	block := readDocSection(t, failoverDoc, failoverHeading).block
@@ -230,6 +233,39 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	recs := framework.LogZone(ctx, t, "2. after the loss", zone)
 	if !framework.HasRecord(recs, prefix+"cname-"+name+".", "TXT", "external-dns/owner="+ownerHere+",") {
 		t.Errorf("2. the ownership record of %s does not name %s", name, ownerHere)
+	}
+
+	// 3. The guide's drain and its end, its commands run as written. aks02 asks for its region's
+	// names to move: its heartbeat says so, and the drain is complete at once (this world has no
+	// zone of aks02's own region, so none of its names has to move); the name it holds for weu
+	// stays (a drained cluster takes nothing more and gives back nothing it holds for a lost
+	// region). The end of the drain takes the condition away.
+	for _, step := range []struct{ title, block, beat string }{
+		{"3. drained", `"drain":true`, "drain=true"},
+		{"3. undrained", `"drain":false`, ""},
+	} {
+		script := block(step.block)
+		scriptCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		out, err := cl.RunScript(scriptCtx, script)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: the guide's commands failed: %v\n%s\n%s", step.title, err, out, describeAll(diag()))
+		}
+		t.Logf("%s, as the guide does it:\n%s", step.title, script)
+		err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, step.title+": the heartbeat to say so", func(ctx context.Context) (bool, string, error) {
+			ans, err := zone.Dig(ctx, heartbeat, "TXT")
+			if err != nil || len(ans.Records) != 1 {
+				return false, fmt.Sprint(ans, err), nil
+			}
+			says := strings.Contains(ans.Records[0].Data, "drain=true")
+			return says == (step.beat != ""), ans.Records[0].Data, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		if ans := framework.MustDig(ctx, t, zone.Query(name, "A")); !framework.SameRecords(ans, hereChain) {
+			t.Errorf("%s: %s answers %v, want aks02's %v still", step.title, name, ans, hereChain)
+		}
 	}
 }
 
