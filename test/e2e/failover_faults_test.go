@@ -362,3 +362,69 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 		t.Errorf("the DNSEndpoints were replaced: UIDs %v, then %v", uids, after)
 	}
 }
+
+// TestFailover_AnIsolatedClusterIsTakenOver is the cluster cut off from its peer and from the
+// zones (docs/ARCHITECTURE.md, "A cluster cut off from its peers and from the zones"): aks01
+// reaches the weu zone through a path of its own (a framework.DNSProxy for its operator and its
+// ExternalDNS), and the two clusters' probes of each other fail throughout (the world's
+// partition), while aks01's gateway keeps answering its own probes.
+//
+//  1. Cut off: aks01's heartbeat can no longer be written; aks02 finds it stale and its probes
+//     failing, judges weu Lost and takes the name, a direct switch. That is decided, not an
+//     accident: the zones are what clients resolve, and aks01 can no longer write them. aks01,
+//     which reads no zone, judges nothing lost (neu: WitnessUnreadable) and moves nothing.
+//  2. Back: the path heals and aks01 writes its heartbeat again; aks02 judges weu Unreachable
+//     (WitnessSaysAlive: a partition, as before). The ownership record fences aks01's
+//     ExternalDNS and, the team's failback Manual, the name stays with aks02: no swing back
+//     and forth while the link flaps.
+func TestFailover_AnIsolatedClusterIsTakenOver(t *testing.T) {
+	ctx := t.Context()
+	var path *framework.DNSProxy
+	w, zone := startBindFailoverWorldVia(t, nil, func(zone *framework.BindServer, m *failoverMember) int {
+		if m.cluster != "aks01" {
+			return 0
+		}
+		var err error
+		if path, err = framework.StartDNSProxy(t, zone.Port); err != nil {
+			t.Fatal(err)
+		}
+		return path.Port
+	})
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	q := zone.Query(name, "A")
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
+	at = w.publish(aks02)
+	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessSaysAlive", diag)
+
+	// 1. Cut off.
+	cut := time.Now()
+	path.Cut()
+	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1. aks01 cut off: %s answers aks02's gateway %s later; seen: %s", name, time.Since(cut).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
+		t.Errorf("1. want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
+	}
+	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
+	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessUnreadable", diag)
+
+	// 2. Back.
+	healed := time.Now()
+	path.Heal()
+	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	t.Logf("2. the path healed: aks02 finds weu alive again %s later", time.Since(healed).Round(time.Millisecond))
+	waitSyncs(ctx, t, time.Now(), aks01.ed)
+	stable(t, "2. back, fenced: the name stays with aks02", []framework.Query{q}, [][]string{chain(aks02)}, aks01.ed, aks02.ed)
+	if got := takenNames(dnsConfig(ctx, t, aks02), "weu", failoverController); got != 1 {
+		t.Errorf("2. aks02 says it holds %d names of weu, want 1", got)
+	}
+}

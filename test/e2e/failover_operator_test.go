@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -680,6 +681,14 @@ func startBindFailoverWorld(t testing.TB) (*failoverWorld, *framework.BindServer
 // changed by ed (nil: the framework's, a 500 ms interval).
 func startBindFailoverWorldWith(t testing.TB, ed func(*framework.ExternalDNSOptions)) (*failoverWorld, *framework.BindServer) {
 	t.Helper()
+	return startBindFailoverWorldVia(t, ed, nil)
+}
+
+// startBindFailoverWorldVia is startBindFailoverWorldWith with each member reaching the zone's
+// server on the port via gives it (nil, or 0: the server's own), for a path of its own that a
+// test can cut (framework.DNSProxy).
+func startBindFailoverWorldVia(t testing.TB, ed func(*framework.ExternalDNSOptions), via func(*framework.BindServer, *failoverMember) int) (*failoverWorld, *framework.BindServer) {
+	t.Helper()
 	const prefix = "weu-d-"
 	zone, err := framework.StartBind(t.Context(), t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
 	if err != nil {
@@ -690,11 +699,17 @@ func startBindFailoverWorldWith(t testing.TB, ed func(*framework.ExternalDNSOpti
 		t.Fatal(err)
 	}
 	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+		port := zone.Port
+		if via != nil {
+			port = cmp.Or(via(zone, m), port)
+		}
+		o := framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
+		o.DNSPort = port
 		return clusterv1alpha1.ExternalDNSController{Name: failoverController, Region: "weu",
-				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", zone.Port)}},
+				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", port)}},
 				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
 					TSIG: &clusterv1alpha1.TSIGKey{KeyName: zone.TSIG.Name, Algorithm: zone.TSIG.Algorithm, SecretFile: keyFile}}},
-			edOptions(framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone), ed)
+			edOptions(o, ed)
 	})
 	return w, zone
 }
