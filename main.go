@@ -124,6 +124,9 @@ func main() {
 		"Publication verification: the first check of a changed record; each further check of a record not yet published waits twice as long, up to --verification-settled-interval.")
 	flag.DurationVar(&opts.verification.SettledInterval, "verification-settled-interval", verify.DefaultSettings.SettledInterval,
 		"Publication verification: how often a published record is checked again (±10 % jitter).")
+	flag.DurationVar(&opts.controllers.FailoverClockOffset, "failover-clock-offset", 0,
+		"For fault tests only: run regional failover's clock this far off the node's (the times its heartbeats state, its judgement of the "+
+			"others'), as on a node whose clock is off. Never set it in a real cluster.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

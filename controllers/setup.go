@@ -51,6 +51,10 @@ type Options struct {
 	VerificationLimits prober.Limits
 	// Events bounds the event recorder. Zero: eventrecorder.DefaultSettings.
 	Events eventrecorder.Settings
+	// FailoverClockOffset runs regional failover's clock this far off the node's: the times its
+	// heartbeats state and its judgement of the others'. A fault the tests inject (a node whose
+	// clock is off); zero in any real cluster.
+	FailoverClockOffset time.Duration
 }
 
 // Setup registers the field indexes and the six controllers with the manager, each instrumented
@@ -107,6 +111,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
 	fo := newFailover(mgr.GetClient(), recorder, zones.tracker, zones.routeEvents)
+	if offset := opts.FailoverClockOffset; offset != 0 {
+		fo.now = func() time.Time { return time.Now().Add(offset) }
+	}
 	// A zone both verify and fail over is listed once: failover takes verification's listings.
 	zones.prober.Listed = fo.Listed
 	if err := mgr.Add(fo); err != nil {

@@ -380,15 +380,15 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 func TestFailover_AnIsolatedClusterIsTakenOver(t *testing.T) {
 	ctx := t.Context()
 	var path *framework.DNSProxy
-	w, zone := startBindFailoverWorldVia(t, nil, func(zone *framework.BindServer, m *failoverMember) int {
+	w, zone := startBindFailoverWorldVia(t, nil, func(zone *framework.BindServer, m *failoverMember) (int, int) {
 		if m.cluster != "aks01" {
-			return 0
+			return 0, 0
 		}
 		var err error
 		if path, err = framework.StartDNSProxy(t, zone.Port); err != nil {
 			t.Fatal(err)
 		}
-		return path.Port
+		return path.Port, path.Port
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }

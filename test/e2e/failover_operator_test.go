@@ -684,10 +684,11 @@ func startBindFailoverWorldWith(t testing.TB, ed func(*framework.ExternalDNSOpti
 	return startBindFailoverWorldVia(t, ed, nil)
 }
 
-// startBindFailoverWorldVia is startBindFailoverWorldWith with each member reaching the zone's
-// server on the port via gives it (nil, or 0: the server's own), for a path of its own that a
-// test can cut (framework.DNSProxy).
-func startBindFailoverWorldVia(t testing.TB, ed func(*framework.ExternalDNSOptions), via func(*framework.BindServer, *failoverMember) int) (*failoverWorld, *framework.BindServer) {
+// startBindFailoverWorldVia is startBindFailoverWorldWith with each member's operator and
+// ExternalDNS reaching the zone's server on the ports via gives them (nil, or 0: the server's
+// own), for paths of their own that a test can cut (framework.DNSProxy).
+func startBindFailoverWorldVia(t testing.TB, ed func(*framework.ExternalDNSOptions),
+	via func(*framework.BindServer, *failoverMember) (operator, externalDNS int)) (*failoverWorld, *framework.BindServer) {
 	t.Helper()
 	const prefix = "weu-d-"
 	zone, err := framework.StartBind(t.Context(), t, framework.BindOptions{Name: "weu", Zone: worldDomain, TSIG: true})
@@ -699,12 +700,13 @@ func startBindFailoverWorldVia(t testing.TB, ed func(*framework.ExternalDNSOptio
 		t.Fatal(err)
 	}
 	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
-		port := zone.Port
+		port, edPort := zone.Port, zone.Port
 		if via != nil {
-			port = cmp.Or(via(zone, m), port)
+			op, ed := via(zone, m)
+			port, edPort = cmp.Or(op, port), cmp.Or(ed, edPort)
 		}
 		o := framework.ExternalDNSOptions{Name: failoverController, OwnerID: m.owner, TXTPrefix: prefix}.ForBind(zone)
-		o.DNSPort = port
+		o.DNSPort = edPort
 		return clusterv1alpha1.ExternalDNSController{Name: failoverController, Region: "weu",
 				Verification: &clusterv1alpha1.ZoneVerification{Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", port)}},
 				Failover: &clusterv1alpha1.ZoneFailover{OwnerID: m.owner, TXTPrefix: prefix,
