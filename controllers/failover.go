@@ -121,8 +121,10 @@ type Failover struct {
 	beatInterval time.Duration
 	beatDraining bool
 	drainSaidAt  time.Time
-	// refused are the last round's refused ownership writes, for the status.
-	refused []refusal
+	// refused are the last round's refused ownership writes, for the status; unreadable why each
+	// zone whose last read or heartbeat write failed did not answer.
+	refused    []refusal
+	unreadable map[string]string
 	// unanswered are the ownership writes that got no definite answer, until the zones show
 	// whether they landed (failover.Unanswered).
 	unanswered []announcedPass
@@ -181,6 +183,9 @@ type zoneReads struct {
 	// backoff keeps the zone out of the rounds for a while after it did not answer a read or a
 	// heartbeat write.
 	backoff failover.ZoneBackoff
+	// failure is why the zone's last read or heartbeat write failed, in a few words; "" once a
+	// read succeeds (a zone left out of the rounds, failover.ZoneBackoff, keeps it).
+	failure string
 }
 
 // known is what the readings say of the zone, as of the last one (failover.Merge).
@@ -277,8 +282,15 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 	}
 	var out []clusterv1alpha1.RegionFailoverStatus
 	for region, v := range f.regions {
-		// A refusal first: the judgement's message is long, and the status keeps 1,024 bytes.
+		// Refusals and unreadable zones first: the judgement's message is long, and the status
+		// keeps 1,024 bytes. A zone that could not be read matters to a region only while the
+		// probes fail (its witness decides).
 		message := v.Judgement.Message
+		if v.Judgement.State != failover.Serving {
+			for _, controller := range slices.Sorted(maps.Keys(f.unreadable)) {
+				message = fmt.Sprintf("zone %s did not answer this cluster: %s; %s", controller, f.unreadable[controller], message)
+			}
+		}
 		for _, r := range f.refused {
 			if r.region == region {
 				message = fmt.Sprintf("zone %s refused %d ownership write(s) in the last round, retried every round: %s; %s", r.controller, r.names, r.err, message)
@@ -379,7 +391,8 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	f.unmark(ctx, returned, taken)
 	drainChanged := f.drained(s, own, zones, names)
 	refusalsChanged := f.setRefusals(append(refused, refusedBack...))
-	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged || refusalsChanged {
+	unreadableChanged := f.setUnreadable(zones)
+	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged || refusalsChanged || unreadableChanged {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
@@ -576,6 +589,8 @@ func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, regi
 			err := z.io.WriteHeartbeat(ctx, cluster, region, value)
 			r.backoff = s.backedOff(r.backoff, err, started, f.now())
 			if failed[i] = err != nil; failed[i] {
+				reason, _ := azureprivatedns.Classify(err)
+				r.failure = plan.Truncate(reason, 200)
 				ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller, "skippedUntil", r.backoff.Until)
 			}
 		})
@@ -741,21 +756,21 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 	var wg sync.WaitGroup
 	for i, z := range zones {
 		wg.Go(func() {
-			r, plan := records[i], plans[i]
-			read, tried := false, (plan.Full || plan.Witness) && !r.backoff.Skip(now)
+			r, want := records[i], plans[i]
+			read, tried := false, (want.Full || want.Witness) && !r.backoff.Skip(now)
 			var err error
 			started := f.now()
 			switch {
-			case (plan.Full || plan.Witness) && !tried:
+			case (want.Full || want.Witness) && !tried:
 				ctrl.Log.WithName("failover").V(1).Info("the zone did not answer lately; it says nothing this round", "controller", z.controller,
 					"until", r.backoff.Until, "error", r.backoff.Err.Error())
-			case plan.Full:
+			case want.Full:
 				var zr failover.ZoneReading
 				if zr, err = z.io.Read(ctx); err == nil {
 					r.whole, r.at.Full, r.at.Witness = z.labelled(zr), now, now
 					out.whole[i], read = true, true
 				}
-			case plan.Witness:
+			case want.Witness:
 				var zr failover.ZoneReading
 				if zr, err = z.io.ReadWitness(ctx, failover.KnownHeartbeats(r.known(true), z.zone)); err == nil {
 					r.witness, r.at.Witness, read = z.labelled(zr), now, true
@@ -763,8 +778,11 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 			}
 			if tried {
 				r.backoff = s.backedOff(r.backoff, err, started, f.now())
+				r.failure = ""
 			}
 			if err != nil {
+				reason, _ := azureprivatedns.Classify(err)
+				r.failure = plan.Truncate(reason, 200)
 				f.unread(cfg, z.controller, err)
 			}
 			out.merged[i] = z.labelled(r.known(read))
@@ -963,6 +981,22 @@ func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
 // setRefusals records the round's refusals for the status (Regions); it reports whether which
 // zones refuse how many writes changed (not the errors' words, which may name a request: the
 // status is not written again every round for them).
+// setUnreadable records why the zones whose last read or heartbeat write failed did not answer,
+// for the status (Regions); it reports whether which zones those are changed (not the words).
+func (f *Failover) setUnreadable(zones []failoverZone) bool {
+	unreadable := map[string]string{}
+	for _, z := range zones {
+		if failure := f.zoneReads(z.controller).failure; failure != "" {
+			unreadable[z.controller] = failure
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	changed := !slices.Equal(slices.Sorted(maps.Keys(unreadable)), slices.Sorted(maps.Keys(f.unreadable)))
+	f.unreadable = unreadable
+	return changed
+}
+
 func (f *Failover) setRefusals(refused []refusal) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -427,4 +430,64 @@ func TestFailover_AnIsolatedClusterIsTakenOver(t *testing.T) {
 	if got := takenNames(dnsConfig(ctx, t, aks02), "weu", failoverController); got != 1 {
 		t.Errorf("2. aks02 says it holds %d names of weu, want 1", got)
 	}
+}
+
+// TestFailover_AStaleTSIGKeyMovesNothingUntilTheSecretFollows is a takeover that meets a key the
+// zone no longer takes: the zone's TSIG key was rotated and aks02's Secret (its mounted key file)
+// still holds the one before. aks01 (weu) is killed while the clusters' probes of each other fail;
+// aks02's signed reads and writes are refused, so the zone says nothing to it: weu stays
+// Unreachable and the name aks01's, with nothing half done, while aks02's status says which zone
+// did not answer it and why. Once the Secret holds the zone's key (the operator reads the file
+// every round, as the kubelet updates a mounted Secret), the name moves: a direct switch.
+func TestFailover_AStaleTSIGKeyMovesNothingUntilTheSecretFollows(t *testing.T) {
+	ctx := t.Context()
+	w, zone := startBindFailoverWorld(t)
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	name := w.hostname(failoverNS)
+	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	q := zone.Query(name, "A")
+	at := w.publish(aks01)
+	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
+	at = w.publish(aks02)
+	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+
+	keyFile := dnsConfig(ctx, t, aks02).Spec.ExternalDNSControllers[0].Failover.TSIG.SecretFile
+	current, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := make([]byte, 32)
+	if _, err := rand.Read(stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(stale)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	killed := w.kill()
+	// The heartbeat aks02 saw last would be stale 5 s after the kill: watch well past it.
+	for time.Since(killed) < 3*5*time.Second {
+		stable(t, "aks02's key stale: nothing moves", []framework.Query{q}, [][]string{chain(aks01)}, aks02.ed)
+	}
+	st := regionStatus(ctx, t, aks02, "weu")
+	if st.State != "Unreachable" || !strings.Contains(st.Message, "zone "+failoverController+" did not answer this cluster: ") {
+		t.Errorf("aks02's status does not say the zone did not answer: %s (%s): %s", st.State, st.Reason, st.Message)
+	}
+	t.Logf("aks02's status with the stale key: %s (%s): %s", st.State, st.Reason, st.Message)
+
+	updated := time.Now()
+	if err := os.WriteFile(keyFile, current, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the Secret updated: %s answers aks02's gateway %s later; seen: %s", name, time.Since(updated).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
+		t.Errorf("want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
+	}
+	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 }

@@ -695,11 +695,13 @@ func startBindFailoverWorldVia(t testing.TB, ed func(*framework.ExternalDNSOptio
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(t.TempDir(), "tsig.secret")
-	if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keys := t.TempDir()
 	w := startFailoverWorld(t, worldDomain, func(m *failoverMember) (clusterv1alpha1.ExternalDNSController, framework.ExternalDNSOptions) {
+		// Each cluster's key in a file of its own, as each mounts its own Secret.
+		keyFile := filepath.Join(keys, m.cluster+".tsig.secret")
+		if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		port, edPort := zone.Port, zone.Port
 		if via != nil {
 			op, ed := via(zone, m)
