@@ -366,40 +366,51 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 	for i := range names {
 		names[i].FailBack = names[i].FailBack || s.drain || s.returning
 	}
-	// Read what the decisions need (failover.ReadPlan), probe, judge; a zone holding a name this
-	// round may pass is read whole before anything passes.
-	f.takeListed(zones)
-	reading := f.readZones(ctx, cfg, s, identity.Spec.Cluster, own, zones, f.plans(now, own, zones, names, s), now)
-	// Heartbeats are judged by when this cluster saw them change, on its own clock.
-	reading.merged = f.beatsSeen.Observe(now, reading.merged)
-	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
-	judged := failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
-	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
-		reading = f.readZones(ctx, cfg, s, identity.Spec.Cluster, own, zones, escalate, now).over(reading)
-		reading.merged = f.beatsSeen.Observe(now, reading.merged)
-		judged = failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
-	}
-	ownership := reading.ownership()
-	// The takeovers that stand, as the DNSEndpoints' marks and the zones say: a new leader's record.
-	standing, returned := failover.Standing(names, ownership)
-	landed := f.settleUnanswered(ctx, cfg, ownership)
-	taken, refused := f.pass(ctx, cfg, zones, failover.Takeovers(own, judged, ownership, names), true, "NameTakenOver",
+	reading, probes, judged := f.observe(ctx, cfg, s, identity.Spec.Cluster, own, zones, names, now)
+	// Every decision of the round from what it read and probed (failover.Round); what follows
+	// carries it out.
+	f.mu.Lock()
+	views, held := maps.Clone(f.regions), slices.Clone(f.held)
+	f.mu.Unlock()
+	d := failover.Round(failover.RoundInput{Now: now, Own: own, Draining: s.drain, Settings: s.judge,
+		Readings: reading.merged, Ownership: reading.ownership(), Probes: probes, Names: names,
+		MayReclaim: f.interests(own, judged, names, now, s).MayReclaim, Views: views, Earlier: earlierViews(cfg),
+		Held: held, Unanswered: f.unansweredPasses()})
+	landed := f.settleUnanswered(ctx, cfg, d.Landed, d.Waiting)
+	taken, refused := f.pass(ctx, cfg, zones, d.Takeovers, true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
-	taken = append(taken, landed...)
-	_, refusedBack := f.pass(ctx, cfg, zones, failover.Reclaims(own, f.interests(own, judged, names, now, s).MayReclaim, ownership, names), false, "NameTakenBack",
+	_, refusedBack := f.pass(ctx, cfg, zones, d.Reclaims, false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
-	f.unmark(ctx, returned, taken)
+	takenNow := append(taken, landed...)
 	drainChanged := f.drained(s, own, zones, names)
 	refusalsChanged := f.setRefusals(append(refused, refusedBack...))
 	unreadableChanged := f.setUnreadable(zones)
-	if f.remember(now, own, judged, reading.merged, ownership, taken, standing, cfg) || drainChanged || refusalsChanged || unreadableChanged {
+	if f.remember(d, takenNow, reading.merged, cfg) || drainChanged || refusalsChanged || unreadableChanged {
 		select {
 		case f.changes <- event.GenericEvent{Object: &clusterv1alpha1.DNSConfiguration{}}:
 		default:
 		}
 	}
-	f.remark(ctx, names, taken)
+	f.writeMarks(ctx, names, d.Returned, takenNow)
 	return s.probeInterval
+}
+
+// observe reads the zones as the decisions need them (failover.ReadPlan), probes the other regions
+// and judges them; a zone holding a name this round may pass is read whole before anything passes
+// (the escalation). Heartbeats are judged by when this cluster saw them change, on its own clock.
+func (f *Failover) observe(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string,
+	zones []failoverZone, names []failover.Name, now time.Time) (roundReading, map[string]failover.Probes, map[string]failover.Judgement) {
+	f.takeListed(zones)
+	reading := f.readZones(ctx, cfg, s, cluster, own, zones, f.plans(now, own, zones, names, s), now)
+	reading.merged = f.beatsSeen.Observe(now, reading.merged)
+	probes := f.probeRegions(ctx, own, reading.merged, s.probePort)
+	judged := failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
+	if escalate := f.escalations(zones, reading, f.interests(own, judged, names, now, s)); escalate != nil {
+		reading = f.readZones(ctx, cfg, s, cluster, own, zones, escalate, now).over(reading)
+		reading.merged = f.beatsSeen.Observe(now, reading.merged)
+		judged = failover.JudgeRegions(now, own, s.drain, reading.merged, probes, s.judge)
+	}
+	return reading, probes, judged
 }
 
 // settings of one round, from DNSConfiguration.spec.failover.
@@ -930,16 +941,20 @@ func (f *Failover) announce(ctx context.Context, cfg *clusterv1alpha1.DNSConfigu
 	f.mark(ctx, p.Namespace, p.Endpoint, marks)
 }
 
+// unansweredPasses are the passes whose writes got no definite answer yet.
+func (f *Failover) unansweredPasses() []failover.Pass {
+	out := make([]failover.Pass, len(f.unanswered))
+	for i, u := range f.unanswered {
+		out[i] = u.pass
+	}
+	return out
+}
+
 // settleUnanswered announces the unanswered passes the zones, read whole this round, show landed
 // (a zone whose server resumed after the client gave up applies what it had received), forgets
 // those they show did not, and returns the takeovers among the landed: without this, a name the
 // zone moved would be served here with no mark, no Event and no count.
-func (f *Failover) settleUnanswered(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, ownership []failover.ZoneReading) (taken []failover.Pass) {
-	passes := make([]failover.Pass, len(f.unanswered))
-	for i, u := range f.unanswered {
-		passes[i] = u.pass
-	}
-	landed, waiting := failover.Unanswered(passes, ownership)
+func (f *Failover) settleUnanswered(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, landed, waiting []failover.Pass) (taken []failover.Pass) {
 	var keep []announcedPass
 	for _, u := range f.unanswered {
 		switch {
@@ -1007,40 +1022,18 @@ func (f *Failover) setRefusals(refused []refusal) bool {
 	return changed
 }
 
-// remark sets the taken-from mark again where this leader holds a name whose DNSEndpoint lacks it
-// (its mark failed, or someone removed it), but on the names this round took: their marks were
-// just written, and names, listed before, cannot show them yet.
-func (f *Failover) remark(ctx context.Context, names []failover.Name, takenNow []failover.Pass) {
+// writeMarks writes the DNSEndpoints' taken-from marks the round leaves out of date
+// (failover.Marks): those of held takeovers whose DNSEndpoint lacks it, and those of names that
+// went back.
+func (f *Failover) writeMarks(ctx context.Context, names []failover.Name, returned []failover.Name, taken []failover.Pass) {
 	f.mu.Lock()
-	var missing []failover.Pass
-	for _, p := range f.held {
-		if passedNow(takenNow, p.Namespace, p.Endpoint) {
-			continue
-		}
-		if slices.ContainsFunc(names, func(n failover.Name) bool {
-			return n.Namespace == p.Namespace && n.Endpoint == p.Endpoint && n.TakenFrom != p.Region
-		}) {
-			missing = append(missing, p)
-		}
-	}
+	set, clear := failover.Marks(f.held, names, returned, taken)
 	f.mu.Unlock()
-	for _, p := range missing {
-		f.mark(ctx, p.Namespace, p.Endpoint, map[string]string{naming.AnnotationTakenFrom: p.Region})
+	for _, n := range clear {
+		f.mark(ctx, n.Namespace, n.Endpoint, map[string]string{naming.AnnotationTakenFrom: ""})
 	}
-}
-
-// passedNow says one of this round's passes was of the name DNSEndpoint namespace/name publishes.
-func passedNow(takenNow []failover.Pass, namespace, name string) bool {
-	return slices.ContainsFunc(takenNow, func(p failover.Pass) bool { return p.Namespace == namespace && p.Endpoint == name })
-}
-
-// unmark removes the taken-from mark of the names that went back (failover.Standing's returned),
-// but those this round took again.
-func (f *Failover) unmark(ctx context.Context, returned []failover.Name, takenNow []failover.Pass) {
-	for _, n := range returned {
-		if !passedNow(takenNow, n.Namespace, n.Endpoint) {
-			f.mark(ctx, n.Namespace, n.Endpoint, map[string]string{naming.AnnotationTakenFrom: ""})
-		}
+	for _, p := range set {
+		f.mark(ctx, p.Namespace, p.Endpoint, map[string]string{naming.AnnotationTakenFrom: p.Region})
 	}
 }
 
@@ -1106,8 +1099,7 @@ func (f *Failover) probedOwn(answered bool, now time.Time) {
 }
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
-func (f *Failover) remember(now time.Time, own string, judged map[string]failover.Judgement, readings, ownership []failover.ZoneReading,
-	taken, standing []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
+func (f *Failover) remember(d failover.RoundOutput, taken []failover.Pass, readings []failover.ZoneReading, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	changed := !f.judged
@@ -1117,18 +1109,17 @@ func (f *Failover) remember(now time.Time, own string, judged map[string]failove
 	if slices.ContainsFunc(readings, func(r failover.ZoneReading) bool { return r.Read }) {
 		f.attribution.servers = failover.Servers(readings)
 	}
-	// This leader's takeovers that still stand, those an earlier leader made (standing), and this
-	// round's.
-	held := failover.Union(failover.Held(f.held, ownership), standing, taken)
+	// The takeovers that stand (this leader's that the zones still say are ours, those the marks
+	// say stand) and this round's.
+	held := failover.Union(d.Held, taken)
 	changed = changed || len(held) != len(f.held) || len(taken) > 0
 	f.held = held
-	regions, transitions, regionsChanged := failover.Advance(now, own, f.regions, judged, earlierViews(cfg), failoverSettingsOf(cfg).judge.FailureThreshold)
-	f.regions = regions
-	for _, c := range transitions {
+	f.regions = d.Views
+	for _, c := range d.Changes {
 		j := c.Judgement
 		f.recorder.Eventf(cfg, nil, eventType(j.State), "Region"+string(j.State), "Failover", "region %s: %s (%s): %s", c.Region, j.State, j.Reason, j.Message)
 	}
-	return changed || regionsChanged
+	return changed || d.ViewsChanged
 }
 
 func eventType(s failover.State) string {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,11 +40,15 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 
 	now := time.Unix(1000, 0)
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
-	assert.True(t, f.remember(now, "neu", judged, nil, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
+	decided := func(at time.Time) failover.RoundOutput {
+		views, changes, changed := failover.Advance(at, "neu", f.regions, judged, nil, 3)
+		return failover.RoundOutput{Judged: judged, Views: views, Changes: changes, ViewsChanged: changed}
+	}
+	assert.True(t, f.remember(decided(now), nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the first judgement is a change")
 	regions, known := f.Regions()
 	assert.True(t, known)
 	assert.Equal(t, []clusterv1alpha1.RegionFailoverStatus{{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Since: regions[0].Since}}, regions)
-	assert.False(t, f.remember(now.Add(time.Second), "neu", judged, nil, nil, nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
+	assert.False(t, f.remember(decided(now.Add(time.Second)), nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
 
 	g := newFailover(nil, nil, nil, nil)
 	g.forget()
@@ -104,10 +110,10 @@ func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
 	standing := []failover.Pass{{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
 	mine := []failover.Pass{{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"},
 		{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
-	assert.True(t, f.remember(time.Unix(1000, 0), "neu", judged, nil, nil, mine, standing, &clusterv1alpha1.DNSConfiguration{}))
+	assert.True(t, rememberRound(f, time.Unix(1000, 0), "neu", judged, nil, nil, mine, standing, &clusterv1alpha1.DNSConfiguration{}))
 	regions, _ := f.Regions()
 	assert.Equal(t, []clusterv1alpha1.ZoneTakeover{{Controller: "external-dns-weu", Names: 2}}, regions[0].Taken, "a.example.com once")
-	assert.False(t, f.remember(time.Unix(1001, 0), "neu", judged, nil, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
+	assert.False(t, rememberRound(f, time.Unix(1001, 0), "neu", judged, nil, nil, nil, standing, &clusterv1alpha1.DNSConfiguration{}),
 		"the same takeovers again change nothing")
 }
 
@@ -130,14 +136,14 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 
 	f := newFailover(nil, nil, nil, nil)
 	f.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 1}}
-	f.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
+	rememberRound(f, now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got := weu(f)
 	assert.Equal(t, "Lost", got.State, "one failed probe of three decides nothing")
 	assert.Equal(t, "HeartbeatStale", got.Reason)
 	assert.Equal(t, lostSince, got.Since.Time)
 
 	f.regions["weu"] = withProbes(f.regions["weu"], failover.Probes{Failures: 3})
-	assert.False(t, f.remember(now.Add(2*time.Second), "neu", lost, nil, nil, nil, nil, cfg), "its own probes agree: no change, no event")
+	assert.False(t, rememberRound(f, now.Add(2*time.Second), "neu", lost, nil, nil, nil, nil, cfg), "its own probes agree: no change, no event")
 	got = weu(f)
 	assert.Equal(t, lostSince, got.Since.Time, "lost since the earlier leader said so")
 	assert.Equal(t, "mine", got.Message)
@@ -147,16 +153,16 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	p := newFailover(nil, nil, nil, nil)
 	p.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 3}}
 	pending := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Unreachable, Reason: failover.ReasonWitnessPending}}
-	p.remember(now, "neu", pending, nil, nil, nil, nil, cfg)
+	rememberRound(p, now, "neu", pending, nil, nil, nil, nil, cfg)
 	got = weu(p)
 	assert.Equal(t, "Lost", got.State, "heartbeats not yet followed are no sign of life")
 	assert.Equal(t, lostSince, got.Since.Time)
-	p.remember(now.Add(31*time.Second), "neu", lost, nil, nil, nil, nil, cfg)
+	rememberRound(p, now.Add(31*time.Second), "neu", lost, nil, nil, nil, nil, cfg)
 	assert.Equal(t, lostSince, weu(p).Since.Time, "lost since the earlier leader said so")
 
 	g := newFailover(nil, events.NewFakeRecorder(10), nil, nil)
 	g.regions["weu"] = failover.RegionView{Probes: failover.Probes{Successes: 1}}
-	g.remember(now, "neu", undecided, nil, nil, nil, nil, cfg)
+	rememberRound(g, now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got = weu(g)
 	assert.Equal(t, "Serving", got.State, "its gateway answered this leader: decided")
 	assert.Equal(t, now, got.Since.Time)
@@ -220,18 +226,18 @@ func TestFailover_RoutesWhoseAnswerIsAttributedOtherwiseAreReconciledAgain(t *te
 	assert.Empty(t, sent(), "nothing learnt")
 	assert.Empty(t, f.Attribute(taken.Controller, answers["api.example.com"]), "no heartbeat read yet")
 
-	f.remember(now, "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
+	rememberRound(f, now, "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Equal(t, []string{"myapp/api-route"}, sent(), "only the answer now attributed: web's names no known gateway, other's zone is aks02's own region")
 	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]))
 
 	before = f.attributionNow()
-	f.remember(now.Add(5*time.Second), "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
+	rememberRound(f, now.Add(5*time.Second), "weu", nil, aks02Beats, aks02Beats, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Empty(t, sent(), "the same heartbeats again")
 
 	unread := []failover.ZoneReading{{Controller: "external-dns-weu", Region: "weu"}}
-	f.remember(now.Add(10*time.Second), "weu", nil, unread, unread, nil, nil, cfg)
+	rememberRound(f, now.Add(10*time.Second), "weu", nil, unread, unread, nil, nil, cfg)
 	f.reattribute(ctx, before)
 	assert.Empty(t, sent(), "a zone that could not be read says nothing")
 	assert.Equal(t, servedBy, f.Attribute(taken.Controller, answers["api.example.com"]), "kept as the last reading said")
@@ -541,4 +547,17 @@ func TestFailover_ClockSkewMovesNothing(t *testing.T) {
 			assert.Len(t, zone.passes, 1)
 		})
 	}
+}
+
+// rememberRound records a round that judged judged, its readings and ownership readings as
+// given, with this round's takeovers taken and the standing ones standing, as the loop does from
+// failover.Round's decision.
+func rememberRound(f *Failover, now time.Time, own string, judged map[string]failover.Judgement, readings, ownership []failover.ZoneReading,
+	taken, standing []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
+	f.mu.Lock()
+	views, held := maps.Clone(f.regions), slices.Clone(f.held)
+	f.mu.Unlock()
+	next, changes, changed := failover.Advance(now, own, views, judged, earlierViews(cfg), failoverSettingsOf(cfg).judge.FailureThreshold)
+	return f.remember(failover.RoundOutput{Judged: judged, Views: next, Changes: changes, ViewsChanged: changed,
+		Held: failover.Union(failover.Held(held, ownership), standing)}, taken, readings, cfg)
 }

@@ -44,14 +44,9 @@ func TestFailover_AKilledRegionMovesOnlyOnAHeartbeatItCanRead(t *testing.T) {
 	w, zone := startBindFailoverWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	at := w.publish(aks01)
-	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-	at = w.publish(aks02)
-	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	w.publishBoth(diag, zone)
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	uids := endpointUIDs(ctx, t, aks01, aks02)
 
@@ -82,14 +77,7 @@ func TestFailover_AKilledRegionMovesOnlyOnAHeartbeatItCanRead(t *testing.T) {
 	if err := zone.Update(ctx, "update delete "+beat+" TXT", "update add "+beat+" 10 TXT "+last.Records[0].Data); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("2. the edit reverted: %s answers aks02's gateway %s later; seen: %s", name, time.Since(reverted).Round(time.Millisecond), tr)
-	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
-		t.Errorf("2. want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
-	}
+	directSwitch(t, "2. the edit reverted", q, chain(aks01), chain(aks02), reverted, diag)
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	if after := endpointUIDs(ctx, t, aks01, aks02); !slices.Equal(after, uids) {
 		t.Errorf("the DNSEndpoints were replaced: UIDs %v, then %v", uids, after)
@@ -113,18 +101,9 @@ func TestFailover_AZoneUnreachableHoldsBackOnlyItself(t *testing.T) {
 	ctx := t.Context()
 	w, zones := startEveryZoneWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	diag := func() []func() string { return zonesDiagnostics(w, zones) }
-	at := w.publish(aks01)
-	for _, r := range worldRegions {
-		waitAnswer(ctx, t, at, zones[r].Query(name, "A"), chain(aks01), diag()...)
-	}
-	at = w.publish(aks02)
-	for _, r := range worldRegions {
-		waitAnswer(ctx, t, at, zones[r].Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	}
-	waitSyncs(ctx, t, at, append(slices.Clone(aks01.eds), aks02.eds...)...)
+	w.publishBoth(diag, inRegionOrder(zones)...)
 	// aks02's ExternalDNS instances run on events alone (startEveryZoneWorld): wait out the run its
 	// own status writes cause, so that none transfers frc while it is stopped. One that did would
 	// meet ExternalDNS's own fault (TestExternalDNS_ATransferTimeoutTakesEveryName), not ours.
@@ -324,14 +303,9 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	w, zone := startBindFailoverWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	at := w.publish(aks01)
-	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-	at = w.publish(aks02)
-	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	w.publishBoth(diag, zone)
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	uids := endpointUIDs(ctx, t, aks01, aks02)
 
@@ -339,18 +313,11 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	time.Sleep(time.Second)
 	restarted := make(chan error, 1)
 	go func() { restarted <- aks02.cl.Env.RestartAPIServer(ctx, 5*time.Second) }()
-	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	directSwitch(t, "aks01 killed, aks02's API server down from 1 s to 6 s after", q, chain(aks01), chain(aks02), killed, diag)
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s answers aks02's gateway %s after aks01 was killed, aks02's API server down from 1 s to 6 s after; seen: %s", name, time.Since(killed).Round(time.Millisecond), tr)
-	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
-		t.Errorf("want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
-	}
-	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02 to count the name and mark its DNSEndpoint", func(ctx context.Context) (bool, string, error) {
+	err := framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02 to count the name and mark its DNSEndpoint", func(ctx context.Context) (bool, string, error) {
 		n, mark := takenNames(dnsConfig(ctx, t, aks02), "weu", controller), endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom)
 		return n == 1 && mark == "weu", fmt.Sprintf("%d taken, marked as taken from %q", n, mark), nil
 	})
@@ -364,6 +331,22 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	if after := endpointUIDs(ctx, t, aks01, aks02); !slices.Equal(after, uids) {
 		t.Errorf("the DNSEndpoints were replaced: UIDs %v, then %v", uids, after)
 	}
+}
+
+// directSwitch watches q with dig every 50 ms until it answers to, logs how long after since that
+// took, and fails the test unless the answer went from from to to directly: no NXDOMAIN, nothing
+// between.
+func directSwitch(t testing.TB, title string, q framework.Query, from, to []string, since time.Time, diag func() []func() string) framework.Trace {
+	t.Helper()
+	tr, err := framework.Converge(t.Context(), q, framework.Resolves(to...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s answers %s %s later; seen: %s", title, q, strings.Join(to, " | "), time.Since(since).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, from) {
+		t.Errorf("%s: want a direct switch from %s to %s, seen: %s", title, strings.Join(from, " | "), strings.Join(to, " | "), tr)
+	}
+	return tr
 }
 
 // TestFailover_AnIsolatedClusterIsTakenOver is the cluster cut off from its peer and from the
@@ -395,28 +378,16 @@ func TestFailover_AnIsolatedClusterIsTakenOver(t *testing.T) {
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	at := w.publish(aks01)
-	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-	at = w.publish(aks02)
-	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	w.publishBoth(diag, zone)
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessSaysAlive", diag)
 
 	// 1. Cut off.
 	cut := time.Now()
 	path.Cut()
-	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("1. aks01 cut off: %s answers aks02's gateway %s later; seen: %s", name, time.Since(cut).Round(time.Millisecond), tr)
-	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
-		t.Errorf("1. want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
-	}
+	directSwitch(t, "1. aks01 cut off", q, chain(aks01), chain(aks02), cut, diag)
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessUnreadable", diag)
 
@@ -444,14 +415,9 @@ func TestFailover_AStaleTSIGKeyMovesNothingUntilTheSecretFollows(t *testing.T) {
 	w, zone := startBindFailoverWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	at := w.publish(aks01)
-	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-	at = w.publish(aks02)
-	waitAnswer(ctx, t, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+	w.publishBoth(diag, zone)
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 
 	keyFile := dnsConfig(ctx, t, aks02).Spec.ExternalDNSControllers[0].Failover.TSIG.SecretFile
@@ -481,13 +447,6 @@ func TestFailover_AStaleTSIGKeyMovesNothingUntilTheSecretFollows(t *testing.T) {
 	if err := os.WriteFile(keyFile, current, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := framework.Converge(ctx, q, framework.Resolves(chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("the Secret updated: %s answers aks02's gateway %s later; seen: %s", name, time.Since(updated).Round(time.Millisecond), tr)
-	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
-		t.Errorf("want a direct switch from aks01's gateway to aks02's, seen: %s", tr)
-	}
+	directSwitch(t, "the Secret updated", q, chain(aks01), chain(aks02), updated, diag)
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
 }

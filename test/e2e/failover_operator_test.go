@@ -261,6 +261,29 @@ func (w *failoverWorld) hostname(namespace string) string {
 	return "api-ns-" + worldEnvLetter + "-dev-" + namespace + "." + w.domain
 }
 
+// chain is what a zone answers for a name m serves: the CNAME to m's gateway target, then its
+// address.
+func (w *failoverWorld) chain(m *failoverMember) []string {
+	return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP}
+}
+
+// publishBoth publishes the routes from aks01, then from aks02 (so that aks01 owns the names),
+// and waits until each of zones answers aks01's gateway for the team's name and holds aks02's
+// gateway record, and every ExternalDNS instance has synchronised since.
+func (w *failoverWorld) publishBoth(diag func() []func() string, zones ...*framework.BindServer) {
+	t, ctx := w.t, w.t.Context()
+	t.Helper()
+	at := w.publish(w.aks01)
+	for _, z := range zones {
+		waitAnswer(ctx, t, at, z.Query(w.hostname(failoverNS), "A"), w.chain(w.aks01), diag()...)
+	}
+	at = w.publish(w.aks02)
+	for _, z := range zones {
+		waitAnswer(ctx, t, at, z.Query(w.aks02.target(w.domain), "A"), []string{"A " + w.aks02.lbIP}, diag()...)
+	}
+	waitSyncs(ctx, t, at, append(slices.Clone(w.aks01.eds), w.aks02.eds...)...)
+}
+
 // publish creates m's DNSPolicies (stand-in neu for the team's namespace, none for the other
 // team's) and the api route in each; it returns the time before.
 func (w *failoverWorld) publish(m *failoverMember) time.Time {
@@ -953,18 +976,9 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 	ctx := t.Context()
 	w, zones := startEveryZoneWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	diag := func() []func() string { return zonesDiagnostics(w, zones) }
-	at := w.publish(aks01)
-	for _, r := range worldRegions {
-		waitAnswer(ctx, t, at, zones[r].Query(name, "A"), chain(aks01), diag()...)
-	}
-	at = w.publish(aks02)
-	for _, r := range worldRegions {
-		waitAnswer(ctx, t, at, zones[r].Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP}, diag()...)
-	}
-	waitSyncs(ctx, t, at, append(slices.Clone(aks01.eds), aks02.eds...)...)
+	w.publishBoth(diag, inRegionOrder(zones)...)
 	// Each status write of aks02's ExternalDNS (observedGeneration) is an update it runs again on:
 	// wait out that run, so that nothing but the takeover's mark can make it run after the loss.
 	waitSyncs(ctx, t, waitProcessed(ctx, t, aks02), aks02.eds...)
@@ -1035,6 +1049,15 @@ func startEveryZoneWorld(t testing.TB) (*failoverWorld, map[string]*framework.Bi
 			return controllers, opts
 		})
 	return w, zones
+}
+
+// inRegionOrder are the zones of the world's regions, in worldRegions' order.
+func inRegionOrder(zones map[string]*framework.BindServer) []*framework.BindServer {
+	out := make([]*framework.BindServer, len(worldRegions))
+	for i, r := range worldRegions {
+		out[i] = zones[r]
+	}
+	return out
 }
 
 // zonesDiagnostics are the world's diagnostics and every zone's.

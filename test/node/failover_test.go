@@ -5,6 +5,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -52,6 +54,12 @@ const (
 //  3. The guide's "Draining a region for maintenance" commands, as written, on aks02: the drain
 //     (kubectl patch, kubectl wait for DrainComplete) and its end (the loop until the condition is
 //     gone); its heartbeat says drain=true and then not, and the name it holds stays.
+//  4. Back: aks01 returns (its control plane, operator and ExternalDNS as processes beside the
+//     node world, the guide's DNSConfiguration with its own owner ID, its gateway answering again
+//     at the address the zone publishes, its team's policy with failback Automatic). Once its
+//     gateway has answered for failbackAfter, aks01's operator passes the name back and its
+//     ExternalDNS points it home: a direct switch back; the pod judges weu Serving, holds nothing
+//     and clears its DNSEndpoint's mark.
 func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	ctx := t.Context()
 	block := readDocSection(t, failoverDoc, failoverHeading).block
@@ -267,6 +275,121 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 			t.Errorf("%s: %s answers %v, want aks02's %v still", step.title, name, ans, hereChain)
 		}
 	}
+
+	// 4. Back: aks01 returns, with the guide's DNSConfiguration (its own owner ID) and a team
+	// policy that takes names back automatically.
+	aks01 := returnLostCluster(t, zone, guideConfig, cfg.Spec.Failover, ownerLost, namespace, lostGateway, probePort)
+	back := time.Now()
+	tr, err = framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(lostChain...), 2*convergeTimeout, 50*time.Millisecond,
+		append(diag(), aks01.op.Diagnostics, aks01.ed.Diagnostics)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("4. back: %s answers aks01's gateway %s after aks01 returned; seen: %s", name, time.Since(back).Round(time.Millisecond), tr)
+	if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, hereChain) {
+		t.Errorf("4. want a direct switch back from aks02's gateway to aks01's, seen: %s", tr)
+	}
+	waitFailoverState(ctx, t, w.Client, zoneController.Region, "Serving", "GatewayAnswers", diag)
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "4. the pod to hold nothing and clear its mark", func(ctx context.Context) (bool, string, error) {
+		ep := &externaldnsv1alpha1.DNSEndpoint{}
+		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: endpoint}, ep); err != nil {
+			return false, "", err
+		}
+		cfg := &clusterv1alpha1.DNSConfiguration{}
+		if err := w.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+			return false, "", err
+		}
+		taken := 0
+		for _, r := range cfg.Status.Failover {
+			for _, z := range r.Taken {
+				taken += int(z.Names)
+			}
+		}
+		mark := ep.Annotations[naming.AnnotationTakenFrom]
+		return taken == 0 && mark == "", fmt.Sprintf("%d names held, marked as taken from %q", taken, mark), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// returnedCluster is the lost cluster back, beside the node world: its control plane, operator
+// and ExternalDNS as processes, its gateway a listener on the address the zone publishes for it.
+type returnedCluster struct {
+	op *framework.Operator
+	ed *framework.ExternalDNS
+}
+
+// returnLostCluster brings aks01 (weu) back: the guide's DNSConfiguration with aks01's owner ID,
+// the zone's key in a file of its own and the failover settings given; its gateway (Service
+// address and target) as the zone publishes it, answering on probePort; its team's route under a
+// policy naming neu as stand-in with failback Automatic.
+func returnLostCluster(t *testing.T, zone *framework.BindServer, guideConfig *clusterv1alpha1.DNSConfiguration, settings *clusterv1alpha1.FailoverSettings,
+	owner, namespace, gatewayIP string, probePort int) returnedCluster {
+	t.Helper()
+	ctx := t.Context()
+	gateway, err := net.Listen("tcp", net.JoinHostPort(gatewayIP, strconv.Itoa(probePort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gateway.Close() })
+	go func() {
+		for {
+			c, err := gateway.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	cl, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "aks01-weu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "weu")
+	if err := os.WriteFile(keyFile, []byte(zone.TSIG.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := guideConfig.DeepCopy()
+	cfg.Name = clusterv1alpha1.DNSConfigurationName
+	cfg.Spec.Failover = settings.DeepCopy()
+	cfg.Spec.Failover.FailbackAfter = &metav1.Duration{Duration: 3 * time.Second}
+	c := &cfg.Spec.ExternalDNSControllers[0]
+	c.Verification.Nameservers = []string{"127.0.0.1:" + strconv.Itoa(zone.Port)}
+	c.Failover.OwnerID = owner
+	c.Failover.TSIG.SecretFile = keyFile
+	for _, ns := range []string{namespace, "istio-system", "aks-istio-ingress"} {
+		if err := framework.EnsureNamespace(ctx, cl.Client, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := framework.CreateIngressService(ctx, cl.Client, framework.IngressService{
+		Namespace: "aks-istio-ingress", Name: "aks-istio-ingressgateway-internal", Controller: "aks-istio-ingressgateway-internal", IPs: []string{gatewayIP}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&clusterv1alpha1.ClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterIdentityName},
+			Spec: clusterv1alpha1.ClusterIdentitySpec{Region: c.Region, Cluster: "aks01", Domain: zone.Zone, EnvironmentLetter: "d"}},
+		cfg,
+		&routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "default-gateway"}, Spec: routingv1alpha1.GatewaySpec{
+			Controller: "aks-istio-ingressgateway-internal", CredentialName: "cert-aks-ingress", TargetPostfix: "internal", IngressNamespace: "aks-istio-ingress"}},
+		&routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "dns"}, Spec: routingv1alpha1.DNSPolicySpec{
+			Mode: routingv1alpha1.DNSPolicyModeActive, Failover: &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}, Failback: routingv1alpha1.FailbackAutomatic}}},
+		&routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "api-route"}, Spec: routingv1alpha1.ServiceRouteSpec{
+			ServiceName: "api", GatewayName: "default-gateway", GatewayNamespace: "istio-system", Environment: "dev", Application: namespace}},
+	} {
+		if err := cl.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("aks01: creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	var back returnedCluster
+	if back.ed, err = cl.StartExternalDNS(ctx, t, framework.ExternalDNSOptions{Name: c.Name, OwnerID: owner, TXTPrefix: c.Failover.TXTPrefix}.ForBind(zone)); err != nil {
+		t.Fatal(err)
+	}
+	if back.op, err = cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
 
 // beatAsLostCluster refreshes aks01's heartbeat in zone every second, as aks01's operator did,
