@@ -180,9 +180,12 @@ type zoneReads struct {
 	at             failover.ZoneReads
 	// legacyRemoved says this cluster's heartbeat under its earlier name is gone from the zone.
 	legacyRemoved bool
-	// backoff keeps the zone out of the rounds for a while after it did not answer a read or a
-	// heartbeat write.
-	backoff failover.ZoneBackoff
+	// reads and beats keep the zone out of the rounds' reads, and out of their heartbeat writes,
+	// for a while after one of them failed (failover.ZoneBackoff). A zone that answered, if only to
+	// refuse (its role for this cluster cut to Reader), keeps the other kind going: the round must
+	// go on reading it to judge and to try the takeover that tells why. One that did not answer
+	// at all (zonewriter.DidNotAnswer) is left out of both.
+	reads, beats failover.ZoneBackoff
 	// failure is why the zone's last read or heartbeat write failed, in a few words; "" once a
 	// read succeeds (a zone left out of the rounds, failover.ZoneBackoff, keeps it).
 	failure string
@@ -590,7 +593,7 @@ func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, regi
 	var wg sync.WaitGroup
 	for i, z := range zones {
 		r := f.zoneReads(z.controller)
-		if r.backoff.Skip(now) {
+		if r.beats.Skip(now) {
 			continue
 		}
 		wg.Go(func() {
@@ -598,11 +601,14 @@ func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, regi
 				Targets: targets, Addresses: addresses})
 			started := f.now()
 			err := z.io.WriteHeartbeat(ctx, cluster, region, value)
-			r.backoff = s.backedOff(r.backoff, err, started, f.now())
+			r.beats = s.backedOff(r.beats, err, started, f.now())
+			if zonewriter.DidNotAnswer(err) {
+				r.reads = r.beats // silent to one, silent to all: do not wait out its timeout twice
+			}
 			if failed[i] = err != nil; failed[i] {
 				reason, _ := azureprivatedns.Classify(err)
 				r.failure = plan.Truncate(reason, 200)
-				ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller, "skippedUntil", r.backoff.Until)
+				ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller, "skippedUntil", r.beats.Until)
 			}
 		})
 	}
@@ -768,13 +774,13 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 	for i, z := range zones {
 		wg.Go(func() {
 			r, want := records[i], plans[i]
-			read, tried := false, (want.Full || want.Witness) && !r.backoff.Skip(now)
+			read, tried := false, (want.Full || want.Witness) && !r.reads.Skip(now)
 			var err error
 			started := f.now()
 			switch {
 			case (want.Full || want.Witness) && !tried:
 				ctrl.Log.WithName("failover").V(1).Info("the zone did not answer lately; it says nothing this round", "controller", z.controller,
-					"until", r.backoff.Until, "error", r.backoff.Err.Error())
+					"until", r.reads.Until, "error", r.reads.Err.Error())
 			case want.Full:
 				var zr failover.ZoneReading
 				if zr, err = z.io.Read(ctx); err == nil {
@@ -788,7 +794,10 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 				}
 			}
 			if tried {
-				r.backoff = s.backedOff(r.backoff, err, started, f.now())
+				r.reads = s.backedOff(r.reads, err, started, f.now())
+				if zonewriter.DidNotAnswer(err) {
+					r.beats = r.reads
+				}
 				r.failure = ""
 			}
 			if err != nil {
