@@ -69,7 +69,7 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 	$(STATICCHECK) -tags e2e,node ./test/...
 
 .PHONY: test
-test: test-prerequisites ## Run every test: unit, integration, packaging, the end-to-end and node suites (the first run builds every tool).
+test: node-root test-prerequisites ## Run every test: unit, integration, packaging, the end-to-end and node suites (needs root; the first run builds every tool).
 	@# The suites mostly wait (API servers, pods, ExternalDNS's synchronizations), so they run two
 	@# at a time: test-go beside the builds only later suites need (TEST_GO_BESIDE: files no test
 	@# of test-go reads), then the end-to-end suites side by side (TEST_SUITES).

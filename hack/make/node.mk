@@ -38,8 +38,17 @@ node-packages: ## Make sure containerd, runc, iptables and conntrack are install
 # suite), helm, BIND, the operator's image layout (dist/image), the release tool that pushes it and
 # the kubectl plugin (the homelab walkthrough's `kubectl router status`).
 .PHONY: e2e-node-prerequisites
-e2e-node-prerequisites:
+e2e-node-prerequisites: node-root
 	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin olm
+
+# The node suite runs kubelets, containerd and a network namespace of its own: it needs root. Said
+# at once, before anything is built, rather than deep in the suite (`make test` asks first).
+.PHONY: node-root
+node-root:
+	@if [ "$$(id -u)" != "0" ]; then \
+		echo "The node suite (part of make test) runs kubelets, containerd and a network namespace: it needs root." >&2; \
+		echo "Run 'sudo make test', or 'make test-go e2e' for every other suite." >&2; exit 1; \
+	fi
 
 .PHONY: e2e-node
 e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).
