@@ -191,6 +191,21 @@ type zoneReads struct {
 	failure string
 }
 
+// record notes how the zone answered a request of one kind (a read, or a heartbeat write: b is
+// that kind's backoff) tried from started and over at now: the backoff that follows, for both
+// kinds when the zone did not answer at all (silent to one, silent to all: its timeout is not
+// waited out twice), and why it failed.
+func (r *zoneReads) record(b *failover.ZoneBackoff, s roundSettings, err error, started, now time.Time) {
+	*b = s.backedOff(*b, err, started, now)
+	if zonewriter.DidNotAnswer(err) {
+		r.reads, r.beats = *b, *b
+	}
+	if err != nil {
+		reason, _ := azureprivatedns.Classify(err)
+		r.failure = plan.Truncate(reason, 200)
+	}
+}
+
 // known is what the readings say of the zone, as of the last one (failover.Merge).
 func (r *zoneReads) known(read bool) failover.ZoneReading {
 	return failover.Merge(r.whole, r.witness, r.at.Witness.After(r.at.Full), read)
@@ -601,13 +616,8 @@ func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, regi
 				Targets: targets, Addresses: addresses})
 			started := f.now()
 			err := z.io.WriteHeartbeat(ctx, cluster, region, value)
-			r.beats = s.backedOff(r.beats, err, started, f.now())
-			if zonewriter.DidNotAnswer(err) {
-				r.reads = r.beats // silent to one, silent to all: do not wait out its timeout twice
-			}
+			r.record(&r.beats, s, err, started, f.now())
 			if failed[i] = err != nil; failed[i] {
-				reason, _ := azureprivatedns.Classify(err)
-				r.failure = plan.Truncate(reason, 200)
 				ctrl.Log.WithName("failover").Error(err, "writing the heartbeat", "controller", z.controller, "skippedUntil", r.beats.Until)
 			}
 		})
@@ -794,15 +804,10 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 				}
 			}
 			if tried {
-				r.reads = s.backedOff(r.reads, err, started, f.now())
-				if zonewriter.DidNotAnswer(err) {
-					r.beats = r.reads
-				}
 				r.failure = ""
+				r.record(&r.reads, s, err, started, f.now())
 			}
 			if err != nil {
-				reason, _ := azureprivatedns.Classify(err)
-				r.failure = plan.Truncate(reason, 200)
 				f.unread(cfg, z.controller, err)
 			}
 			out.merged[i] = z.labelled(r.known(read))
