@@ -41,13 +41,10 @@ import (
 //     direct switch. The DNSEndpoints keep their UIDs.
 func TestFailover_AKilledRegionMovesOnlyOnAHeartbeatItCanRead(t *testing.T) {
 	ctx := t.Context()
-	w, zone := startBindFailoverWorld(t)
+	w, zone, diag := startPartitionedBindWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
 	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	w.publishBoth(diag, zone)
-	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	uids := endpointUIDs(ctx, t, aks01, aks02)
 
 	// 1. Killed, its heartbeat overwritten.
@@ -300,13 +297,10 @@ func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	ctx := t.Context()
 	const controller = failoverController
-	w, zone := startBindFailoverWorld(t)
+	w, zone, diag := startPartitionedBindWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
 	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	w.publishBoth(diag, zone)
-	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	uids := endpointUIDs(ctx, t, aks01, aks02)
 
 	killed := w.kill()
@@ -331,6 +325,19 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	if after := endpointUIDs(ctx, t, aks01, aks02); !slices.Equal(after, uids) {
 		t.Errorf("the DNSEndpoints were replaced: UIDs %v, then %v", uids, after)
 	}
+}
+
+// startPartitionedBindWorld starts the BIND failover world, publishes the routes from both
+// clusters (publishBoth) and waits until aks02 judges weu as the world's partition leaves it:
+// Unreachable, its heartbeat vouching for it (WitnessSaysAlive). It returns the diagnostics of
+// the operators, the ExternalDNS instances and the zone.
+func startPartitionedBindWorld(t *testing.T) (*failoverWorld, *framework.BindServer, func() []func() string) {
+	t.Helper()
+	w, zone := startBindFailoverWorld(t)
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	w.publishBoth(diag, zone)
+	waitRegion(t.Context(), t, w.aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	return w, zone, diag
 }
 
 // directSwitch watches q with dig every 50 ms until it answers to, logs how long after since that
@@ -412,13 +419,10 @@ func TestFailover_AnIsolatedClusterIsTakenOver(t *testing.T) {
 // every round, as the kubelet updates a mounted Secret), the name moves: a direct switch.
 func TestFailover_AStaleTSIGKeyMovesNothingUntilTheSecretFollows(t *testing.T) {
 	ctx := t.Context()
-	w, zone := startBindFailoverWorld(t)
+	w, zone, diag := startPartitionedBindWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
 	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
-	w.publishBoth(diag, zone)
-	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 
 	keyFile := dnsConfig(ctx, t, aks02).Spec.ExternalDNSControllers[0].Failover.TSIG.SecretFile
 	current, err := os.ReadFile(keyFile)
