@@ -10,6 +10,7 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -136,8 +137,17 @@ func endpointUIDs(ctx context.Context, t testing.TB, members ...*failoverMember)
 	t.Helper()
 	var out []types.UID
 	for _, m := range members {
+		// The operator writes a member's DNSEndpoint once it has reconciled the route: a test
+		// that reads the UIDs right after publishing may come first, so wait for it to exist.
 		ep := &externaldnsv1alpha1.DNSEndpoint{}
-		if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "api-route-" + failoverController}, ep); err != nil {
+		err := framework.Poll(ctx, convergeTimeout, 100*time.Millisecond, m.cluster+"'s DNSEndpoint of the api route", func(ctx context.Context) (bool, string, error) {
+			err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "api-route-" + failoverController}, ep)
+			if apierrors.IsNotFound(err) {
+				return false, err.Error(), nil
+			}
+			return err == nil, "", err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, ep.UID)
