@@ -13,25 +13,22 @@ import (
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
-// The TLS roots of docs/OPERATOR-GUIDE.md: its values file, given after the AKS values, mounts the
-// ConfigMap read-only next to the workload identity's azure.json Secret and points SSL_CERT_FILE
-// at the file in it; the chart refuses a mount without a path. (The node suite's TestAKS runs
-// the same file against the Azure stand-in.)
-func TestChart_ExtraVolumesMountTheGuidesTLSRoots(t *testing.T) {
-	guide, err := os.ReadFile(repoPath("docs", "OPERATOR-GUIDE.md"))
-	require.NoError(t, err)
-	block, err := framework.BlockWith(string(guide), "# tls-roots-values.yaml:")
-	require.NoError(t, err, "docs/OPERATOR-GUIDE.md shows the TLS roots' values file")
-	values := filepath.Join(t.TempDir(), "tls-roots-values.yaml")
-	require.NoError(t, os.WriteFile(values, []byte(block), 0o644))
-
-	d := deploymentOf(t, renderChart(t, "-f", repoPath("docs", "examples", "aks-values.yaml"), "-f", values, "--set", "azure.configSecret=operator-azure"))
+// The TLS roots of docs/OPERATOR-GUIDE.md, run as written after the AKS install (its ConfigMap
+// command, the chart value appended to the cluster's values file, the upgrade): the ConfigMap is
+// mounted read-only next to the azure.json Secret, SSL_CERT_FILE names the file its key roots.pem
+// becomes, and the workload identity stays. (The node suite's TestAKS runs the same commands
+// against the Azure stand-in.)
+func TestChart_TLSRootsMountTheGuidesConfigMap(t *testing.T) {
+	calls, script := recordDocSequence(t, aksValuesSequence[:2])
+	require.Len(t, calls, 2, script)
+	d := deploymentOf(t, renderRecordedInstall(t, append(calls[1], "--set", "azure.configSecret=operator-azure")))
 	pod := d.Spec.Template.Spec
 	require.Len(t, pod.Volumes, 2, "the azure.json Secret and the roots")
 	assert.Equal(t, "azure-config", pod.Volumes[0].Name)
 	roots := pod.Volumes[1]
 	require.NotNil(t, roots.ConfigMap, "the roots' volume is the guide's ConfigMap: %+v", roots)
 	assert.Equal(t, "tls-roots", roots.ConfigMap.Name)
+	assert.Contains(t, script, "create configmap "+roots.ConfigMap.Name+" --from-file=roots.pem=", "the ConfigMap the guide creates")
 
 	c := pod.Containers[0]
 	assert.Equal(t, []corev1.VolumeMount{
@@ -42,36 +39,29 @@ func TestChart_ExtraVolumesMountTheGuidesTLSRoots(t *testing.T) {
 		"SSL_CERT_FILE names the file the ConfigMap's key roots.pem becomes")
 	assert.Equal(t, "true", d.Spec.Template.Labels["azure.workload.identity/use"], "the AKS values' workload identity stays")
 
-	_, err = helm(t, "template", releaseName, chartPath, "--kube-version", renderKubeVersion,
+	_, err := helm(t, "template", releaseName, chartPath, "--kube-version", renderKubeVersion,
 		"--set", "extraVolumes[0].name=roots", "--set", "extraVolumeMounts[0].name=roots")
 	require.Error(t, err, "a mount without mountPath must be rejected")
 	assert.Contains(t, err.Error(), "mountPath")
 }
 
-// The TSIG key of docs/OPERATOR-GUIDE.md's regional failover: the Secret its kubectl command
-// creates, mounted by the values file its heredoc writes, puts the key named after the zone at the
-// path the DNSConfiguration's tsig.secretFile reads.
-func TestChart_ExtraVolumesMountTheGuidesTSIGKeyWhereTheFailoverReadsIt(t *testing.T) {
+// The TSIG key of docs/OPERATOR-GUIDE.md's regional failover, run as written after the homelab
+// install: the Secret its kubectl command creates, named by the chart value its heredoc appends,
+// puts the key named after the zone at the path the DNSConfiguration's tsig.secretFile reads.
+func TestChart_TSIGSecretMountedWhereTheFailoverReadsIt(t *testing.T) {
 	guide, err := os.ReadFile(repoPath("docs", "OPERATOR-GUIDE.md"))
 	require.NoError(t, err)
 	config, err := framework.BlockWith(string(guide), "secretFile:")
 	require.NoError(t, err, "the guide's failover DNSConfiguration")
 	secretFile := fieldValue(t, config, "secretFile:")
 
-	shell, err := framework.BlockWith(string(guide), "tsig-values.yaml <<'EOF'")
-	require.NoError(t, err, "the guide's TSIG values")
-	_, rest, ok := strings.Cut(shell, "tsig-values.yaml <<'EOF'\n")
-	require.True(t, ok)
-	valuesText, _, ok := strings.Cut(rest, "\nEOF")
-	require.True(t, ok, "the heredoc ends")
-	values := filepath.Join(t.TempDir(), "tsig-values.yaml")
-	require.NoError(t, os.WriteFile(values, []byte(valuesText), 0o644))
-
-	pod := deploymentOf(t, renderChart(t, "-f", values)).Spec.Template.Spec
+	calls, script := recordDocSequence(t, homelabValuesSequence[:2])
+	require.Len(t, calls, 2, script)
+	pod := deploymentOf(t, renderRecordedInstall(t, calls[1])).Spec.Template.Spec
 	require.Len(t, pod.Volumes, 1)
 	secret := pod.Volumes[0].Secret
 	require.NotNil(t, secret, "the key's volume is a Secret: %+v", pod.Volumes[0])
-	assert.Contains(t, shell, "create secret generic "+secret.SecretName+" --from-literal="+filepath.Base(secretFile)+"=",
+	assert.Contains(t, script, "create secret generic "+secret.SecretName+" --from-literal="+filepath.Base(secretFile)+"=",
 		"the Secret the guide creates holds a key named after the file secretFile reads")
 	require.Len(t, pod.Containers[0].VolumeMounts, 1)
 	mount := pod.Containers[0].VolumeMounts[0]

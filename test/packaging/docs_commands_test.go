@@ -215,7 +215,7 @@ func TestDocs_HomelabInstallsTheImageItPushes(t *testing.T) {
 
 	// The make command, and the variables its block exports for it (make reads them as
 	// command-line variables here: the Makefile sets IMG and REGISTRY_PLAIN_HTTP with ?=).
-	var makeArgs, exported, helmArgs []string
+	var makeArgs, exported []string
 	for _, block := range fencedBlocks(section) {
 		var blockExports []string
 		for _, line := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
@@ -226,14 +226,10 @@ func TestDocs_HomelabInstallsTheImageItPushes(t *testing.T) {
 			case len(words) > 1 && words[0] == "make" && slices.Contains(words, "image-push"):
 				require.Nil(t, makeArgs, "one make image-push command in the walkthrough")
 				makeArgs, exported = words[1:], blockExports
-			case len(words) > 2 && words[0] == "helm" && words[1] == "install":
-				require.Nil(t, helmArgs, "one helm install in the walkthrough")
-				helmArgs = words[2:]
 			}
 		}
 	}
 	require.NotNil(t, makeArgs, "the walkthrough pushes no image (make ... image-push with IMG=...)")
-	require.NotNil(t, helmArgs, "the walkthrough has no helm install")
 	require.Equal(t, []string{"image", "image-push"}, makeArgs[:2], "the walkthrough builds the image before pushing it")
 	makeArgs = append(slices.Clone(makeArgs), exported...)
 
@@ -266,31 +262,17 @@ func TestDocs_HomelabInstallsTheImageItPushes(t *testing.T) {
 	assert.Equal(t, vars["REGISTRY_PLAIN_HTTP"] == "true", slices.Contains(push, "--insecure"), "plain HTTP: %q", push)
 	assert.Empty(t, unbuiltBinaries(out, bin))
 
-	// The install: the chart from the clone, with the walkthrough's values and --set, runs IMG.
-	require.GreaterOrEqual(t, len(helmArgs), 2)
-	require.Equal(t, []string{releaseName, chartPath}, helmArgs[:2])
-	var extra []string
-	for i := 2; i < len(helmArgs); i++ {
-		switch helmArgs[i] {
-		case "-f", "--values", "--set":
-			require.Less(t, i+1, len(helmArgs))
-			extra = append(extra, helmArgs[i], helmArgs[i+1])
-			i++
-		case "-n", "--namespace":
-			i++
-		case "--create-namespace":
-		default:
-			t.Fatalf("helm install: argument %q not understood by the test", helmArgs[i])
-		}
-	}
-	assert.Contains(t, extra, "image.repository="+repository, "the install names the repository pushed to")
-	deployment := findObject(t, renderChart(t, extra...), "Deployment", releaseName)
+	// The install, run as written (helm recording its arguments): the chart from the clone, with
+	// the cluster's values file the walkthrough makes, runs IMG.
+	calls, script := recordDocSequence(t, homelabValuesSequence[:1])
+	require.Len(t, calls, 1, "one helm install in the walkthrough:\n%s", script)
+	deployment := findObject(t, renderRecordedInstall(t, calls[0]), "Deployment", releaseName)
 	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
 	require.Len(t, containers, 1)
 	assert.Equal(t, img, containers[0].(map[string]any)["image"], "the Deployment runs the image the walkthrough pushed")
 
 	assert.Equal(t, 2, strings.Count(section, host),
-		"the registry host %s appears once in the make command and once in the helm install, nowhere else in the section", host)
+		"the registry host %s appears once in the make command and once in the cluster's values file, nowhere else in the section", host)
 }
 
 // docSection returns the part of a markdown text under the line heading (e.g. "### Homelab"), up

@@ -153,6 +153,8 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 // parses: every zone gets <controller>-<cluster>, a different one per cluster (one owner ID in two
 // clusters writing one zone and each deletes the other's records), and one prefix for both. The
 // values files alone give no owner ID: the chart refuses them until the install names the cluster.
+// The loop creates the namespace, then each release's azure.json Secret (the name its values
+// mount, the zone's resource group and subscription, workload identity) before the release.
 func TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs(t *testing.T) {
 	chart := externalDNSChart(t)
 	var loop string
@@ -172,17 +174,56 @@ func TestExternalDNSExamples_TheLoopGivesEveryClusterItsOwnerIDs(t *testing.T) {
 	clusters := []string{"aks01", "aks02"}
 	for _, cluster := range clusters {
 		script := "helm() { for a in \"$@\"; do printf '%s\\037' \"$a\"; done; echo; }\n" +
+			"kubectl() { printf 'kubectl\\037'; helm \"$@\"; }\n" +
+			"az() { echo 33333333-3333-3333-3333-333333333333; }\n" +
 			clusterLine.ReplaceAllLiteralString(loop, "CLUSTER="+cluster)
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 		cmd.Dir = repoRoot
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "the loop for cluster %s:\n%s\n%s", cluster, script, out)
 		configs[cluster] = map[string]zoneConfig{}
+		namespaceCreated, secrets := false, map[string]string{} // Secret name -> its azure.json
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			args := strings.Split(strings.TrimSuffix(line, "\037"), "\037")
+			if args[0] == "kubectl" {
+				switch {
+				case slices.Equal(args[1:], []string{"create", "namespace", "external-dns"}):
+					namespaceCreated = true
+				case len(args) == 8 && slices.Equal(args[1:6], []string{"-n", "external-dns", "create", "secret", "generic"}):
+					azureJSON, ok := strings.CutPrefix(args[7], "--from-literal=azure.json=")
+					require.True(t, ok, "kubectl %q: the Secret holds azure.json", args[1:])
+					secrets[args[6]] = azureJSON
+				default:
+					t.Fatalf("kubectl %q: not understood by the test", args[1:])
+				}
+				continue
+			}
 			if args[0] != "install" {
 				continue // helm repo add
 			}
+			require.True(t, namespaceCreated, "the namespace exists before the first release's Secret and install")
+			var zoneValues struct {
+				ExtraArgs    map[string]string `json:"extraArgs"`
+				ExtraVolumes []struct {
+					Secret struct {
+						SecretName string `json:"secretName"`
+					} `json:"secret"`
+				} `json:"extraVolumes"`
+			}
+			valuesFile := args[slices.Index(args, "-f")+1]
+			require.NoError(t, yaml.Unmarshal([]byte(readFile(t, filepath.Join(repoRoot, valuesFile))), &zoneValues))
+			require.Len(t, zoneValues.ExtraVolumes, 1, "%s mounts the azure.json Secret", valuesFile)
+			azureJSON, ok := secrets[zoneValues.ExtraVolumes[0].Secret.SecretName]
+			require.True(t, ok, "helm install %s: its Secret %s was not created before it", args[1], zoneValues.ExtraVolumes[0].Secret.SecretName)
+			var azure struct {
+				TenantID, SubscriptionID, ResourceGroup string
+				UseWorkloadIdentityExtension            bool
+			}
+			require.NoError(t, json.Unmarshal([]byte(azureJSON), &azure), "the azure.json of %s: %s", args[1], azureJSON)
+			assert.Equal(t, zoneValues.ExtraArgs["azure-resource-group"], azure.ResourceGroup, "%s: the zone's resource group", args[1])
+			assert.Equal(t, zoneValues.ExtraArgs["azure-subscription-id"], azure.SubscriptionID, "%s: the zones' subscription", args[1])
+			assert.NotEmpty(t, azure.TenantID)
+			assert.True(t, azure.UseWorkloadIdentityExtension, "%s: workload identity, as the values' client ID", args[1])
 			require.GreaterOrEqual(t, len(args), 3, "helm %q", args)
 			release, extra, pinned := args[1], []string(nil), false
 			require.Equal(t, "external-dns/external-dns", args[2], "the loop installs ExternalDNS' chart")
