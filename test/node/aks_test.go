@@ -37,7 +37,9 @@ const (
 	aksGuide        = "docs/OPERATOR-GUIDE.md"
 	aksGuideHeading = "### Verifying Azure Private DNS zones"
 	aksValues       = "docs/examples/aks-values.yaml"
-	aksSamples      = "config/samples"
+	// The line of INSTALLATION's AKS install that makes the cluster's values file from the template.
+	aksValuesLine = `sed -e "s/<cluster>/$CLUSTER/" -e "s/<client-id>/$CLIENT_ID/" ` + aksValues + ` > values-$CLUSTER.yaml`
+	aksSamples    = "config/samples"
 	// The AKS Istio add-on's internal ingress Service (the Gateway sample's ingressNamespace and
 	// controller), which the add-on and Azure's load balancer would create, with an address of
 	// the cluster's virtual network.
@@ -121,8 +123,7 @@ type aksJourney struct {
 	// From docs/OPERATOR-GUIDE.md: the federated credential's subject and audience, the TLS roots'
 	// ConfigMap command and values file.
 	fedSubject, fedAudience string
-	rootsCommand            string
-	rootsValues             string
+	rootsScript             string // OPERATOR-GUIDE's TLS roots: ConfigMap, values, upgrade
 	guideControllers        []clusterv1alpha1.ExternalDNSController
 	// From docs/examples/aks-values.yaml.
 	operatorClientID string
@@ -177,7 +178,8 @@ func (j *aksJourney) readDocs(ctx context.Context) {
 		}
 		return b
 	}
-	if j.installScript, err = framework.BlockWithLine(doc, "-f "+aksValues); err != nil {
+	// The cluster's values file made from the template, and the chart's install with it.
+	if j.installScript, err = framework.BlockWithLine(doc, aksValuesLine); err != nil {
 		t.Fatalf("%s, section %q: the chart's install: %v", aksDoc, aksHeading, err)
 	}
 
@@ -244,21 +246,14 @@ func (j *aksJourney) readDocs(ctx context.Context) {
 		t.Fatalf("%s: the azurePrivateDNS example: %v", aksGuide, err)
 	}
 	j.guideControllers = fragment.ExternalDNSControllers
-	j.rootsCommand = strings.TrimSpace(block(aksGuide+", the TLS roots' ConfigMap", guide, "create configmap"))
-	j.rootsValues = block(aksGuide+", the TLS roots' values", guide, "extraVolumeMounts:")
+	j.rootsScript = block(aksGuide+", the TLS roots", guide, "create configmap")
 
-	// aks-values.yaml: the operator's identity.
-	var values struct {
-		Azure struct {
-			WorkloadIdentity struct {
-				ClientID string `json:"clientId"`
-			} `json:"workloadIdentity"`
-		} `json:"azure"`
+	// The install block's CLIENT_ID: the operator's identity (a placeholder the docs give, kept).
+	clientID := regexp.MustCompile(`(?m)^CLIENT_ID=(\S+)`).FindStringSubmatch(j.installScript)
+	if clientID == nil {
+		t.Fatalf("%s: the install sets no CLIENT_ID:\n%s", aksDoc, j.installScript)
 	}
-	if err := yaml.Unmarshal([]byte(j.read(aksValues)), &values); err != nil || values.Azure.WorkloadIdentity.ClientID == "" {
-		t.Fatalf("%s: no azure.workloadIdentity.clientId (%v)", aksValues, err)
-	}
-	j.operatorClientID = values.Azure.WorkloadIdentity.ClientID
+	j.operatorClientID = clientID[1]
 
 	// The ExternalDNS values of each zone, and their arguments as the chart renders them.
 	j.examples = map[string]*aksExample{}
@@ -394,18 +389,24 @@ func (j *aksJourney) installOperator(ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The guide's ConfigMap command, the bundle being the stand-in's CA; its values file.
-	bundle := regexp.MustCompile(`--from-file=[^=\s]+=(\S+)`).FindStringSubmatch(j.rootsCommand)
+	// The install block as written, its template's image.repository set to the world's registry
+	// (as the docs tell users to set theirs); then the guide's TLS roots block as written, the
+	// bundle being the stand-in's CA.
+	bundle := regexp.MustCompile(`--from-file=[^=\s]+=(\S+)`).FindStringSubmatch(j.rootsScript)
 	if bundle == nil {
-		t.Fatalf("%s: the TLS roots' command %q names no file (--from-file=<key>=<file>)", aksGuide, j.rootsCommand)
+		t.Fatalf("%s: the TLS roots' command names no file (--from-file=<key>=<file>):\n%s", aksGuide, j.rootsScript)
 	}
-	rootsValues := filepath.Join(t.TempDir(), "tls-roots-values.yaml")
-	if err := os.WriteFile(rootsValues, []byte(j.rootsValues), 0o644); err != nil {
+	template := j.read(aksValues)
+	if !strings.Contains(template, "  repository: myregistry.azurecr.io/service-router/service-router-operator\n") {
+		t.Fatalf("%s: no image.repository myregistry.azurecr.io/service-router/service-router-operator", aksValues)
+	}
+	localTemplate := filepath.Join(t.TempDir(), "aks-values.yaml")
+	if err := os.WriteFile(localTemplate, []byte(strings.Replace(template,
+		"myregistry.azurecr.io/service-router/service-router-operator", repo, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	install := strings.TrimRight(strings.TrimSpace(j.installScript), "\\ ") + " \\\n  -f " + rootsValues + " --set image.repository=" + repo
-	script := "kubectl create namespace " + operatorNamespace + "\n" +
-		strings.Replace(j.rootsCommand, bundle[1], j.ca, 1) + "\n" + install
+	script := strings.Replace(j.installScript, aksValues, localTemplate, 1) + "\n" +
+		strings.Replace(j.rootsScript, bundle[1], j.ca, 1)
 	started := time.Now()
 	out, err := j.cl.RunScript(ctx, script)
 	if err != nil {

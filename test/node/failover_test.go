@@ -128,23 +128,22 @@ func TestFailover_InPodsTakesOverALostRegion(t *testing.T) {
 	}
 	diagnose := operatorDiagnostics(ctx, w)
 
-	// The guide's commands: the Secret with the zone's key, the values file mounting it, and the
-	// upgrade with the release's own values (here: the image pushed to the world's registry).
-	script := block("tsig-values.yaml <<'EOF'")
-	values := filepath.Join(t.TempDir(), "tsig-values.yaml")
-	for _, r := range [][2]string{
-		{`"$TSIG_SECRET_WEU"`, zone.TSIG.Secret},
-		{"tsig-values.yaml", values},
-		{"-f my-values.yaml", "--set image.repository=" + repo},
-	} {
-		if !strings.Contains(script, r[0]) {
-			t.Fatalf("%s: the TSIG commands lack %q:\n%s", failoverDoc, r[0], script)
-		}
-		script = strings.ReplaceAll(script, r[0], r[1])
+	// The release as INSTALLATION installs it, with the cluster's values file (here the chart's
+	// defaults, two replicas, and the image pushed to the world's registry); then the guide's
+	// commands as written: the Secret with the zone's key, the chart value appended to the values
+	// file, the upgrade.
+	script := block("  secret: zone-tsig")
+	if !strings.Contains(script, `"$TSIG_SECRET_WEU"`) {
+		t.Fatalf("%s: the TSIG commands lack $TSIG_SECRET_WEU:\n%s", failoverDoc, script)
 	}
+	install := "CLUSTER=aks02\n" +
+		"printf 'image:\\n  repository: %s\\n' " + repo + " > values-$CLUSTER.yaml\n" +
+		"helm install " + operatorDeployment + " charts/service-router-operator -n " + operatorNamespace + " -f values-$CLUSTER.yaml"
 	out, err := cl.RunScript(ctx, strings.Join([]string{
 		"kubectl create namespace " + operatorNamespace,
 		"kubectl label namespace " + operatorNamespace + " pod-security.kubernetes.io/enforce=restricted",
+		install,
+		"TSIG_SECRET_WEU=" + zone.TSIG.Secret,
 		script,
 	}, "\n"))
 	if err != nil {

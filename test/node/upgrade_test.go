@@ -43,6 +43,8 @@ const (
 	upgradeHeading    = "### Upgrading" // in docs/INSTALLATION.md
 	// The values file the homelab release is installed with, in both trees.
 	homelabValues = "docs/examples/homelab-values.yaml"
+	// The cluster's values file every documented helm install and upgrade gives.
+	clusterValuesFile = "values-$CLUSTER.yaml"
 	// The chart's default image repository (both releases): nothing is published there.
 	chartDefaultRegistry = "ghcr.io/service-router"
 	// ExternalDNS' namespace in the world (InstallExternalDNSChart) and its container's name.
@@ -113,8 +115,15 @@ func TestUpgrade_From010InPodsAsDocumentedKeepsEveryRecord(t *testing.T) {
 	steps := changelogSteps(t, section(changelogFile, read(root, changelogFile), changelogUpgrade))
 	upgrading := section(homelabDoc, read(root, homelabDoc), upgradeHeading)
 	upgradeBlock := block(homelabDoc+", section "+upgradeHeading, upgrading, "--take-ownership")
-	if !strings.Contains(upgradeBlock, "-f my-values.yaml") {
-		t.Fatalf("%s: the upgrade from %s no longer gives -f my-values.yaml:\n%s", homelabDoc, release010Version, upgradeBlock)
+	if !strings.Contains(upgradeBlock, "-f "+clusterValuesFile) {
+		t.Fatalf("%s: the upgrade from %s no longer gives -f %s:\n%s", homelabDoc, release010Version, clusterValuesFile, upgradeBlock)
+	}
+	// The cluster's values file, made as the walkthrough's step 2 makes it (the upgrade's step 3
+	// says so): its lines from CLUSTER= to the heredoc's end.
+	valuesBlock := block(homelabDoc+", the chart's install", homelab, "cp "+homelabValues+" "+clusterValuesFile)
+	makeValues := regexp.MustCompile(`(?ms)^CLUSTER=.*?^EOF$`).FindString(valuesBlock)
+	if makeValues == "" {
+		t.Fatalf("%s: the install makes no values file (CLUSTER= ... EOF):\n%s", homelabDoc, valuesBlock)
 	}
 	// INSTALLATION's order from 0.1.0 is the CHANGELOG's: the label filter (its command for
 	// ExternalDNS' chart), the image (a build of your own), the chart.
@@ -355,9 +364,9 @@ func TestUpgrade_From010InPodsAsDocumentedKeepsEveryRecord(t *testing.T) {
 	}
 	timings.add("step 2: this tree's image built and pushed (make image image-push)", time.Since(started))
 
-	// Step 3: the chart, as docs/INSTALLATION.md#upgrading gives it from 0.1.0 (the values
-	// file the release was installed with, the install's --set repeated).
-	upgrade := strings.Replace(upgradeBlock, "-f my-values.yaml", "-f "+homelabValues+" --set image.repository="+repo, 1)
+	// Step 3: the chart, as docs/INSTALLATION.md#upgrading gives it from 0.1.0, with the
+	// cluster's values file the walkthrough now makes (its registry the world's).
+	upgrade := strings.Replace(makeValues, "registry.home.arpa:5000/service-router-operator", repo, 1) + "\n" + upgradeBlock
 	started = time.Now()
 	out, err = cl.RunScript(ctx, upgrade)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -224,20 +225,26 @@ func KubectlBinary() (string, error) {
 }
 
 // RunScript runs a shell script taken from a document (bash, stopping at the first failing
-// command) from the repository root, as a reader in a checkout would, with kubectl from bin/
-// first on PATH and KUBECONFIG set to the cluster's admin kubeconfig. It returns the combined
-// output.
+// command) as a reader in a checkout would, with kubectl from bin/ first on PATH and KUBECONFIG
+// set to the cluster's admin kubeconfig. It returns the combined output. A script that runs make
+// runs in the repository root; any other in the cluster's own checkout (CheckoutDir), so that the
+// files a script writes (a cluster's values file) are this cluster's and never land in the tree.
 func (cl *Cluster) RunScript(ctx context.Context, script string) (string, error) {
 	kubectl, err := KubectlBinary()
 	if err != nil {
 		return "", err
 	}
-	root, err := repoRoot()
+	dir, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
+	if !regexp.MustCompile(`(?m)^\s*make\s`).MatchString(script) {
+		if dir, err = cl.CheckoutDir(); err != nil {
+			return "", err
+		}
+	}
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
-	cmd.Dir = root
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+cl.Kubeconfig,
@@ -252,4 +259,31 @@ func (cl *Cluster) RunScript(ctx context.Context, script string) (string, error)
 		return string(out), err
 	}
 	return string(out), nil
+}
+
+// CheckoutDir returns a directory of the cluster's own that looks like the repository root to a
+// script (each of the root's entries a symbolic link to it), made on first use: the files a
+// documented script writes there stay the cluster's.
+func (cl *Cluster) CheckoutDir() (string, error) {
+	dir := filepath.Join(cl.Dir, "checkout")
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
