@@ -42,3 +42,15 @@ image-push: image release-tool ## Push the image of `make image` to IMG (REGISTR
 
 # The packaging tests open the image layout.
 test-go-prerequisites: image
+
+# `make image-archive`: the image of `make image` as an OCI archive whose entry is named
+# IMAGE_ARCHIVE_NAME, for a cluster without a registry: `kind load image-archive` and `k3s ctr
+# images import` import it into the nodes' containerd under that name, and the chart runs it with
+# image.pullPolicy Never (docs/INSTALLATION.md#five-minutes-on-k3s-or-kind). The name starts with a
+# registry host (localhost/): the kubelet looks an image up by its full name.
+IMAGE_ARCHIVE ?= dist/service-router-operator.tar
+IMAGE_ARCHIVE_NAME ?= localhost/service-router-operator:v$(VERSION)
+
+.PHONY: image-archive
+image-archive: image release-tool ## Write the image of `make image` as an archive for `kind load image-archive` / `k3s ctr images import` (IMAGE_ARCHIVE).
+	$(RELEASE_TOOL) archive --layout=$(IMAGE_LAYOUT) --ref-name=v$(VERSION) --name=$(IMAGE_ARCHIVE_NAME) --output=$(IMAGE_ARCHIVE)

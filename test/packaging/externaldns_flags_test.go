@@ -113,18 +113,18 @@ func flagsInText(text string) map[string]string {
 	return flags
 }
 
-// fencedBlocks returns the fenced code blocks of a markdown text.
+// fencedBlocks returns the fenced code blocks of a markdown text, Mermaid diagrams left out.
 func fencedBlocks(markdown string) []string {
 	var blocks []string
 	var current []string
-	in := false
+	in, picture := false, false
 	for _, line := range strings.Split(markdown, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			if in {
+		if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
+			if in && !picture {
 				blocks = append(blocks, strings.Join(current, "\n"))
-				current = nil
 			}
-			in = !in
+			current = nil
+			in, picture = !in, !in && fence == "```mermaid"
 			continue
 		}
 		if in {

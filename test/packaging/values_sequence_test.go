@@ -21,22 +21,22 @@ import (
 // docStep is one documented command block, found by a line it holds, that a cluster's operator
 // runs in order with the blocks before it (one shell: CLUSTER and the values file carry over).
 type docStep struct {
-	doc, line string
+	doc, section, line string // section: a heading line, or "" for the whole document
 }
 
 // The documented sequences of a cluster's helm installs and upgrades: each path's install, then
 // every later upgrade the docs give (failover's TSIG keys apply to either path's RFC 2136 zones).
 var (
 	aksValuesSequence = []docStep{
-		{"INSTALLATION.md", `sed -e "s/<cluster>/$CLUSTER/" -e "s/<client-id>/$CLIENT_ID/" docs/examples/aks-values.yaml > values-$CLUSTER.yaml`},
-		{"OPERATOR-GUIDE.md", "  configMap: tls-roots"},
-		{"OPERATOR-GUIDE.md", "  secret: zone-tsig"},
-		{"INSTALLATION.md", "-n service-router-system -f values-$CLUSTER.yaml"},
+		{"INSTALLATION.md", "### AKS", `sed -e "s/<cluster>/$CLUSTER/" -e "s/<client-id>/$CLIENT_ID/" docs/examples/aks-values.yaml > values-$CLUSTER.yaml`},
+		{"OPERATOR-GUIDE.md", "", "  configMap: tls-roots"},
+		{"OPERATOR-GUIDE.md", "", "  secret: zone-tsig"},
+		{"INSTALLATION.md", "### Upgrading", "-n service-router-system -f values-$CLUSTER.yaml"},
 	}
 	homelabValuesSequence = []docStep{
-		{"INSTALLATION.md", "cp docs/examples/homelab-values.yaml values-$CLUSTER.yaml"},
-		{"OPERATOR-GUIDE.md", "  secret: zone-tsig"},
-		{"INSTALLATION.md", "-n service-router-system -f values-$CLUSTER.yaml"},
+		{"INSTALLATION.md", "### Homelab", "cp docs/examples/homelab-values.yaml values-$CLUSTER.yaml"},
+		{"OPERATOR-GUIDE.md", "", "  secret: zone-tsig"},
+		{"INSTALLATION.md", "### Upgrading", "-n service-router-system -f values-$CLUSTER.yaml"},
 	}
 )
 
@@ -69,8 +69,12 @@ func recordDocSequence(t *testing.T, steps []docStep) ([][]string, string) {
 	}
 	script := helmRecorder
 	for _, step := range steps {
-		block, err := framework.BlockWithLine(readFile(t, repoPath("docs", step.doc)), strings.TrimSpace(step.line))
-		require.NoError(t, err, "docs/%s", step.doc)
+		text := readFile(t, repoPath("docs", step.doc))
+		if step.section != "" {
+			text = docSection(t, text, step.section)
+		}
+		block, err := framework.BlockWithLine(text, strings.TrimSpace(step.line))
+		require.NoError(t, err, "docs/%s %s", step.doc, step.section)
 		script += "\n# docs/" + step.doc + "\n" + block
 	}
 	// Without -u: a block may use what an earlier section sets (TSIG_SECRET_WEU).

@@ -19,6 +19,10 @@
 //	release krew-manifest --template=hack/krew/router.yaml --version=V --url-base=URL --archive=OS/ARCH=PATH... --output=FILE
 //	    renders the kubectl plugin's krew manifest: the version and, per platform, the archive's
 //	    download URL (URL-BASE/its file name) and SHA-256.
+//	release archive --layout=DIR --ref-name=v0.2.0 --name=REGISTRY/REPO:TAG --output=FILE
+//	    writes the index REF-NAME of the layout as an OCI archive whose entry names it NAME, which
+//	    a node's containerd imports under that name (`k3s ctr images import`, `kind load
+//	    image-archive`): a cluster without a registry then runs it.
 //
 // Credentials come from the Docker configuration ($DOCKER_CONFIG or ~/.docker/config.json, what
 // `docker login` and CI login actions write), through go-containerregistry's default keychain.
@@ -49,6 +53,8 @@ func main() {
 		err = catalogImageCommand(os.Args[2:])
 	case "krew-manifest":
 		err = krewManifestCommand(os.Args[2:])
+	case "archive":
+		err = archiveCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -59,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image|catalog-image|krew-manifest [flags] (see the package comment)")
+	fmt.Fprintln(os.Stderr, "usage: release push|sbom|bundle-image|catalog-image|krew-manifest|archive [flags] (see the package comment)")
 	os.Exit(2)
 }
 

@@ -47,18 +47,19 @@ func DocSection(markdown, heading string) (string, error) {
 }
 
 // FencedBlocks returns the fenced code blocks of a markdown text, without their fences, each
-// ending with a newline.
+// ending with a newline; Mermaid diagrams (```mermaid) are pictures, not commands or files, and
+// are left out.
 func FencedBlocks(markdown string) []string {
 	var blocks []string
 	var current strings.Builder
-	in := false
+	in, picture := false, false
 	for line := range strings.SplitSeq(markdown, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			if in {
+		if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
+			if in && !picture {
 				blocks = append(blocks, current.String())
-				current.Reset()
 			}
-			in = !in
+			current.Reset()
+			in, picture = !in, !in && fence == "```mermaid"
 			continue
 		}
 		if in {

@@ -38,3 +38,15 @@ func TestDocSection_EndsAtTheNextHeadingOfTheSameLevel(t *testing.T) {
 		t.Errorf("BlockWithLine = %q, %v", b, err)
 	}
 }
+
+// A Mermaid diagram that names a field is a picture, not the block a test looks for.
+func TestFencedBlocks_LeaveOutMermaidDiagrams(t *testing.T) {
+	doc := "text\n```mermaid\nflowchart LR\n  a[\"adoptsRegions: [weu]\"]\n```\n\n```yaml\nadoptsRegions: [weu]\n```\n"
+	blocks := FencedBlocks(doc)
+	if len(blocks) != 1 || blocks[0] != "adoptsRegions: [weu]\n" {
+		t.Fatalf("blocks %q", blocks)
+	}
+	if b, err := BlockWith(doc, "adoptsRegions:"); err != nil || b != blocks[0] {
+		t.Fatalf("BlockWith: %q, %v", b, err)
+	}
+}
