@@ -96,11 +96,16 @@ func readSamples(dir string) (*samples, error) {
 // demo is the running demo.
 type demo struct {
 	st      state
+	td      *framework.Teardown
 	samples *samples
-	lbIP    string
-	took    time.Duration
+	// lbIPs are the ingress load balancer's IPv4 addresses: the demo's --load-balancer-ip, or
+	// on a cluster whose ingress Service exists, the addresses its status has.
+	lbIPs []string
+	took  time.Duration
 	// gatewayAPI: the sample Gateway is switched to backend GatewayAPI.
 	gatewayAPI bool
+	// existing is set on a cluster the demo did not start (--kubeconfig).
+	existing *existing
 
 	cluster  *framework.Cluster
 	zone     *framework.BindServer
@@ -127,97 +132,158 @@ func start(ctx context.Context, td *framework.Teardown, st state, o options) (*d
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{st: st, samples: s, lbIP: o.lbIP, gatewayAPI: o.backend == string(routingv1alpha1.BackendGatewayAPI)}
+	d := &demo{st: st, td: td, samples: s, lbIPs: []string{o.lbIP}, gatewayAPI: o.backend == string(routingv1alpha1.BackendGatewayAPI)}
+	if o.kubeconfig != "" {
+		d.existing = &existing{kubeconfig: o.kubeconfig}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	for _, stage := range d.stages() {
+		if err := stage(ctx); err != nil {
+			return nil, err
+		}
+	}
+	d.took = time.Since(begin)
+	return d, nil
+}
 
+// stages are the steps of start, in order: on a local control plane, or on a cluster the demo
+// did not start (existing.go), where the operator already runs and publication is not verified.
+func (d *demo) stages() []func(context.Context) error {
+	if d.existing != nil {
+		return []func(context.Context) error{d.connect, d.startZone, d.startExternalDNS, d.applyToCluster, d.skipVerification, d.converge}
+	}
+	return []func(context.Context) error{d.startControlPlane, d.startZone, d.startExternalDNS, d.startOperator, d.applySamples, d.switchBackend, d.verifyZone, d.converge, d.published}
+}
+
+func (d *demo) startControlPlane(ctx context.Context) error {
 	crds := "router.io, DNSEndpoint, Istio"
 	if d.gatewayAPI {
 		crds += ", Gateway API standard channel"
 	}
-	err = step(fmt.Sprintf("starting a control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager) with the CRDs (%s)", crds), func() error {
-		d.cluster, err = framework.StartCluster(ctx, td, framework.ClusterOptions{Name: s.cluster + "-" + s.region, ControllerManager: true, GatewayAPICRDs: d.gatewayAPI})
+	err := step(fmt.Sprintf("starting a control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager) with the CRDs (%s)", crds), func() (err error) {
+		s := d.samples
+		d.cluster, err = framework.StartCluster(ctx, d.td, framework.ClusterOptions{Name: s.cluster + "-" + s.region, ControllerManager: true, GatewayAPICRDs: d.gatewayAPI})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Recorded as soon as they exist, for `demo --down` should this process die.
-	if err := st.recordChildren(); err != nil {
-		return nil, err
-	}
-	err = step(fmt.Sprintf("starting BIND 9 (named) serving zone %s for region %s", s.domain, s.region), func() error {
-		d.zone, err = framework.StartBind(ctx, td, framework.BindOptions{Name: s.region, Zone: s.domain})
+	return d.st.recordChildren()
+}
+
+func (d *demo) startZone(ctx context.Context) error {
+	s := d.samples
+	err := step(fmt.Sprintf("starting BIND 9 (named) serving zone %s for region %s", s.domain, s.region), func() (err error) {
+		d.zone, err = framework.StartBind(ctx, d.td, framework.BindOptions{Name: s.region, Zone: s.domain})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = step(fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation and label filters, txt registry)", s.controller), func() error {
+	return d.st.recordChildren()
+}
+
+func (d *demo) startExternalDNS(ctx context.Context) error {
+	s := d.samples
+	opts := framework.ExternalDNSOptions{
+		Name:      s.controller,
+		OwnerID:   s.controller,
+		TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
+		LogLevel:  "info",
+	}
+	what := fmt.Sprintf("starting ExternalDNS %s (--source=crd --provider=rfc2136, annotation and label filters, txt registry)", s.controller)
+	if d.existing != nil {
+		opts.Kubeconfig = d.existing.kubeconfig // the user's: it watches their cluster
+		what = fmt.Sprintf("starting ExternalDNS %s on this machine, watching the cluster with %s (--source=crd --provider=rfc2136, annotation and label filters, txt registry)", s.controller, d.existing.kubeconfig)
+	}
+	err := step(what, func() (err error) {
 		// The framework selects by label as well as by annotation, as
 		// docs/EXTERNALDNS-INTEGRATION.md recommends.
-		d.edns, err = d.cluster.StartExternalDNS(ctx, td, framework.ExternalDNSOptions{
-			Name:      s.controller,
-			OwnerID:   s.controller,
-			TXTPrefix: s.region + "-" + s.envLetter + "-" + s.cluster + "-",
-			LogLevel:  "info",
-		}.ForBind(d.zone))
+		d.edns, err = d.cluster.StartExternalDNS(ctx, d.td, opts.ForBind(d.zone))
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = step("starting the operator (bin/manager)", func() error {
-		d.operator, err = d.cluster.StartOperator(ctx, td, framework.OperatorOptions{})
+	return d.st.recordChildren()
+}
+
+func (d *demo) startOperator(ctx context.Context) error {
+	err := step("starting the operator (bin/manager)", func() (err error) {
+		d.operator, err = d.cluster.StartOperator(ctx, d.td, framework.OperatorOptions{})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := st.recordChildren(); err != nil {
-		return nil, err
-	}
-	err = step(fmt.Sprintf("applying config/samples (%d objects) and the ingress LoadBalancer Service %s/%s (istio=%s, address %s)",
-		len(s.objects), s.ingressNamespace, s.ingressController, s.ingressController, d.lbIP), func() error {
+	return d.st.recordChildren()
+}
+
+// applySamples creates the samples and the ingress Service on the demo's own control plane.
+func (d *demo) applySamples(ctx context.Context) error {
+	s := d.samples
+	return step(fmt.Sprintf("applying config/samples (%d objects) and the ingress LoadBalancer Service %s/%s (istio=%s, address %s)",
+		len(s.objects), s.ingressNamespace, s.ingressController, s.ingressController, d.lbIP()), func() error {
 		if err := framework.CreateAll(ctx, d.cluster.Client, s.objects); err != nil {
 			return err
 		}
 		_, err := framework.CreateIngressService(ctx, d.cluster.Client, framework.IngressService{
-			Namespace: s.ingressNamespace, Name: s.ingressController, Controller: s.ingressController, IPs: []string{d.lbIP},
+			Namespace: s.ingressNamespace, Name: s.ingressController, Controller: s.ingressController, IPs: d.lbIPs,
 		})
 		return err
 	})
-	if err != nil {
-		return nil, err
+}
+
+// switchBackend moves the sample Gateway to the Gateway API backend when --backend says so.
+func (d *demo) switchBackend(ctx context.Context) error {
+	if !d.gatewayAPI {
+		return nil
 	}
-	if d.gatewayAPI {
-		err = step(fmt.Sprintf("switching Gateway %s/%s to backend GatewayAPI, and reporting address %s on the generated Gateway API Gateway as Istio would (no Istio runs here)", s.gatewayNamespace, s.gatewayName, d.lbIP), func() error {
-			return d.useGatewayAPI(ctx)
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	err = step(fmt.Sprintf("verifying zone %s: DNSConfiguration %s gets verification.nameservers 127.0.0.1:%d", s.region, s.controller, d.zone.Port), func() error {
-		return d.verifyZone(ctx)
+	s := d.samples
+	return step(fmt.Sprintf("switching Gateway %s/%s to backend GatewayAPI, and reporting address %s on the generated Gateway API Gateway as Istio would (no Istio runs here)", s.gatewayNamespace, s.gatewayName, d.lbIP()), func() error {
+		return d.useGatewayAPI(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	err = step("waiting for the ServiceRoutes to be Active and their hostnames to resolve in the zone", func() error {
+}
+
+func (d *demo) verifyZone(ctx context.Context) error {
+	s := d.samples
+	return step(fmt.Sprintf("verifying zone %s: DNSConfiguration %s gets verification.nameservers 127.0.0.1:%d", s.region, s.controller, d.zone.Port), func() error {
+		return d.setVerification(ctx)
+	})
+}
+
+func (d *demo) converge(ctx context.Context) error {
+	return step("waiting for the ServiceRoutes to be Active and their hostnames to resolve in the zone", func() error {
 		return d.waitConverged(ctx)
 	})
-	if err != nil {
-		return nil, err
-	}
-	err = step(fmt.Sprintf("waiting for the operator to find every ServiceRoute Published in zone %s", s.region), func() error {
+}
+
+func (d *demo) published(ctx context.Context) error {
+	return step(fmt.Sprintf("waiting for the operator to find every ServiceRoute Published in zone %s", d.samples.region), func() error {
 		return d.waitPublished(ctx)
 	})
-	if err != nil {
-		return nil, err
+}
+
+// prefixed returns every item with prefix in front.
+func prefixed(prefix string, items []string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = prefix + it
 	}
-	d.took = time.Since(begin)
-	return d, nil
+	return out
+}
+
+// lbIP is the load balancer address as the demo prints it.
+func (d *demo) lbIP() string { return strings.Join(d.lbIPs, ", ") }
+
+// operatorDiagnostics tells what the operator logged, for failure messages.
+func (d *demo) operatorDiagnostics() string {
+	if d.operator != nil {
+		return d.operator.Diagnostics()
+	}
+	return d.existing.operatorDiagnostics()
 }
 
 // waitConverged waits until every sample ServiceRoute is Active and its hostname answers the CNAME
@@ -233,11 +299,11 @@ func (d *demo) waitConverged(ctx context.Context) error {
 		err = d.waitIstioHosts(ctx, routes)
 	}
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+		return fmt.Errorf("%w\n%s", err, d.operatorDiagnostics())
 	}
-	diag := []func() string{d.operator.Diagnostics, d.edns.Diagnostics, d.zone.Diagnostics}
+	diag := []func() string{d.operatorDiagnostics, d.edns.Diagnostics, d.zone.Diagnostics}
 	for _, r := range routes {
-		want := framework.Resolves("CNAME "+r.Status.TargetHostname+".", "A "+d.lbIP)
+		want := framework.Resolves(append([]string{"CNAME " + r.Status.TargetHostname + "."}, prefixed("A ", d.lbIPs)...)...)
 		if _, err := framework.Converge(ctx, d.zone.Query(r.Status.Hostname, "A"), want, time.Minute, 100*time.Millisecond, diag...); err != nil {
 			return err
 		}
@@ -322,15 +388,15 @@ func (d *demo) useGatewayAPI(ctx context.Context) error {
 			return err
 		}
 		ip := gwv1.IPAddressType
-		generated.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: d.lbIP}}
+		generated.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: d.lbIPs[0]}}
 		return d.cluster.Client.Status().Update(ctx, generated)
 	})
 }
 
-// verifyZone gives the cluster's own controller verification settings: the demo's BIND is its
-// zone's authoritative server. The operator writes the DNSConfiguration's status meanwhile: an
+// setVerification gives the cluster's own controller verification settings: the demo's BIND is
+// its zone's authoritative server. The operator writes the DNSConfiguration's status meanwhile: an
 // update that meets its write (409) reads again and retries, as kubectl edit would.
-func (d *demo) verifyZone(ctx context.Context) error {
+func (d *demo) setVerification(ctx context.Context) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cfg := &clusterv1alpha1.DNSConfiguration{}
 		if err := d.cluster.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
@@ -365,7 +431,7 @@ func (d *demo) waitPublished(ctx context.Context) error {
 		return done, strings.Join(states, "; "), nil
 	})
 	if err != nil {
-		err = fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+		err = fmt.Errorf("%w\n%s", err, d.operatorDiagnostics())
 	}
 	return err
 }
@@ -404,7 +470,7 @@ func (d *demo) routes(ctx context.Context) ([]*routingv1alpha1.ServiceRoute, err
 		return true, strings.Join(states, "; "), nil
 	})
 	if err != nil {
-		err = fmt.Errorf("%w\n%s", err, d.operator.Diagnostics())
+		err = fmt.Errorf("%w\n%s", err, d.operatorDiagnostics())
 	}
 	return out, err
 }
@@ -420,7 +486,7 @@ func (d *demo) watch(ctx context.Context) error {
 		case <-ticker.C:
 		}
 		switch {
-		case !d.operator.Running():
+		case d.operator != nil && !d.operator.Running():
 			return fmt.Errorf("the operator exited\n%s", d.operator.Diagnostics())
 		case !d.edns.Running():
 			return fmt.Errorf("ExternalDNS exited\n%s", d.edns.Diagnostics())
@@ -430,14 +496,25 @@ func (d *demo) watch(ctx context.Context) error {
 	}
 }
 
-// writeExploreFiles writes an admin kubeconfig and a shell file exporting it and the DNS port.
+// writeExploreFiles writes an admin kubeconfig (on the demo's own control plane) and a shell file
+// exporting it (or the user's, on their cluster) and the DNS port.
 func (d *demo) writeExploreFiles() error {
-	if err := d.cluster.Env.WriteAdminKubeconfig(d.st.kubeconfig(), "demo-user"); err != nil {
-		return err
+	if d.existing == nil {
+		if err := d.cluster.Env.WriteAdminKubeconfig(d.st.kubeconfig(), "demo-user"); err != nil {
+			return err
+		}
 	}
 	env := fmt.Sprintf("# Source this file to explore the running demo.\nexport KUBECONFIG=%s\nexport DEMO_DNS_PORT=%d\nexport DEMO_ZONE=%s\n",
-		d.st.kubeconfig(), d.zone.Port, d.zone.Zone)
+		d.kubeconfig(), d.zone.Port, d.zone.Zone)
 	return os.WriteFile(d.st.envFile(), []byte(env), 0o644)
+}
+
+// kubeconfig is the kubeconfig the user explores the cluster with.
+func (d *demo) kubeconfig() string {
+	if d.existing != nil {
+		return d.existing.kubeconfig
+	}
+	return d.st.kubeconfig()
 }
 
 func readyMessage(conds []metav1.Condition) string {

@@ -7,12 +7,19 @@
 // explore, and keeps running until SIGINT/SIGTERM (Ctrl-C, or `demo --down` from another
 // terminal), then stops every process it started and removes its state directory.
 //
-// It is run by `make demo` (and `make demo-down`), which build everything it needs first.
+// With --kubeconfig it runs on a cluster the user already has, with the operator installed there
+// by its Helm chart (existing.go): no control plane and no operator of its own, only BIND and
+// ExternalDNS on this machine; it applies the samples (and the ingress Service unless the cluster
+// has one) and deletes exactly what it created when it stops.
+//
+// It is run by `make demo`, `make demo-on-cluster` (and `make demo-down`), which build everything
+// it needs first.
 //
 // Usage:
 //
-//	demo [--state-dir=.demo] [--check]   run (--check: exit after the report)
-//	demo --down [--state-dir=.demo]      stop the demo running with that state directory
+//	demo [--state-dir=.demo] [--check]                     run (--check: exit after the report)
+//	demo --kubeconfig=FILE [--state-dir=.demo] [--check]   run on the cluster of FILE
+//	demo --down [--state-dir=.demo]                        stop the demo running with that state directory
 package main
 
 import (
@@ -39,24 +46,34 @@ type options struct {
 	timeout  time.Duration
 	// backend is the sample Gateway's spec.backend: IstioGateway (as the samples say) or GatewayAPI.
 	backend string
+	// kubeconfig selects the existing-cluster mode: the cluster of this kubeconfig, with the
+	// operator installed.
+	kubeconfig string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.stateDir, "state-dir", ".demo", "directory for the kubeconfig, logs, pid file and every temporary file; removed when the demo stops")
-	flag.StringVar(&o.samples, "samples", "", "directory with the kustomization.yaml of the objects to apply (default <repository>/config/samples)")
-	flag.StringVar(&o.lbIP, "load-balancer-ip", "10.123.45.67", "address written to the ingress Service's load balancer status")
-	flag.BoolVar(&o.check, "check", false, "exit (and clean up) after the report instead of waiting for a signal")
-	flag.BoolVar(&o.down, "down", false, "stop the demo running with --state-dir and remove the directory")
-	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long starting and converging may take")
-	flag.StringVar(&o.backend, "backend", "IstioGateway", "the sample Gateway's backend: IstioGateway (a classic Istio Gateway) or GatewayAPI (a Gateway API Gateway and ListenerSets; the demo then reports the load balancer address on the generated Gateway, as Istio would)")
-	flag.Parse()
+	// A flag set of its own: controller-runtime registers a --kubeconfig of its own on the default one.
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs.StringVar(&o.stateDir, "state-dir", ".demo", "directory for the kubeconfig, logs, pid file and every temporary file; removed when the demo stops")
+	fs.StringVar(&o.samples, "samples", "", "directory with the kustomization.yaml of the objects to apply (default <repository>/config/samples)")
+	fs.StringVar(&o.lbIP, "load-balancer-ip", "10.123.45.67", "address written to the ingress Service's load balancer status")
+	fs.BoolVar(&o.check, "check", false, "exit (and clean up) after the report instead of waiting for a signal")
+	fs.BoolVar(&o.down, "down", false, "stop the demo running with --state-dir and remove the directory")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long starting and converging may take")
+	fs.StringVar(&o.backend, "backend", "IstioGateway", "the sample Gateway's backend: IstioGateway (a classic Istio Gateway) or GatewayAPI (a Gateway API Gateway and ListenerSets; the demo then reports the load balancer address on the generated Gateway, as Istio would)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "run on the cluster of this kubeconfig file (its current context), where the operator is installed with the Helm chart, instead of starting a control plane and the operator; the demo deletes what it created there when it stops")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if o.backend != "IstioGateway" && o.backend != "GatewayAPI" {
 		fmt.Fprintf(os.Stderr, "demo: --backend must be IstioGateway or GatewayAPI, not %q\n", o.backend)
 		os.Exit(2)
 	}
-	if flag.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %v\n", flag.Args())
+	if o.kubeconfig != "" && o.backend != "IstioGateway" {
+		fmt.Fprintln(os.Stderr, "demo: --backend=GatewayAPI needs the demo's own control plane (it writes the generated Gateway's status in place of Istio): leave out --kubeconfig")
+		os.Exit(2)
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %v\n", fs.Args())
 		os.Exit(2)
 	}
 	abs, err := filepath.Abs(o.stateDir)
@@ -64,6 +81,14 @@ func main() {
 		fatal(err)
 	}
 	o.stateDir = abs
+	if o.kubeconfig != "" {
+		if o.kubeconfig, err = filepath.Abs(o.kubeconfig); err != nil {
+			fatal(err)
+		}
+		if _, err := os.Stat(o.kubeconfig); err != nil {
+			fatal(fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
 	if o.down {
 		if err := down(o.stateDir); err != nil {
 			fatal(err)
@@ -127,6 +152,13 @@ func run(o options) (code int) {
 	defer func() {
 		start := time.Now()
 		td.Run()
+		if _, err := os.Stat(st.createdFile()); err == nil {
+			// Objects the demo created in the cluster are still there: the state directory keeps
+			// them for `demo --down`.
+			fmt.Fprintf(os.Stderr, "demo: stopped every process but kept %s: it lists objects still in the cluster; `make demo-down` deletes them\n", o.stateDir)
+			code = 1
+			return
+		}
 		if err := st.remove(); err != nil {
 			fmt.Fprintf(os.Stderr, "demo: removing %s: %v\n", o.stateDir, err)
 			code = 1

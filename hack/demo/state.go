@@ -12,7 +12,8 @@ import (
 )
 
 // state is the demo's directory (.demo): its pid file, the pids of the processes it started,
-// the kubeconfig and environment file for the user, logs, and TMPDIR for everything else.
+// the kubeconfig and environment file for the user, logs, TMPDIR for everything else, and on a
+// cluster the demo did not start, the objects it created there.
 type state struct {
 	dir string
 }
@@ -23,6 +24,7 @@ func (s state) tmpDir() string       { return filepath.Join(s.dir, "tmp") }
 func (s state) logDir() string       { return filepath.Join(s.dir, "logs") }
 func (s state) kubeconfig() string   { return filepath.Join(s.dir, "kubeconfig") }
 func (s state) envFile() string      { return filepath.Join(s.dir, "env") }
+func (s state) createdFile() string  { return filepath.Join(s.dir, "created.json") }
 
 // proc identifies a process across pid reuse: its pid and its start time (in clock ticks since
 // boot, field 22 of /proc/<pid>/stat).
@@ -142,9 +144,10 @@ func (s state) recordChildren() error {
 // remove deletes the state directory.
 func (s state) remove() error { return os.RemoveAll(s.dir) }
 
-// down stops the demo running with dir: SIGTERM to the demo, which stops its processes and removes
-// the directory; then it stops any recorded process still running (if the demo had died) and
-// removes what is left.
+// down stops the demo running with dir: SIGTERM to the demo, which stops its processes, deletes
+// what it created in a cluster it did not start and removes the directory; then it stops any
+// recorded process still running and deletes any object still remembered (if the demo had died,
+// or could not delete them) and removes what is left.
 func down(dir string) error {
 	s := state{dir: dir}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -171,6 +174,9 @@ func down(dir string) error {
 	if err := stopProcs(children); err != nil {
 		return err
 	}
+	if err := deleteLeftovers(s); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -178,13 +184,15 @@ func down(dir string) error {
 	return nil
 }
 
-// stopLeftovers stops the processes recorded by a demo that died without cleaning up.
+// stopLeftovers stops the processes recorded by a demo that died without cleaning up, and deletes
+// the objects it had created in a cluster it did not start.
 func stopLeftovers(s state) error {
-	children, err := readProcs(s.childrenFile())
-	if err != nil {
-		return nil // nothing recorded: the demo died before starting anything
+	if children, err := readProcs(s.childrenFile()); err == nil { // else the demo died before starting anything
+		if err := stopProcs(children); err != nil {
+			return err
+		}
 	}
-	return stopProcs(children)
+	return deleteLeftovers(s)
 }
 
 // stopProcs sends SIGTERM to every process still running, then SIGKILL after 10 s.

@@ -48,3 +48,17 @@ demo: demo-intro demo-prerequisites ## Run the operator locally with ExternalDNS
 .PHONY: demo-down
 demo-down: demo-build ## Stop a demo running in another terminal and remove its state.
 	@$(DEMO) --down --state-dir=$(DEMO_STATE_DIR)
+
+# `make demo-on-cluster`: the demo on a cluster you already have (kind, k3s), where the operator is
+# installed with the Helm chart (docs/DEMO.md#on-a-cluster-you-already-have). No control plane and
+# no operator here: only ExternalDNS, BIND and the demo. The cluster is the current context of the
+# first file of $KUBECONFIG, else ~/.kube/config.
+DEMO_KUBECONFIG ?= $(or $(firstword $(subst :, ,$(KUBECONFIG))),$(HOME)/.kube/config)
+DEMO_ON_CLUSTER_NEEDS = external-dns bind-tools demo-build
+
+.PHONY: demo-on-cluster
+demo-on-cluster: ## Run the demo on the cluster of $KUBECONFIG (default ~/.kube/config) with the operator installed by the Helm chart: BIND and ExternalDNS locally, the samples applied, and deleted again on Ctrl-C.
+	@[ -x "$(EXTERNAL_DNS)" ] || echo "==> make demo-on-cluster, first run: building ExternalDNS (its rfc2136 and Azure providers; several minutes) and installing BIND 9 and dig when missing. Cached in bin/ afterwards."
+	@$(MAKE) $(SIDE_BY_SIDE) $(DEMO_ON_CLUSTER_NEEDS)
+	@echo "==> starting the demo on the cluster of $(DEMO_KUBECONFIG) (state in $(DEMO_STATE_DIR); Ctrl-C or 'make demo-down' stops it and deletes what it created there)"
+	@$(DEMO) --kubeconfig=$(DEMO_KUBECONFIG) --state-dir=$(DEMO_STATE_DIR) $(DEMO_FLAGS)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,19 @@ import (
 	"testing"
 	"time"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -168,6 +182,330 @@ func TestDemo_DownStopsARunningDemo(t *testing.T) {
 		t.Fatal("the demo still runs after demo --down returned")
 	}
 	assertDemoGone(t, stateDir)
+}
+
+// The existing-cluster mode (`make demo-on-cluster`, `demo --kubeconfig`) runs against a
+// framework cluster standing in for the user's kind or k3s cluster with the chart installed: the
+// operator as a process, and its Deployment as an object the test marks Available (no kubelet runs
+// its pod). kube-controller-manager runs for the garbage collector and namespace deletion, as in
+// a real cluster; it has no deployment controller, so the status the test writes stays.
+
+// userCluster is the stand-in for a user's cluster: kubeconfig is "theirs".
+type userCluster struct {
+	*framework.Cluster
+	kubeconfig string
+}
+
+// startUserCluster starts the stand-in; withOperator also starts the operator and creates its
+// Deployment, Available, as `helm install` and `kubectl rollout status` leave it.
+func startUserCluster(ctx context.Context, t *testing.T, withOperator bool) *userCluster {
+	t.Helper()
+	cl, err := framework.StartCluster(ctx, t, framework.ClusterOptions{Name: "users-cluster", ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := cl.NewKubeconfig("user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &userCluster{Cluster: cl, kubeconfig: kubeconfig}
+	if withOperator {
+		if _, err := cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u.createOperatorDeployment(ctx, t)
+	}
+	return u
+}
+
+// createOperatorDeployment creates the chart's Deployment and writes an Available status into it.
+func (u *userCluster) createOperatorDeployment(ctx context.Context, t *testing.T) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "service-router-operator", "app.kubernetes.io/instance": "service-router-operator"}
+	if err := framework.EnsureNamespace(ctx, u.Client, "service-router-system"); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "service-router-system", Name: "service-router-operator", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/service-router/service-router-operator:v0.2.0"}}},
+			},
+		},
+	}
+	if err := u.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+			LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	if err := u.Client.Status().Update(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// usersObjects are objects of the user's that the demo must leave as they are: the namespace
+// myapp (the samples' routes go into it) with a ConfigMap, and the operator's Deployment.
+func (u *userCluster) createUsersObjects(ctx context.Context, t *testing.T) []client.Object {
+	t.Helper()
+	if err := framework.EnsureNamespace(ctx, u.Client, "myapp"); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "users-settings"}, Data: map[string]string{"keep": "me"}}
+	if err := u.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &appsv1.Deployment{}} {
+		objs = append(objs, o)
+	}
+	for i, key := range []client.ObjectKey{{Name: "myapp"}, {Namespace: "myapp", Name: "users-settings"}, {Namespace: "service-router-system", Name: "service-router-operator"}} {
+		if err := u.Client.Get(ctx, key, objs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return objs
+}
+
+// assertUntouched checks that each object still exists with the resourceVersion it had.
+func (u *userCluster) assertUntouched(ctx context.Context, t *testing.T, objs []client.Object) {
+	t.Helper()
+	for _, before := range objs {
+		now := before.DeepCopyObject().(client.Object)
+		if err := u.Client.Get(ctx, client.ObjectKeyFromObject(before), now); err != nil {
+			t.Errorf("%T %s of the user's: %v", before, client.ObjectKeyFromObject(before), err)
+			continue
+		}
+		if now.GetResourceVersion() != before.GetResourceVersion() || now.GetDeletionTimestamp() != nil {
+			t.Errorf("%T %s of the user's was changed by the demo (resourceVersion %s -> %s, deletion %v)",
+				before, client.ObjectKeyFromObject(before), before.GetResourceVersion(), now.GetResourceVersion(), now.GetDeletionTimestamp())
+		}
+	}
+}
+
+// assertNoSamples checks that nothing of the samples, nothing the operator generated for them and
+// none of the namespaces the demo created is left in the cluster.
+func (u *userCluster) assertNoSamples(ctx context.Context, t *testing.T, createdNamespaces ...string) {
+	t.Helper()
+	for _, list := range []client.ObjectList{
+		&clusterv1alpha1.ClusterIdentityList{}, &clusterv1alpha1.DNSConfigurationList{},
+		&routingv1alpha1.GatewayList{}, &routingv1alpha1.DNSPolicyList{}, &routingv1alpha1.ServiceRouteList{},
+		&externaldnsv1alpha1.DNSEndpointList{}, &istionetworkingv1.GatewayList{},
+	} {
+		if err := u.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		if n := meta.LenList(list); n != 0 {
+			t.Errorf("%T: %d items left after the demo stopped", list, n)
+		}
+	}
+	if err := u.Client.Get(ctx, client.ObjectKey{Namespace: "aks-istio-ingress", Name: "aks-istio-ingressgateway-internal"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ingress Service the demo creates is still there (%v)", err)
+	}
+	for _, ns := range createdNamespaces {
+		if err := u.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s, which the demo created, is still there (%v)", ns, err)
+		}
+	}
+}
+
+// TestDemo_OnAnExistingClusterResolvesAndCleansUp runs `demo --kubeconfig --check` as `make
+// demo-on-cluster DEMO_FLAGS=--check` does, on a cluster with the operator (and no configuration
+// of it): the names answer in the local zone, the report says publication is not verified and
+// why, and afterwards the samples, the ingress Service and the namespaces the demo created are
+// gone while the user's namespace myapp (into which the routes went), its ConfigMap and the
+// operator's Deployment are as they were.
+func TestDemo_OnAnExistingClusterResolvesAndCleansUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), demoTimeout)
+	defer cancel()
+	u := startUserCluster(ctx, t, true)
+	users := u.createUsersObjects(ctx, t)
+	stateDir := filepath.Join(t.TempDir(), "demo-state")
+	start := time.Now()
+	out, err := demoCommand(ctx, t, "--kubeconfig="+u.kubeconfig, "--check", "--state-dir="+stateDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo --kubeconfig --check: %v\n%s", err, out)
+	}
+	t.Logf("demo --kubeconfig --check took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+	for _, re := range append(demoLines[:8:8],
+		regexp.MustCompile(`connecting to the cluster of `+regexp.QuoteMeta(u.kubeconfig)+` .* done`),
+		regexp.MustCompile(`creating the ingress LoadBalancer Service aks-istio-ingress/aks-istio-ingressgateway-internal .*loadBalancerClass router\.io/demo`),
+		regexp.MustCompile(`routes are not verified in this mode: the operator runs in a pod of the cluster`),
+		regexp.MustCompile(`ServiceRoute myapp/api-route\s+PUBLISHED 0/1\s+external-dns-weu=Unverified`),
+		regexp.MustCompile(`deleting what the demo created in the cluster \(9 objects\): Namespace istio-system, Namespace aks-istio-ingress, ClusterIdentity cluster-identity, `),
+		regexp.MustCompile(`deleted them in .*: the cluster is as before the demo`),
+	) {
+		if !re.Match(out) {
+			t.Errorf("the demo's output lacks a line matching %s", re)
+		}
+	}
+	if bytes.Contains(out, []byte("starting the operator")) || bytes.Contains(out, []byte("control plane")) {
+		t.Errorf("the demo started an operator or a control plane of its own on an existing cluster")
+	}
+	assertDemoGone(t, stateDir)
+	assertNoProcessMentions(t, u.kubeconfig) // ExternalDNS, which alone had the user's kubeconfig
+	u.assertNoSamples(ctx, t, "istio-system", "aks-istio-ingress")
+	u.assertUntouched(ctx, t, users)
+}
+
+// TestDemo_OnAnExistingClusterRefusesUnlessItCanRunThere: without the operator's Deployment the
+// demo fails, naming the helm install; with it, it refuses a cluster that has a ClusterIdentity.
+// Both before changing anything or starting any process.
+func TestDemo_OnAnExistingClusterRefusesUnlessItCanRunThere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), demoTimeout)
+	defer cancel()
+	u := startUserCluster(ctx, t, false)
+	run := func(wants ...string) {
+		t.Helper()
+		stateDir := filepath.Join(t.TempDir(), "demo-state")
+		out, err := demoCommand(ctx, t, "--kubeconfig="+u.kubeconfig, "--check", "--state-dir="+stateDir).CombinedOutput()
+		if err == nil {
+			t.Fatalf("demo --kubeconfig succeeded, want a refusal:\n%s", out)
+		}
+		t.Logf("demo --kubeconfig: %v\n%s", err, out)
+		for _, want := range wants {
+			if !bytes.Contains(out, []byte(want)) {
+				t.Errorf("the demo's output lacks %q", want)
+			}
+		}
+		for _, started := range []string{"starting BIND", "starting ExternalDNS", "applying config/samples"} {
+			if bytes.Contains(out, []byte(started)) {
+				t.Errorf("the demo went on to %q after it should have refused", started)
+			}
+		}
+		assertDemoGone(t, stateDir)
+	}
+
+	run("the operator does not run in this cluster", "no Deployment labelled app.kubernetes.io/name=service-router-operator is Available",
+		"helm install service-router-operator charts/service-router-operator")
+
+	u.createOperatorDeployment(ctx, t)
+	samples, err := framework.ReadKustomization(filepath.Join(u.Env.RepoRoot, "config", "samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := samples[slices.IndexFunc(samples, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ClusterIdentity" })]
+	if err := u.Client.Create(ctx, identity); err != nil {
+		t.Fatal(err)
+	}
+	users := u.createUsersObjects(ctx, t)
+	run("the cluster already has ClusterIdentity cluster-identity", "It changed nothing")
+
+	u.assertUntouched(ctx, t, append(users, identity))
+	var dnsConfigs clusterv1alpha1.DNSConfigurationList
+	if err := u.Client.List(ctx, &dnsConfigs); err != nil || len(dnsConfigs.Items) != 0 {
+		t.Errorf("DNSConfigurations after the refusal: %d (%v), want none", len(dnsConfigs.Items), err)
+	}
+	for _, ns := range []string{"istio-system", "aks-istio-ingress"} {
+		if err := u.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s exists after the refusal (%v)", ns, err)
+		}
+	}
+}
+
+// TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated: on a cluster whose ingress
+// Service exists (Istio installed), the demo leaves that Service untouched and answers with the
+// address its load balancer reports; killed (SIGKILL, no cleanup of its own), it leaves its list
+// of created objects in the state directory, and `demo --down` deletes exactly those.
+func TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), demoTimeout)
+	defer cancel()
+	u := startUserCluster(ctx, t, true)
+	if err := framework.EnsureNamespace(ctx, u.Client, "aks-istio-ingress"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := framework.CreateIngressService(ctx, u.Client, framework.IngressService{
+		Namespace: "aks-istio-ingress", Name: "istio-gateway", Controller: "aks-istio-ingressgateway-internal", IPs: []string{"192.0.2.80"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := append(u.createUsersObjects(ctx, t), svc)
+	var ingressNS corev1.Namespace
+	if err := u.Client.Get(ctx, client.ObjectKey{Name: "aks-istio-ingress"}, &ingressNS); err != nil {
+		t.Fatal(err)
+	}
+	users = append(users, &ingressNS)
+
+	stateDir := filepath.Join(t.TempDir(), "demo-state")
+	out := &syncBuffer{}
+	cmd := demoCommand(ctx, t, "--kubeconfig="+u.kubeconfig, "--state-dir="+stateDir)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	err = framework.Poll(ctx, demoTimeout, 100*time.Millisecond, "the demo to print its exploration instructions", func(context.Context) (bool, string, error) {
+		select {
+		case <-exited:
+			return false, "", fmt.Errorf("the demo exited early\n%s", out.String())
+		default:
+		}
+		return strings.Contains(out.String(), "Stop with Ctrl-C"), "", nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("the demo on a cluster with its own ingress Service:\n%s", out.String())
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`using the cluster's ingress Service aks-istio-ingress/istio-gateway \(left untouched\)`),
+		regexp.MustCompile(`(?m)^  api-ns-d-dev-myapp\.example\.com\.\s+IN\s+CNAME\s+aks01-weu-internal\.example\.com\.$`),
+		regexp.MustCompile(`(?m)^  aks01-weu-internal\.example\.com\.\s+IN\s+A\s+192\.0\.2\.80$`),
+		regexp.MustCompile(`Either deletes the 7 objects the demo created`),
+	} {
+		if !re.MatchString(out.String()) {
+			t.Errorf("the demo's output lacks a line matching %s", re)
+		}
+	}
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if _, err := os.Stat(filepath.Join(stateDir, "created.json")); err != nil {
+		t.Fatalf("the killed demo left no list of what it created: %v", err)
+	}
+	down, err := demoCommand(ctx, t, "--down", "--state-dir="+stateDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo --down: %v\n%s", err, down)
+	}
+	t.Logf("demo --down after the kill:\n%s", down)
+	if !bytes.Contains(down, []byte("deleting what the demo created in the cluster (7 objects)")) {
+		t.Errorf("demo --down did not delete what the killed demo created")
+	}
+	assertDemoGone(t, stateDir)
+	assertNoProcessMentions(t, u.kubeconfig)
+	u.assertNoSamples(ctx, t, "istio-system")
+	var services corev1.ServiceList
+	if err := u.Client.List(ctx, &services, client.InNamespace("aks-istio-ingress")); err != nil || len(services.Items) != 1 {
+		t.Errorf("Services of aks-istio-ingress after demo --down: %d (%v), want the user's one", len(services.Items), err)
+	}
+	u.assertUntouched(ctx, t, users)
+}
+
+// assertNoProcessMentions checks that no process has s on its command line.
+func assertNoProcessMentions(t *testing.T, s string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(s)) {
+			t.Errorf("process %s still runs after the demo stopped: %s", e.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
 }
 
 // demoCommand runs bin/demo from the repository root, as `make demo` does.
