@@ -194,6 +194,10 @@ func TestHomelab_WalkthroughResolves(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Step 1's check, as written: the gateway has the address the walkthrough shows.
+	if out, err := cl.RunScript(ctx, block("get service istio-ingressgateway")); err != nil || !strings.Contains(out, lbIP) {
+		t.Fatalf("step 1: the ingress gateway's address: %v\n%s", err, out)
+	}
 
 	// Step 2: the image pushed to the homelab's registry, the DNSEndpoint CRD, the chart.
 	docRegistry := regexp.MustCompile(`IMG=([^/\s]+)/`).FindStringSubmatch(shellBlock("make image image-push"))

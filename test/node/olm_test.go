@@ -188,6 +188,45 @@ func TestOLM_SubscriberJourney(t *testing.T) {
 	published.check(t, "after the samples converged")
 
 	removeAndResubscribe(t, w, published, subscribe)
+	removeForGood(t, w)
+}
+
+// removeForGood is docs/INSTALLATION.md#uninstall's last block under OLM, after the operator's
+// removal (its first block, again): the ClusterRoles for people and the metrics reader, the
+// namespace and the CatalogSource go, and nothing of the operator's is left running.
+func removeForGood(t *testing.T, w *olmWorld) {
+	t.Helper()
+	ctx := t.Context()
+	data, err := os.ReadFile(filepath.Join(w.root, olmDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uninstall, err := framework.DocSection(string(data), "## Uninstall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script []string
+	for _, selector := range []string{"delete subscription", "delete catalogsource"} {
+		b, err := framework.BlockWith(uninstall, selector)
+		if err != nil {
+			t.Fatalf("%s, ## Uninstall: %v", olmDoc, err)
+		}
+		script = append(script, b)
+	}
+	start := time.Now()
+	if out, err := w.Cluster().RunScript(ctx, strings.Join(script, "\n")); err != nil {
+		t.Fatalf("%s's removal for good: %v\n%s", olmDoc, err, out)
+	}
+	left, err := w.Cluster().RunScript(ctx, `kubectl get clusterroles -o name | grep -e service-router || true
+kubectl get namespace `+operatorNamespace+` -o name --ignore-not-found
+kubectl -n olm get catalogsources -o name`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, left)
+	}
+	if strings.TrimSpace(left) != "" {
+		t.Errorf("after %s's last block, still there:\n%s", olmDoc, left)
+	}
+	t.Logf("removed for good in %s: no ClusterRole of the operator's, no namespace %s, no CatalogSource", time.Since(start).Round(100*time.Millisecond), operatorNamespace)
 }
 
 // applySamples applies samples (config/samples of a tree; kustomize, as `kubectl apply -k`) with
