@@ -97,7 +97,7 @@ func readCreated(file string) (*created, error) {
 // (removes the file). On failure it says what is left and keeps the file, for `demo --down`.
 func (c *created) deleteAll() error {
 	if len(c.Objects) == 0 {
-		return os.Remove(c.file)
+		return c.forget()
 	}
 	names := make([]string, len(c.Objects))
 	for i, r := range c.Objects {
@@ -112,7 +112,15 @@ func (c *created) deleteAll() error {
 		return err
 	}
 	say("deleted them in %s: the cluster is as before the demo", time.Since(start).Round(100*time.Millisecond))
-	return os.Remove(c.file)
+	return c.forget()
+}
+
+// forget removes the file.
+func (c *created) forget() error {
+	if err := os.Remove(c.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // delete deletes the objects and waits until they are gone. Deletion is in the foreground, so an

@@ -252,13 +252,13 @@ func (d *demo) createIngressService(ctx context.Context) error {
 // addresses its load balancer reports, waiting for them if it has none yet.
 func (d *demo) useIngressService(ctx context.Context, svc *corev1.Service) error {
 	key := client.ObjectKeyFromObject(svc)
+	timeout := time.Until(deadlineOf(ctx))
 	if len(ingress.ServiceAddresses(svc).IPv4) == 0 {
-		deadline, _ := ctx.Deadline()
 		say("the gateway has no address yet: Service %s has no IPv4 address in status.loadBalancer; waiting for its load balancer to give it one (until the --timeout, %s from now)",
-			key, time.Until(deadline).Round(time.Second))
+			key, timeout.Round(time.Second))
 	}
 	return step(fmt.Sprintf("using the cluster's ingress Service %s (left untouched) and the address its load balancer reports", key), func() error {
-		return framework.Poll(ctx, time.Until(deadlineOf(ctx)), time.Second, "an IPv4 address on Service "+key.String(), func(ctx context.Context) (bool, string, error) {
+		return framework.Poll(ctx, timeout, time.Second, "an IPv4 address on Service "+key.String(), func(ctx context.Context) (bool, string, error) {
 			if err := d.cluster.Client.Get(ctx, key, svc); err != nil {
 				return false, "", err
 			}

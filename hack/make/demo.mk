@@ -46,7 +46,7 @@ demo: demo-intro demo-prerequisites ## Run the operator locally with ExternalDNS
 	@KUBEBUILDER_ASSETS=$(BIN) $(DEMO) --state-dir=$(DEMO_STATE_DIR) $(DEMO_FLAGS)
 
 .PHONY: demo-down
-demo-down: demo-build ## Stop a demo running in another terminal and remove its state.
+demo-down: demo-build ## Stop a demo running in another terminal (on a cluster: and delete what it created there) and remove its state.
 	@$(DEMO) --down --state-dir=$(DEMO_STATE_DIR)
 
 # `make demo-on-cluster`: the demo on a cluster you already have (kind, k3s), where the operator is

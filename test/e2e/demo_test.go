@@ -260,10 +260,7 @@ func (u *userCluster) createUsersObjects(ctx context.Context, t *testing.T) []cl
 	if err := u.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	var objs []client.Object
-	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &appsv1.Deployment{}} {
-		objs = append(objs, o)
-	}
+	objs := []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &appsv1.Deployment{}}
 	for i, key := range []client.ObjectKey{{Name: "myapp"}, {Namespace: "myapp", Name: "users-settings"}, {Namespace: "service-router-system", Name: "service-router-operator"}} {
 		if err := u.Client.Get(ctx, key, objs[i]); err != nil {
 			t.Fatal(err)
@@ -409,9 +406,10 @@ func TestDemo_OnAnExistingClusterRefusesUnlessItCanRunThere(t *testing.T) {
 }
 
 // TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated: on a cluster whose ingress
-// Service exists (Istio installed), the demo leaves that Service untouched and answers with the
-// address its load balancer reports; killed (SIGKILL, no cleanup of its own), it leaves its list
-// of created objects in the state directory, and `demo --down` deletes exactly those.
+// Service exists (Istio installed) but has no address yet, the demo says so and waits; once the
+// load balancer gives it one, the demo answers with it and leaves the Service untouched. Killed
+// (SIGKILL, no cleanup of its own), it leaves its list of created objects in the state directory,
+// and `demo --down` deletes exactly those.
 func TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), demoTimeout)
 	defer cancel()
@@ -420,12 +418,12 @@ func TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated(t *testing.T)
 		t.Fatal(err)
 	}
 	svc, err := framework.CreateIngressService(ctx, u.Client, framework.IngressService{
-		Namespace: "aks-istio-ingress", Name: "istio-gateway", Controller: "aks-istio-ingressgateway-internal", IPs: []string{"192.0.2.80"},
+		Namespace: "aks-istio-ingress", Name: "istio-gateway", Controller: "aks-istio-ingressgateway-internal",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	users := append(u.createUsersObjects(ctx, t), svc)
+	users := u.createUsersObjects(ctx, t)
 	var ingressNS corev1.Namespace
 	if err := u.Client.Get(ctx, client.ObjectKey{Name: "aks-istio-ingress"}, &ingressNS); err != nil {
 		t.Fatal(err)
@@ -442,6 +440,18 @@ func TestDemo_OnAnExistingClusterDownDeletesWhatAKilledDemoCreated(t *testing.T)
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	err = framework.Poll(ctx, demoTimeout, 100*time.Millisecond, "the demo to say the gateway has no address", func(context.Context) (bool, string, error) {
+		return strings.Contains(out.String(), "the gateway has no address yet: Service aks-istio-ingress/istio-gateway has no IPv4 address"), "", nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// The load balancer, later.
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.80"}}
+	if err := u.Client.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	users = append(users, svc)
 	err = framework.Poll(ctx, demoTimeout, 100*time.Millisecond, "the demo to print its exploration instructions", func(context.Context) (bool, string, error) {
 		select {
 		case <-exited:
