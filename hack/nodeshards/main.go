@@ -37,7 +37,8 @@ var expected = map[string]int{
 	"TestOLM_InstallModes":                                   180,
 	"TestChart_HighAvailabilityInPods":                       140,
 	"TestHomelab_WalkthroughResolves":                        70,
-	"TestFailover_InPodsTakesOverALostRegion":                50,
+	"TestFailover_InPodsTakesOverALostRegion":                100,
+	"TestQuickstart_ImportedImageAnswersInFiveMinutes":       70,
 	"TestOLM_Scorecard":                                      40,
 	"TestNodeWorld_SchedulesPodsOnBothNodes":                 30,
 }
