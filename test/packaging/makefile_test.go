@@ -17,7 +17,7 @@ import (
 var firstRunTargets = []string{
 	"demo", "demo-down", "test", "test-go", "e2e", "verify", "build", "run", "lint", "bench",
 	"manifests", "generate", "bundle", "chart-lint", "chart-verify", "chart-package", "image",
-	"image-push", "tools", "control-plane", "external-dns", "plugin",
+	"image-push", "image-archive", "demo-on-cluster", "tools", "control-plane", "external-dns", "plugin",
 }
 
 // implicitNeeds are binaries a command uses without naming them: the programs it starts find
@@ -28,6 +28,8 @@ var implicitNeeds = []struct {
 }{
 	{regexp.MustCompile(`\bKUBEBUILDER_ASSETS=`), []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}},
 	{regexp.MustCompile(`/demo --state-dir`), []string{"manager", "external-dns"}},
+	// On a cluster of the user's, the operator runs there: the demo starts ExternalDNS only.
+	{regexp.MustCompile(`/demo --kubeconfig=`), []string{"external-dns"}},
 	{regexp.MustCompile(`go test -tags e2e`), []string{"manager", "external-dns", "demo"}},
 	{regexp.MustCompile(`go test \./\.\.\.`), []string{"helm"}},
 }
