@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/service-router/service-router-operator/hack/mdgen"
 )
 
 const (
@@ -192,32 +194,12 @@ func renderTable(rows []row) string {
 	var b strings.Builder
 	b.WriteString("| Key | Type | Default | Description |\n| --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Key, r.Type, codeCell(r.Default), escapeCell(r.Description))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Key, r.Type, mdgen.Code(r.Default), mdgen.EscapeCell(r.Description))
 	}
 	return b.String()
 }
 
-// codeCell shows a default as code; a backtick inside gets a longer fence.
-func codeCell(s string) string {
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return escapeCell(fence + s + fence)
-}
-
-func escapeCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
 // replaceTable puts table between the markers of readme.
 func replaceTable(readme []byte, table string) ([]byte, error) {
-	text := string(readme)
-	begin := strings.Index(text, beginMarker)
-	end := strings.Index(text, endMarker)
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no %q ... %q section", beginMarker, endMarker)
-	}
-	return []byte(text[:begin+len(beginMarker)] + "\n" + table + text[end:]), nil
+	return mdgen.ReplaceBetween(readme, beginMarker, endMarker, "\n"+table)
 }

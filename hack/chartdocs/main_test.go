@@ -58,16 +58,6 @@ func TestRenderTable_EscapesPipesAndBackticks(t *testing.T) {
 		"| `a.b` | string | ``\"x\\|`y`\"`` | one \\| two |\n", table)
 }
 
-func TestReplaceTable_KeepsTheHandWrittenParts(t *testing.T) {
-	readme := "# Chart\n\nIntro.\n\n" + beginMarker + "\nold table\n" + endMarker + "\n\nMore.\n"
-	got, err := replaceTable([]byte(readme), "new table\n")
-	require.NoError(t, err)
-	assert.Equal(t, "# Chart\n\nIntro.\n\n"+beginMarker+"\nnew table\n"+endMarker+"\n\nMore.\n", string(got))
-
-	_, err = replaceTable([]byte("# Chart without markers\n"), "table\n")
-	assert.Error(t, err)
-}
-
 func TestRun_WritesThenChecks(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), []byte(sampleValues), 0o644))

@@ -23,6 +23,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/service-router/service-router-operator/hack/mdgen"
 )
 
 const (
@@ -221,7 +223,7 @@ func queries(targets []target) string {
 	}
 	lines := make([]string, len(visible))
 	for i, t := range visible {
-		lines[i] = code(strings.Join(strings.Fields(t.Expr), " "))
+		lines[i] = mdgen.Code(strings.Join(strings.Fields(t.Expr), " "))
 		if len(visible) > 1 {
 			lines[i] = escapeCell(cmp.Or(t.LegendFormat, t.RefID, fmt.Sprintf("query %d", i+1))) + ": " + lines[i]
 		}
@@ -249,31 +251,10 @@ func render(rows []row) string {
 	return b.String()
 }
 
-// code shows s as inline code; a backtick inside gets a longer fence.
-func code(s string) string {
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return escapeCell(fence + s + fence)
-}
-
-// escapeCell keeps a table cell one cell: pipes escaped (in code too, as GitHub reads tables
-// before code spans), line breaks as spaces.
-func escapeCell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
-}
+// escapeCell puts s on one line and escapes its pipes.
+func escapeCell(s string) string { return mdgen.EscapeCell(strings.Join(strings.Fields(s), " ")) }
 
 // replaceSection puts section between the markers of doc.
 func replaceSection(doc []byte, section string) ([]byte, error) {
-	text := string(doc)
-	begin := strings.Index(text, beginMarker)
-	end := strings.Index(text, endMarker)
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no %q ... %q section", beginMarker, endMarker)
-	}
-	return []byte(text[:begin+len(beginMarker)] + section + text[end:]), nil
+	return mdgen.ReplaceBetween(doc, beginMarker, endMarker, section)
 }

@@ -117,16 +117,6 @@ func TestUnitName(t *testing.T) {
 	}
 }
 
-func TestReplaceSection_KeepsTheHandWrittenParts(t *testing.T) {
-	doc := "# Guide\n\n" + beginMarker + "\nold\n" + endMarker + "\n\nMore.\n"
-	got, err := replaceSection([]byte(doc), "\nnew\n")
-	require.NoError(t, err)
-	assert.Equal(t, "# Guide\n\n"+beginMarker+"\nnew\n"+endMarker+"\n\nMore.\n", string(got))
-
-	_, err = replaceSection([]byte("# Guide without markers\n"), "new\n")
-	assert.Error(t, err)
-}
-
 func TestRun_WritesThenChecks(t *testing.T) {
 	dir := t.TempDir()
 	dashboardPath, docPath := filepath.Join(dir, "dashboard.json"), filepath.Join(dir, "GUIDE.md")
