@@ -197,24 +197,9 @@ func TestOLM_SubscriberJourney(t *testing.T) {
 func removeForGood(t *testing.T, w *olmWorld) {
 	t.Helper()
 	ctx := t.Context()
-	data, err := os.ReadFile(filepath.Join(w.root, olmDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	uninstall, err := framework.DocSection(string(data), "## Uninstall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var script []string
-	for _, selector := range []string{"delete subscription", "delete catalogsource"} {
-		b, err := framework.BlockWith(uninstall, selector)
-		if err != nil {
-			t.Fatalf("%s, ## Uninstall: %v", olmDoc, err)
-		}
-		script = append(script, b)
-	}
+	script := w.uninstallBlock(t, "delete subscription") + "\n" + w.uninstallBlock(t, "delete catalogsource")
 	start := time.Now()
-	if out, err := w.Cluster().RunScript(ctx, strings.Join(script, "\n")); err != nil {
+	if out, err := w.Cluster().RunScript(ctx, script); err != nil {
 		t.Fatalf("%s's removal for good: %v\n%s", olmDoc, err, out)
 	}
 	left, err := w.Cluster().RunScript(ctx, `kubectl get clusterroles -o name | grep -e service-router || true
@@ -270,6 +255,24 @@ func applySamples(t *testing.T, w *olmWorld, samples string) {
 	}
 }
 
+// uninstallBlock is the one block of the tree's docs/INSTALLATION.md#uninstall holding selector.
+func (w *olmWorld) uninstallBlock(t *testing.T, selector string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(w.root, olmDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uninstall, err := framework.DocSection(string(data), "## Uninstall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := framework.BlockWith(uninstall, selector)
+	if err != nil {
+		t.Fatalf("%s, ## Uninstall: %v", olmDoc, err)
+	}
+	return b
+}
+
 // removeAndResubscribe is the removal of docs/INSTALLATION.md#uninstall under OLM, then the same
 // subscription again: deleting the Subscription and the CSV stops the operator (its Deployment
 // and pods gone) and leaves the CRDs, the custom resources and everything published untouched;
@@ -279,23 +282,12 @@ func applySamples(t *testing.T, w *olmWorld, samples string) {
 func removeAndResubscribe(t *testing.T, w *olmWorld, published *publishedWatch, subscribe func()) {
 	t.Helper()
 	ctx := t.Context()
-	data, err := os.ReadFile(filepath.Join(w.root, olmDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	uninstall, err := framework.DocSection(string(data), "## Uninstall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	removal, err := framework.BlockWith(uninstall, "delete subscription")
-	if err != nil {
-		t.Fatalf("%s, ## Uninstall: %v", olmDoc, err)
-	}
+	removal := w.uninstallBlock(t, "delete subscription")
 	start := time.Now()
 	if out, err := w.Cluster().RunScript(ctx, removal); err != nil {
 		t.Fatalf("%s's removal: %v\n%s", olmDoc, err, out)
 	}
-	err = framework.Poll(ctx, podTimeout, 200*time.Millisecond, "the operator's Deployment and pods gone", func(ctx context.Context) (bool, string, error) {
+	err := framework.Poll(ctx, podTimeout, 200*time.Millisecond, "the operator's Deployment and pods gone", func(ctx context.Context) (bool, string, error) {
 		out, _ := w.Cluster().RunScript(ctx, "kubectl -n "+operatorNamespace+" get deployments,pods -o name")
 		return strings.TrimSpace(out) == "", out, nil
 	})

@@ -115,16 +115,22 @@ func flagsInText(text string) map[string]string {
 
 // fencedBlocks returns the fenced code blocks of a markdown text, Mermaid diagrams left out.
 func fencedBlocks(markdown string) []string {
+	return codeBlocks(markdown, func(info string) bool { return info != "mermaid" })
+}
+
+// codeBlocks returns the fenced code blocks of a markdown text whose info string (the language
+// after the opening fence) keep accepts, without their fences.
+func codeBlocks(markdown string, keep func(info string) bool) []string {
 	var blocks []string
 	var current []string
-	in, picture := false, false
+	in, kept := false, false
 	for _, line := range strings.Split(markdown, "\n") {
 		if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
-			if in && !picture {
+			if in && kept {
 				blocks = append(blocks, strings.Join(current, "\n"))
 			}
 			current = nil
-			in, picture = !in, !in && fence == "```mermaid"
+			in, kept = !in, !in && keep(strings.TrimPrefix(fence, "```"))
 			continue
 		}
 		if in {

@@ -88,23 +88,7 @@ var journeyBlocks = []journeyBlock{
 
 // shellBlocks returns the sh and bash blocks of a markdown text.
 func shellBlocks(markdown string) []string {
-	var blocks []string
-	var current []string
-	in, shell := false, false
-	for _, line := range strings.Split(markdown, "\n") {
-		if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
-			if in && shell {
-				blocks = append(blocks, strings.Join(current, "\n"))
-			}
-			current = nil
-			in, shell = !in, !in && (fence == "```sh" || fence == "```bash")
-			continue
-		}
-		if in {
-			current = append(current, line)
-		}
-	}
-	return blocks
+	return codeBlocks(markdown, func(info string) bool { return info == "sh" || info == "bash" })
 }
 
 // testSources returns the Go test files of the repository by the Test functions they declare.
