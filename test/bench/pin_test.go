@@ -13,7 +13,7 @@ import (
 // etcd (every thread) run on the CPUs listed ("1", "2-3"), the benchmark's process (its clients)
 // and the operator it starts on the others. Empty: nothing is pinned, every process shares every
 // core. It needs taskset (util-linux).
-func pinControlPlane(b *testing.B, cpus string) {
+func pinControlPlane(b testing.TB, cpus string) {
 	if cpus == "" {
 		return
 	}
