@@ -32,7 +32,7 @@ import (
 type claim struct {
 	file    string // relative to the repository root
 	phrase  string // exact, but for line breaks and (in YAML) comment markers
-	checkBy string // a Test function in the repository's tests
+	checkBy string // a Test function in the repository's tests, or the upstream source (a URL the file cites) of a fact no test here can check
 }
 
 var claims = []claim{
@@ -43,13 +43,19 @@ var claims = []claim{
 	{"docs/INSTALLATION.md", "the standard-channel CRDs of `sigs.k8s.io/gateway-api` v1.6.3", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "0.22.0 (end-to-end suite: `--source=crd`, `--provider=rfc2136`, BIND 9)", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "it starts using the API within 10 seconds of the CRD being installed, without a restart", "TestClaims_FiguresAreTheCodes"},
+	{"docs/INSTALLATION.md", "Istio serves the `v1` networking API from 1.22 on", "https://istio.io/latest/news/releases/1.22.x/announcing-1.22/"},
+	{"docs/INSTALLATION.md", "ListenerSet reached the standard channel (and `v1`) in Gateway API v1.5", "https://gateway-api.sigs.k8s.io/api-types/listenerset/"},
+	{"docs/INSTALLATION.md", "from 0.18 ExternalDNS writes only the ownership records prefixed with the record type", "https://github.com/kubernetes-sigs/external-dns/pull/5172"},
+	{"docs/INSTALLATION.md", "1.30 is the first release where CRD validation ratcheting is on by default", "https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/4008-crd-ratcheting"},
+	{"docs/INSTALLATION.md", "CEL rules (`x-kubernetes-validations`, generally available since 1.29)", "TestClaims_MinimumKubernetesEverywhere"},
 	{"docs/INSTALLATION.md", "without the DNSEndpoint API the install **fails**", "TestChart_InstallFailsWithoutTheDNSEndpointAPI"},
 	{"docs/INSTALLATION.md", "without the Istio Gateway API the install succeeds and its notes start with a **warning**", "TestChart_NotesWarnWithoutTheIstioGatewayAPI"},
 	{"docs/INSTALLATION.md", "without the DNSEndpoint CRD it publishes nothing and `dns-config` says `ExternalDNSNotInstalled`", "TestDefinite_WithoutDNSEndpointCRDReportsAndPublishesOnceInstalled"},
 	{"docs/INSTALLATION.md", "without the Istio Gateway CRD it publishes DNS only and every Gateway says `IstioNotInstalled`", "TestDefinite_WithoutIstioCRDsPublishesDNSAndGeneratesOnceInstalled"},
 
 	// docs/PLUGIN.md.
-	{"docs/PLUGIN.md", "kubectl reads such completion helpers from 1.26 on", "TestPlugin_KubectlCompletesTheRouterCommands"},
+	{"docs/PLUGIN.md", "kubectl reads such completion helpers from 1.26 on", "https://github.com/kubernetes/kubernetes/blob/master/CHANGELOG/CHANGELOG-1.26.md"},
+	{"docs/PLUGIN.md", "completes `kubectl router ...` when an executable `kubectl_complete-router` on the `PATH` runs", "TestPlugin_KubectlCompletesTheRouterCommands"},
 	{"docs/PLUGIN.md", "asks kubectl 1.36 to complete `kubectl router st`", "TestClaims_MinimumKubernetesEverywhere"},
 	{"docs/PLUGIN.md", "and the operator's CRDs: get and list, nothing else", "TestClaims_PluginRightsAreThePlanReaderRole"},
 	{"docs/PLUGIN.md", "**`service-router-plan-reader`** (`config/rbac/plan_reader_role.yaml`; in the Helm chart `<rbac.userRoles.namePrefix>-plan-reader`; in the OLM bundle)", "TestChartRBAC_UserRoles"},
@@ -66,6 +72,15 @@ var claims = []claim{
 	{"docs/PLUGIN.md", `with: {go-version: "1.26"}`, "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/PLUGIN.md", "(Kubernetes 1.30 and later ratchet so)", "TestClaims_MinimumKubernetesEverywhere"},
 	{"docs/PLUGIN.md", "requires its message to equal plan's, manifest by manifest", "TestPlan_RefusesWhatTheAPIServerRefuses"},
+	{"docs/PLUGIN.md", "no release carried one) cannot get them, and `plan` of a manifest of the operator's kinds then fails (exit code 1) naming the CRD", "TestPlan_RefusesWhatTheAPIServerRefuses"},
+	{"docs/PLUGIN.md", "VERSION: 0.2.0 # the operator's version in the cluster", "TestClaims_ReleaseVersionIsTheMakefiles"},
+	{"docs/PLUGIN.md", "A user without it gets the API server's `forbidden` naming the list that failed", "TestPlan_KubectlPluginAsAUserRunsIt"},
+
+	// The chart's README (hand-written part).
+	{chartPath + "/README.md", "IMG=registry.example.com/service-router-operator:v0.2.0", "TestClaims_ReleaseVersionIsTheMakefiles"},
+	{chartPath + "/README.md", "--version 0.2.0", "TestClaims_ReleaseVersionIsTheMakefiles"},
+	{chartPath + "/README.md", "`values.schema.json` rejects unknown keys and wrong types, and the chart fails with a message on values that do not fit together.", "TestChart_RejectsWrongValues"},
+	{chartPath + "/README.md", "**needs the published release** (none is published yet)", "TestDocs_ReleaseOnlyCommandsSayTheyNeedARelease"},
 
 	// The chart's values.yaml (and so its generated README table).
 	{chartPath + "/values.yaml", "the others take over within 15-25 seconds if it dies (its 15 s Lease expires first)", "TestChart_HighAvailabilityInPods"},
@@ -75,6 +90,15 @@ var claims = []claim{
 	{chartPath + "/values.yaml", "The image runs as UID 65532", "TestImage_MultiArchScratchImageOfTheManager"},
 	{chartPath + "/values.yaml", "<prefix>-plan-reader, bound cluster-wide to whoever runs `kubectl router plan`", "TestChartRBAC_UserRoles"},
 	{chartPath + "/values.yaml", "Install and upgrade the five CRDs with the release", "TestChart_CRDsAreTheGeneratedOnes"},
+	{chartPath + "/values.yaml", "(helm.sh/resource-policy: keep)", "TestChart_CRDLifecycle"},
+	{chartPath + "/values.yaml", "More than 1 needs leaderElection.enabled.", "TestChart_RejectsWrongValues"},
+	{chartPath + "/values.yaml", "(needs replicaCount of at least 2)", "TestChart_RejectsWrongValues"},
+	{chartPath + "/values.yaml", "Fail the install or upgrade when the cluster does not serve the ExternalDNS DNSEndpoint API", "TestChart_InstallFailsWithoutTheDNSEndpointAPI"},
+	{chartPath + "/values.yaml", "a scraper needs a bearer token allowed to GET /metrics (bind it to the <release>-metrics-reader ClusterRole)", "TestChart_ServiceMonitorAuthenticatesWithAScraperToken"},
+	{chartPath + "/values.yaml", "<release>-metrics-scraper that may only GET /metrics", "TestChart_ServiceMonitorAuthenticatesWithAScraperToken"},
+	{chartPath + "/values.yaml", "<prefix>-editor and <prefix>-viewer, aggregated into the built-in admin, edit and view roles", "TestChartRBAC_UserRoles"},
+	{chartPath + "/values.yaml", "runAsNonRoot and the RuntimeDefault seccomp profile are always set", "TestChart_DeploymentIsHardened"},
+	{chartPath + "/values.yaml", "the container's root filesystem is read-only", "TestChart_DeploymentIsHardened"},
 
 	// The krew manifest.
 	{"hack/krew/router.yaml", "reading only (get and list, with the ClusterRole service-router-plan-reader, which no built-in role includes)", "TestClaims_PluginRightsAreThePlanReaderRole"},
@@ -127,6 +151,10 @@ func TestClaims_EveryClaimIsChecked(t *testing.T) {
 		}
 		assert.Contains(t, texts[c.file], normalized(c.file, c.phrase),
 			"%s no longer says this; check the new wording and update the claims registry", c.file)
+		if strings.HasPrefix(c.checkBy, "https://") {
+			assert.Contains(t, texts[c.file], c.checkBy, "%s: %q cites its upstream source", c.file, c.phrase)
+			continue
+		}
 		assert.True(t, tests[c.checkBy], "%s: %q is said to be checked by %s, which does not exist", c.file, c.phrase, c.checkBy)
 	}
 }
@@ -168,6 +196,8 @@ func TestClaims_MinimumKubernetesEverywhere(t *testing.T) {
 	assert.Contains(t, base, "minKubeVersion: "+minimum+".0\n", "config/manifests/bases' minKubeVersion")
 
 	assert.Contains(t, row[3], "enforce "+minimum+".", "the Why column names the enforced minimum")
+	assert.Contains(t, row[3], "generally available since 1.29)", "CEL validation of CRDs is GA in 1.29, below the minimum")
+	assert.True(t, minorOf(t, minimum) >= 29, "the minimum %s has CEL validation (1.29)", minimum)
 	assert.Contains(t, normalized("PLUGIN.md", readFile(t, repoPath("docs", "PLUGIN.md"))), "(Kubernetes "+minimum+" and later ratchet so)")
 	assert.Contains(t, normalized(chartPath+"/values.yaml", readFile(t, repoPath(chartPath, "values.yaml"))), "ValidatingAdmissionPolicy (Kubernetes "+minimum+"+)",
 		"the admission policy needs no more than the chart's minimum (ValidatingAdmissionPolicy is GA in Kubernetes 1.30)")
@@ -180,6 +210,18 @@ func TestClaims_MinimumKubernetesEverywhere(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(out), "minor: \""+strings.Split(tested, ".")[1]+"\"", "bin/kubectl is %s", tested)
 	}
+}
+
+func minorOf(t *testing.T, v string) int {
+	t.Helper()
+	parts := strings.Split(v, ".")
+	require.GreaterOrEqual(t, len(parts), 2, "version %q", v)
+	n := 0
+	for _, c := range parts[1] {
+		require.True(t, c >= '0' && c <= '9', "version %q", v)
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 func fileExists(path string) bool {
@@ -344,6 +386,16 @@ func TestClaims_FiguresAreTheCodes(t *testing.T) {
 	limit := mebibytes(t, values.Resources.Limits.Memory)
 	soft := mebibytes(t, values.GoMemLimit)
 	assert.InDelta(t, 0.8, soft/limit, 0.05, "goMemLimit %s is about 80 %% of resources.limits.memory %s", values.GoMemLimit, values.Resources.Limits.Memory)
+}
+
+// TestClaims_ReleaseVersionIsTheMakefiles: the version the chart's README installs and PLUGIN.md's
+// workflow downloads is the Makefile's VERSION (the next release, stamped everywhere).
+func TestClaims_ReleaseVersionIsTheMakefiles(t *testing.T) {
+	version := makefileVersion(t)
+	readme := normalized("README.md", readFile(t, repoPath(chartPath, "README.md")))
+	assert.Contains(t, readme, "IMG=registry.example.com/service-router-operator:v"+version)
+	assert.Contains(t, readme, "--version "+version+" ")
+	assert.Contains(t, readFile(t, repoPath("docs", "PLUGIN.md")), "VERSION: "+version+" # the operator's version in the cluster")
 }
 
 // mebibytes reads a Kubernetes quantity (Mi, Gi) or a GOMEMLIMIT (MiB, GiB) in MiB.
