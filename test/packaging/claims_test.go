@@ -77,7 +77,9 @@ var claims = []claim{
 	{"docs/PLUGIN.md", "about 25 ms for 1,000 routes and 0.7 s for 10,000 routes in 50 namespaces, as measured once by `BenchmarkPredict`", "BenchmarkPredict"},
 	{"docs/PLUGIN.md", "a minute over its last window of about 5 minutes", "TestClaims_FiguresAreTheCodes"},
 	{"docs/PLUGIN.md", "VERSION: 0.2.0 # the operator's version in the cluster", "TestClaims_ReleaseVersionIsTheMakefiles"},
-	{"docs/PLUGIN.md", "A user without it gets the API server's `forbidden` naming the list that failed", "TestPlan_KubectlPluginAsAUserRunsIt"},
+	// Tested with a real API server for a role without the CRD rule only; the exit code for any forbidden read.
+	{"docs/PLUGIN.md", "A user without it gets the API server's `forbidden` (exit code 1)", "TestPlan_RefusesWhatTheAPIServerRefuses"},
+	{"docs/PLUGIN.md", "A user without it gets the API server's `forbidden` (exit code 1)", "TestExitCode_TellsTheGatesVerdictsFromAFailure"},
 
 	// The chart's README (hand-written part).
 	{chartPath + "/README.md", "IMG=registry.example.com/service-router-operator:v0.2.0", "TestClaims_ReleaseVersionIsTheMakefiles"},
@@ -102,6 +104,7 @@ var claims = []claim{
 	{chartPath + "/values.yaml", "<prefix>-editor and <prefix>-viewer, aggregated into the built-in admin, edit and view roles", "TestChartRBAC_UserRoles"},
 	{chartPath + "/values.yaml", "runAsNonRoot and the RuntimeDefault seccomp profile are always set", "TestChart_DeploymentIsHardened"},
 	{chartPath + "/values.yaml", "the container's root filesystem is read-only", "TestChart_DeploymentIsHardened"},
+	{chartPath + "/values.yaml", "The restricted Pod Security Standard refuses hostPath volumes", "https://kubernetes.io/docs/concepts/security/pod-security-standards/"},
 
 	// The krew manifest.
 	{"hack/krew/router.yaml", "reading only (get and list, with the ClusterRole service-router-plan-reader, which no built-in role includes)", "TestClaims_PluginRightsAreThePlanReaderRole"},
