@@ -1,6 +1,6 @@
 // Command registry serves an OCI distribution registry (go-containerregistry's pkg/registry: the
 // registry API of the distribution spec, blobs and manifests in memory) on a local address, for
-// the release test (test/packaging/release_test.go): `make release` pushes into it and the test
+// the release test (test/release/release_test.go): `make release` pushes into it and the test
 // installs from it, as users install from a real registry.
 //
 // Usage: registry --addr=127.0.0.1:0 --addr-file=FILE
