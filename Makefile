@@ -162,6 +162,7 @@ verify-prerequisites:
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy
 	cd hack/tools/external-dns && $(GO) mod tidy
+	cd hack/tools/istio && $(GO) mod tidy
 	cd hack/image && $(GO) mod tidy
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree differs from what the generators produce; run 'make manifests generate fmt' and commit:"; \

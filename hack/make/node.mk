@@ -39,7 +39,7 @@ node-packages: ## Make sure containerd, runc, iptables and conntrack are install
 # the kubectl plugin (the homelab walkthrough's `kubectl router status`).
 .PHONY: e2e-node-prerequisites
 e2e-node-prerequisites: node-root
-	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin olm
+	@$(MAKE) $(SIDE_BY_SIDE) control-plane node node-packages external-dns bind-tools $(HELM) release-tool plugin olm istio
 
 # The node suite runs kubelets, containerd and a network namespace of its own: it needs root. Said
 # at once, before anything is built, rather than deep in the suite (`make test` leaves it out).
@@ -60,7 +60,7 @@ e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's ima
 # longest builds) while test-go runs; as another user than root it leaves the suite out and says so.
 ifeq ($(AS_ROOT),yes)
 TEST_SUITES += e2e-node
-TEST_GO_BESIDE += node olm
+TEST_GO_BESIDE += node olm istio
 else
 TEST_SUITES_NEEDING_ROOT += e2e-node
 endif
