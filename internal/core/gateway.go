@@ -75,7 +75,7 @@ func Gateway(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routin
 	}
 	if !res.Plan.Keep {
 		zones := plan.GatewayZones(read.configuration, res.Plan.Target, read.addresses, rd.TargetZone)
-		gw.Status = plan.GatewayStatus(gw, res.Plan, in.HostLimit, zones)
+		gw.Status = plan.GatewayStatus(gw, res.Plan, in.HostLimit, read.istio, zones)
 	}
 	return res, nil
 }
@@ -89,6 +89,8 @@ type gatewayRead struct {
 	routes        []*routingv1alpha1.ServiceRoute
 	configuration *clusterv1alpha1.DNSConfiguration
 	addresses     []*externaldnsv1alpha1.DNSEndpoint
+	// istio is the generated Istio Gateway as read (nil: none), for istiod's analysis of it.
+	istio *istionetworkingv1.Gateway
 }
 
 // gatherGateway reads a Gateway's inputs.
@@ -119,6 +121,15 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 	}
 	in.IngressDecider = decider
 	if !plan.UsesGatewayAPI(gw) {
+		if !in.IstioAPIMissing {
+			generated, err := rd.IstioGateway(ctx, keyOf(gw))
+			if err != nil {
+				return read, err
+			}
+			if len(generated) == 1 {
+				read.istio = generated[0]
+			}
+		}
 		addrs, serviceName, err := entryPointService(ctx, rd, decider)
 		if addrs != nil {
 			in.Service, in.ServiceName = &addrs.Addresses, serviceName

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -247,12 +248,14 @@ func addressName(ep *externaldnsv1alpha1.DNSEndpoint) string {
 // GatewayStatus is the status of a Gateway after a reconcile that decided p, but for the outcome
 // (SetOutcome's): its target hostname, address and host count, the host admission's cutoff
 // (status.hostLimit and the HostLimit condition, both absent while every route fits), the
-// listener conflicts and the publication per zone.
-func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1alpha1.GatewayHostLimit, zones []ZoneInput) routingv1alpha1.GatewayStatus {
+// listener conflicts, istiod's analysis of the generated Istio Gateway (generated: nil when there
+// is none) and the publication per zone.
+func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1alpha1.GatewayHostLimit, generated *istionetworkingv1.Gateway, zones []ZoneInput) routingv1alpha1.GatewayStatus {
 	s := *gw.Status.DeepCopy()
 	s.TargetHostname, s.LoadBalancerIP, s.Hosts = p.Target, p.LoadBalancerIP, int32(len(p.Hosts))
 	s.HostLimit = limit
 	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionHostLimit, HostLimitCondition(gw, limit))
+	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionIstioAnalysis, IstioAnalysisCondition(gw, generated))
 	s.ListenerConflicts = p.ListenerConflicts
 	pub := Publish(zones, s.Zones, gw.Generation, "no address record is published for the gateway's target hostname; the Ready condition says why")
 	s.Zones, s.Published = pub.Zones, pub.Published

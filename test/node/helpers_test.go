@@ -99,6 +99,7 @@ const (
 	istioCRDs              = "Istio"
 	externalDNSCRDs        = "ExternalDNS"
 	prometheusOperatorCRDs = "Prometheus Operator"
+	gatewayAPICRDs         = "Gateway API"
 )
 
 // installCRDs installs in w the CRDs of projects, as each project's own install would, or fails
@@ -108,6 +109,7 @@ func installCRDs(ctx context.Context, t *testing.T, w *framework.NodeWorld, proj
 	install := map[string]func() error{
 		istioCRDs:              w.InstallIstioCRDs,
 		externalDNSCRDs:        w.InstallExternalDNSCRDs,
+		gatewayAPICRDs:         w.InstallGatewayAPICRDs,
 		prometheusOperatorCRDs: func() error { return w.InstallPrometheusOperatorCRDs(ctx) },
 	}
 	for _, p := range projects {

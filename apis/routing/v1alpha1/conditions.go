@@ -108,6 +108,16 @@ const (
 	ReasonNoFailoverZones = "NoFailoverZones"
 )
 
+// ConditionIstioAnalysis is the Gateway condition present while istiod's configuration analysis
+// reports errors or warnings on the generated Istio Gateway (its status.validationMessages, which
+// istiod writes when its analysis is enabled: the istiod chart's global.istiod.enableAnalysis).
+// Status True; the reason is the first message's name as Istio spells it (ReferencedResourceNotFound,
+// GatewayDuplicateCertificate, ...); the message lists every one with its code (IST0101, ...),
+// what it means for a generated Gateway and Istio's page about it. Absent when istiod reports
+// nothing or does not analyse. The user fixes what it names (a TLS Secret, a second Gateway on
+// the same pods); the operator keeps writing the Istio Gateway either way.
+const ConditionIstioAnalysis = "IstioAnalysis"
+
 // ConditionHostLimit is the Gateway condition present while routes are left off its Istio
 // Gateway because it reached its byte budget (status.hostLimit has the counts).
 const ConditionHostLimit = "HostLimit"

@@ -686,6 +686,12 @@ func (w *NodeWorld) ContainerLog(pod *corev1.Pod, container string) string {
 	return b.String()
 }
 
+// InstallGatewayAPICRDs installs the standard-channel Gateway API CRDs of the module go.mod
+// selects (Gateway, ListenerSet, HTTPRoute, ReferenceGrant, ...), as a Gateway API install does.
+func (w *NodeWorld) InstallGatewayAPICRDs() error {
+	return w.installModuleCRDs(func(c testenv.CRDFiles) string { return c.GatewayAPI })
+}
+
 // InstallExternalDNSCRDs installs the DNSEndpoint CRD of the ExternalDNS module go.mod selects.
 func (w *NodeWorld) InstallExternalDNSCRDs() error {
 	return w.installModuleCRDs(func(c testenv.CRDFiles) string { return c.ExternalDNS })
