@@ -38,7 +38,3 @@ $(ISTIO_CHARTS): hack/tools/istio/go.mod
 .PHONY: istio
 istio: $(ISTIO_COMMANDS) $(ISTIO_CHARTS) ## Build Istio's istiod and istioctl into bin/istio, with its base and istiod charts.
 	@:
-
-# test/bench's TestXDSClient_SeesTheGatewayHostsIstiodPrograms runs istiod (and fails without it),
-# so test-go builds it first; the bench target's BenchmarkTimeToProgrammed needs it too.
-test-go-prerequisites: $(ISTIO_COMMANDS)

@@ -36,6 +36,7 @@ var expected = map[string]int{
 	"TestUpgrade_From010InPodsAsDocumentedKeepsEveryRecord":  200,
 	"TestOLM_InstallModes":                                   180,
 	"TestChart_HighAvailabilityInPods":                       140,
+	"TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway":  170,
 	"TestHomelab_WalkthroughResolves":                        70,
 	"TestFailover_InPodsTakesOverALostRegion":                100,
 	"TestQuickstart_ImportedImageAnswersInFiveMinutes":       70,

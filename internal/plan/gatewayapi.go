@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -30,6 +32,9 @@ func WithGatewayAPI(in GatewayInputs, sets []*gwv1.ListenerSet, current []*gwv1.
 		if kind.Ownership(s) == apply.Owned {
 			in.ListenerSets = append(in.ListenerSets, s)
 		}
+	}
+	if len(current) == 1 && desired.GatewayAPIGatewayKind(gw.Name).Ownership(current[0]) == apply.Owned {
+		in.GatewayAPIGateway = current[0]
 	}
 	if addrs := GatewayAPIAddresses(gw, current); addrs != nil {
 		in.Service = addrs
@@ -86,6 +91,66 @@ func ListenerConflicts(sets []*gwv1.ListenerSet) []routingv1alpha1.ListenerConfl
 		out = out[:maxListenerConflicts]
 	}
 	return out
+}
+
+// ListenerProblem is a listener of the generated Gateway API Gateway or of one of its ListenerSets
+// that the implementation reports as not Accepted or with references it cannot resolve (the TLS
+// Secret of credentialName missing or not a certificate, a ReferenceGrant missing).
+type ListenerProblem struct {
+	// Object is "Gateway <name>" or "ListenerSet <name>"; Listener the listener's name.
+	Object, Listener string
+	// Condition is the implementation's condition (Accepted or ResolvedRefs, status False).
+	Condition metav1.Condition
+}
+
+// ListenerProblems reads the listener conditions the implementation wrote on the generated
+// Gateway API Gateway (nil: none yet) and ListenerSets: each listener whose Accepted or
+// ResolvedRefs is False about the object's current generation. Conflicted listeners are
+// ListenerConflicts' (each route says so).
+func ListenerProblems(gateway *gwv1.Gateway, sets []*gwv1.ListenerSet) []ListenerProblem {
+	var out []ListenerProblem
+	add := func(object string, generation int64, listener gwv1.SectionName, conditions []metav1.Condition) {
+		for _, typ := range []string{string(gwv1.ListenerConditionAccepted), string(gwv1.ListenerConditionResolvedRefs)} {
+			c := meta.FindStatusCondition(conditions, typ)
+			if c != nil && c.Status == metav1.ConditionFalse && (c.ObservedGeneration == 0 || c.ObservedGeneration == generation) {
+				out = append(out, ListenerProblem{Object: object, Listener: string(listener), Condition: *c})
+				return
+			}
+		}
+	}
+	if gateway != nil {
+		for _, l := range gateway.Status.Listeners {
+			add("Gateway "+gateway.Name, gateway.Generation, l.Name, l.Conditions)
+		}
+	}
+	for _, s := range sets {
+		for _, l := range s.Status.Listeners {
+			add("ListenerSet "+s.Name, s.Generation, l.Name, l.Conditions)
+		}
+	}
+	return out
+}
+
+// maxListenerProblems is how many problems the ListenerProblems condition's message lists.
+const maxListenerProblems = 5
+
+// ListenerProblemsCondition is the Gateway's ListenerProblems condition (backend GatewayAPI): the
+// reason the implementation gave for the first problem, the message each problem with the
+// implementation's own words; nil (remove it) when there is none.
+func ListenerProblemsCondition(gw *routingv1alpha1.Gateway, problems []ListenerProblem) *metav1.Condition {
+	if len(problems) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, p := range problems[:min(len(problems), maxListenerProblems)] {
+		parts = append(parts, fmt.Sprintf("%s/%s listener %s: %s=False %s: %s", gw.Namespace, p.Object, p.Listener, p.Condition.Type, p.Condition.Reason, p.Condition.Message))
+	}
+	if more := len(problems) - maxListenerProblems; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	return &metav1.Condition{Type: routingv1alpha1.ConditionListenerProblems, Status: metav1.ConditionTrue, Reason: problems[0].Condition.Reason,
+		ObservedGeneration: gw.Generation,
+		Message:            "the Gateway API implementation does not serve every generated listener: " + strings.Join(parts, "; ")}
 }
 
 // ListenerConflictOf returns the conflict a Gateway's status lists for a route's hostname, if any.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -15,8 +16,8 @@ import (
 // generated Istio Gateway (its status.validationMessages) at Error and Warning level, in the words
 // a user searches for (Istio's code and name, and what `istioctl analyze` prints for them); nil
 // (remove it) when there is no generated Istio Gateway or istiod reports nothing there. istiod
-// records only each finding's code, name and page, not its text, so the message says what the
-// finding means for a Gateway the operator generated.
+// records only each finding's code, level and page (Istio 1.31 leaves the name out too), not its
+// text, so the message says what the finding means for a Gateway the operator generated.
 func IstioAnalysisCondition(gw *routingv1alpha1.Gateway, generated *istionetworkingv1.Gateway) *metav1.Condition {
 	if generated == nil {
 		return nil
@@ -31,11 +32,12 @@ func IstioAnalysisCondition(gw *routingv1alpha1.Gateway, generated *istionetwork
 		if level != istioanalysisv1alpha1.AnalysisMessageBase_ERROR && level != istioanalysisv1alpha1.AnalysisMessageBase_WARNING {
 			continue
 		}
-		name, code := m.GetType().GetName(), m.GetType().GetCode()
+		code := m.GetType().GetCode()
+		name := cmp.Or(m.GetType().GetName(), istioFindingNames[code], code) // istiod writes the code alone
 		if reason == "" {
 			reason = name
 		}
-		f := fmt.Sprintf("%s %s %s", titleLevel(level), code, name)
+		f := strings.TrimSuffix(fmt.Sprintf("%s %s %s", titleLevel(level), code, name), " "+code)
 		if hint := istioFindingHint(gw, code); hint != "" {
 			f += ": " + hint
 		}
@@ -56,6 +58,15 @@ func IstioAnalysisCondition(gw *routingv1alpha1.Gateway, generated *istionetwork
 func titleLevel(l istioanalysisv1alpha1.AnalysisMessageBase_Level) string {
 	s := l.String()
 	return s[:1] + strings.ToLower(s[1:])
+}
+
+// istioFindingNames are the names Istio gives the findings a generated Gateway can get
+// (pkg/config/analysis/msg/messages.yaml): istiod's status carries only the code.
+var istioFindingNames = map[string]string{
+	"IST0101": "ReferencedResourceNotFound",
+	"IST0138": "GatewayDuplicateCertificate",
+	"IST0145": "ConflictingGateways",
+	"IST0162": "GatewayPortNotDefinedOnService",
 }
 
 // istioFindingHint says what an analyser finding means for a generated Istio Gateway, with the

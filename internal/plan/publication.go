@@ -248,7 +248,7 @@ func addressName(ep *externaldnsv1alpha1.DNSEndpoint) string {
 // GatewayStatus is the status of a Gateway after a reconcile that decided p, but for the outcome
 // (SetOutcome's): its target hostname, address and host count, the host admission's cutoff
 // (status.hostLimit and the HostLimit condition, both absent while every route fits), the
-// listener conflicts, istiod's analysis of the generated Istio Gateway (generated: nil when there
+// listener conflicts and problems, istiod's analysis of the generated Istio Gateway (generated: nil when there
 // is none) and the publication per zone.
 func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1alpha1.GatewayHostLimit, generated *istionetworkingv1.Gateway, zones []ZoneInput) routingv1alpha1.GatewayStatus {
 	s := *gw.Status.DeepCopy()
@@ -256,6 +256,7 @@ func GatewayStatus(gw *routingv1alpha1.Gateway, p GatewayPlan, limit *routingv1a
 	s.HostLimit = limit
 	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionHostLimit, HostLimitCondition(gw, limit))
 	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionIstioAnalysis, IstioAnalysisCondition(gw, generated))
+	SetOrRemoveCondition(&s.Conditions, routingv1alpha1.ConditionListenerProblems, ListenerProblemsCondition(gw, p.ListenerProblems))
 	s.ListenerConflicts = p.ListenerConflicts
 	pub := Publish(zones, s.Zones, gw.Generation, "no address record is published for the gateway's target hostname; the Ready condition says why")
 	s.Zones, s.Published = pub.Zones, pub.Published

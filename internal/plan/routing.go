@@ -296,6 +296,9 @@ type GatewayInputs struct {
 	// ListenerSets are the ListenerSets the Gateway owns now (backend GatewayAPI): a hostname
 	// stays in its ListenerSet while there is room.
 	ListenerSets []*gwv1.ListenerSet
+	// GatewayAPIGateway is the generated Gateway API Gateway as read (nil: none yet), for the
+	// listener conditions its implementation wrote.
+	GatewayAPIGateway *gwv1.Gateway
 }
 
 // GatewayPlan is what a Gateway should produce.
@@ -317,6 +320,9 @@ type GatewayPlan struct {
 	GatewayAPI     *desired.GatewayAPIObjects
 	// ListenerConflicts go to status.listenerConflicts (backend GatewayAPI).
 	ListenerConflicts []routingv1alpha1.ListenerConflict
+	// ListenerProblems are the listeners the Gateway API implementation does not accept or whose
+	// references it cannot resolve (backend GatewayAPI): the ListenerProblems condition.
+	ListenerProblems []ListenerProblem
 }
 
 // UsesGatewayAPI reports whether gw's backend is the Gateway API (otherwise the classic Istio
@@ -357,6 +363,7 @@ func Gateway(in GatewayInputs) GatewayPlan {
 	if UsesGatewayAPI(gw) {
 		objs := desired.GatewayAPI(gw, p.Target, IngressNamespace(gw), in.RouteHosts, in.ListenerSets)
 		p.GatewayAPI, p.ListenerConflicts = &objs, ListenerConflicts(in.ListenerSets)
+		p.ListenerProblems = ListenerProblems(in.GatewayAPIGateway, in.ListenerSets)
 		return gatewayAPIOutcome(in, p)
 	}
 	if d := in.IngressDecider; d != nil && d.UID != gw.UID && UsesGatewayAPI(d) {

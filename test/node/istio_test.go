@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"os/exec"
 	"slices"
@@ -42,6 +43,9 @@ const (
 	publicNamespace = framework.IstioNamespace
 	publicGateway   = "istio-ingressgateway"
 	publicControl   = "ingressgateway"
+	publicSecret    = "cert-public"
+	// httpsTargetPort is where an ingress gateway's Envoy listens for the Service's port 443.
+	httpsTargetPort = 8443
 )
 
 // TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway runs Istio itself beside the operator:
@@ -67,13 +71,16 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	t.Logf("istiod %s (istio.io/istio %s) Ready as %s; its webhook (%s) validates every Istio Gateway without a revision label, fails closed, and refuses an invalid one",
 		istio.Version, istio.ModuleVersion, istio.Image, istio.Webhook.Name)
 
+	var gatewayPods []*corev1.Pod
 	for _, g := range []framework.IngressGatewayWorkload{
 		{Namespace: addonNamespace, Name: addonController, Labels: map[string]string{"istio": addonController}, IPs: []string{"10.123.45.67"}},
 		{Namespace: publicNamespace, Name: publicGateway, Labels: map[string]string{"istio": publicControl}, IPs: []string{"10.123.45.68"}},
 	} {
-		if _, err := w.StartIngressGatewayWorkload(ctx, g); err != nil {
+		pod, err := w.StartIngressGatewayWorkload(ctx, g)
+		if err != nil {
 			t.Fatalf("gateway %s/%s: %v\n%s", g.Namespace, g.Name, err, w.Diagnostics(ctx, g.Namespace))
 		}
+		gatewayPods = append(gatewayPods, pod)
 	}
 	diagnose := installOperatorChart(ctx, t, w)
 
@@ -114,6 +121,7 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	t.Logf("our Gateway %s says so too: %s %s: %s", gateways[0], missing.Type, missing.Reason, missing.Message)
 	createTLSSecret(ctx, t, w, addonNamespace, addonSecret)
 	createTLSSecret(ctx, t, w, addonNamespace, addonGwSecret)
+	createTLSSecret(ctx, t, w, publicNamespace, publicSecret)
 	for _, k := range gateways {
 		waitIstioAnalysis(ctx, t, w, k, diagnose, "")
 	}
@@ -125,20 +133,41 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 		}
 	}
 
+	// What istiod programs: connected as each gateway's proxy would be (its pod's labels, namespace
+	// and address), the HTTPS listener has a filter chain per Gateway whose server names are
+	// exactly its routes' hostnames, with its TLS Secret; the other team's host is only on its own
+	// gateway's; a deleted route's host leaves.
+	addonXDS, publicXDS := dialGatewayXDS(ctx, t, istio, gatewayPods[0]), dialGatewayXDS(ctx, t, istio, gatewayPods[1])
+	waitServerNames(ctx, t, addonXDS, map[string]string{api: "kubernetes://" + addonSecret, web: "kubernetes://" + addonGwSecret})
+	waitServerNames(ctx, t, publicXDS, map[string]string{shop: "kubernetes://" + publicSecret})
+	if err := w.Client.Delete(ctx, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route"}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	waitServerNames(ctx, t, addonXDS, map[string]string{web: "kubernetes://" + addonGwSecret})
+	t.Logf("the deleted route's host left the gateway's listener %s after the delete", time.Since(deleted).Round(10*time.Millisecond))
+
 	// The Gateway API backend with Istio's implementation (GatewayClass istio, which istiod
 	// creates): istiod accepts the generated Gateway and ListenerSets and resolves their
 	// listeners' TLS Secret. (It also deploys an Envoy for the Gateway, which cannot run here.)
 	if out, err := cl.RunScript(ctx, "kubectl create namespace mesh\nkubectl apply -f - <<'EOF'\n"+meshGatewayYAML+"EOF"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	createTLSSecret(ctx, t, w, "mesh", "cert-mesh")
 	waitRouteHost(ctx, t, w, "myapp", "mesh-route")
+	mesh := client.ObjectKey{Namespace: "mesh", Name: "mesh-gateway"}
+	problem := waitGatewayCondition(ctx, t, w, mesh, diagnose, routingv1alpha1.ConditionListenerProblems, "ResolvedRefs=False")
+	t.Logf("before its TLS Secret exists, our Gateway %s says what istiod says: %s %s: %s", mesh, problem.Type, problem.Reason, problem.Message)
+	createTLSSecret(ctx, t, w, "mesh", "cert-mesh")
+	waitGatewayCondition(ctx, t, w, mesh, diagnose, routingv1alpha1.ConditionListenerProblems, "")
 	checkGatewayAPIAccepted(ctx, t, w, "mesh", "mesh-gateway", diagnose)
 
 	// 3,000 hosts on one Gateway, then the host limit cutting them.
 	const load = 3000
+	created := time.Now()
 	createLoadRoutes(ctx, t, w, "load", load)
-	waitIstioHostCount(ctx, t, w, gateways[0], load+1, diagnose)
+	waitIstioHostCount(ctx, t, w, gateways[0], load, diagnose)
+	snap := waitServerNameCount(ctx, t, addonXDS, load+1)
+	t.Logf("3,000 routes: every host on the gateway's HTTPS listener %s after the first was created", snap.At.Sub(created).Round(10*time.Millisecond))
 	hostsBytes := istioGatewayBytes(ctx, t, w, gateways[0])
 	budget := hostsBytes / 2
 	if out, err := cl.RunScript(ctx, fmt.Sprintf("helm upgrade service-router-operator charts/service-router-operator --namespace %s --reuse-values --set 'extraArgs={--istio-gateway-max-bytes=%d}'", operatorNamespace, budget)); err != nil {
@@ -146,6 +175,7 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	}
 	limit := waitHostLimit(ctx, t, w, gateways[0], diagnose)
 	n := waitIstioHostCount(ctx, t, w, gateways[0], int(limit.Admitted), diagnose)
+	waitServerNameCount(ctx, t, addonXDS, n+1)
 	t.Logf("the host limit at %d bytes (the 3,000-host Gateway was %d): %d hosts admitted, %d left off from %s; istiod admitted the cut Gateway (%d hosts)",
 		budget, hostsBytes, limit.Admitted, limit.LeftOff, limit.FirstLeftOff, n)
 
@@ -172,6 +202,7 @@ metadata:
   namespace: ` + publicNamespace + `
 spec:
   controller: ` + publicControl + `
+  credentialName: ` + publicSecret + `
   plainHTTP: Serve
   targetPostfix: public
 ---
@@ -199,6 +230,45 @@ spec:
   environment: dev
   application: teamb
 `
+
+// dialGatewayXDS connects to istiod's xDS port as the gateway pod's proxy would.
+func dialGatewayXDS(ctx context.Context, t *testing.T, istio *framework.Istio, pod *corev1.Pod) *framework.XDSClient {
+	t.Helper()
+	c, err := framework.DialXDS(ctx, framework.XDSOptions{Address: istio.XDS, Namespace: pod.Namespace, Pod: pod.Name, IP: pod.Status.PodIP, Labels: pod.Labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitServerNames waits until the gateway's HTTPS listener (httpsTargetPort) serves exactly want:
+// each server name with the SDS secret of its filter chain.
+func waitServerNames(ctx context.Context, t *testing.T, c *framework.XDSClient, want map[string]string) {
+	t.Helper()
+	var got map[string]string
+	if _, err := c.Wait(ctx, 90*time.Second, func(s framework.XDSSnapshot) bool {
+		got = s.ServerNames(httpsTargetPort)
+		return maps.Equal(got, want)
+	}); err != nil {
+		s, _ := c.Latest()
+		t.Fatalf("the gateway's listener on %d: server names %v, want %v (%v); listeners %+v", httpsTargetPort, got, want, err, s.Listeners)
+	}
+}
+
+// waitServerNameCount waits until the gateway's HTTPS listener serves n server names.
+func waitServerNameCount(ctx context.Context, t *testing.T, c *framework.XDSClient, n int) framework.XDSSnapshot {
+	t.Helper()
+	got := 0
+	s, err := c.Wait(ctx, 5*time.Minute, func(s framework.XDSSnapshot) bool {
+		got = len(s.ServerNames(httpsTargetPort))
+		return got == n
+	})
+	if err != nil {
+		t.Fatalf("the gateway's listener on %d: %d server names, want %d: %v", httpsTargetPort, got, n, err)
+	}
+	return s
+}
 
 // meshGatewayYAML is a Gateway with the Gateway API backend on Istio's GatewayClass, and a route.
 const meshGatewayYAML = `apiVersion: routing.router.io/v1alpha1
@@ -406,9 +476,16 @@ func istioGatewayBytes(ctx context.Context, t *testing.T, w *framework.NodeWorld
 // contains words (words "": until it has none) and returns it.
 func waitIstioAnalysis(ctx context.Context, t *testing.T, w *framework.NodeWorld, key client.ObjectKey, diagnose func() string, words string) metav1.Condition {
 	t.Helper()
-	what := fmt.Sprintf("Gateway %s's %s condition saying %q", key, routingv1alpha1.ConditionIstioAnalysis, words)
+	return waitGatewayCondition(ctx, t, w, key, diagnose, routingv1alpha1.ConditionIstioAnalysis, words)
+}
+
+// waitGatewayCondition waits until our Gateway at key has the condition whose message contains
+// words (words "": until it has none) and returns it.
+func waitGatewayCondition(ctx context.Context, t *testing.T, w *framework.NodeWorld, key client.ObjectKey, diagnose func() string, conditionType, words string) metav1.Condition {
+	t.Helper()
+	what := fmt.Sprintf("Gateway %s's %s condition saying %q", key, conditionType, words)
 	if words == "" {
-		what = fmt.Sprintf("Gateway %s without an %s condition", key, routingv1alpha1.ConditionIstioAnalysis)
+		what = fmt.Sprintf("Gateway %s without a %s condition", key, conditionType)
 	}
 	var found metav1.Condition
 	var state string
@@ -422,7 +499,7 @@ func waitIstioAnalysis(ctx context.Context, t *testing.T, w *framework.NodeWorld
 			state += fmt.Sprintf("; istiod's findings on the Istio Gateway (generation %d, observed %d): %v",
 				generated.Generation, generated.Status.ObservedGeneration, generated.Status.ValidationMessages)
 		}
-		c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionIstioAnalysis)
+		c := meta.FindStatusCondition(gw.Status.Conditions, conditionType)
 		if c == nil {
 			return words == "", state, nil
 		}

@@ -40,7 +40,8 @@ var claims = []claim{
 	// docs/INSTALLATION.md, ## Prerequisites.
 	{"docs/INSTALLATION.md", "| Kubernetes | 1.30 | 1.36 (the API server of every integration, packaging and end-to-end test)", "TestClaims_MinimumKubernetesEverywhere"},
 	{"docs/INSTALLATION.md", "The chart's `kubeVersion` and the bundle's `minKubeVersion` enforce 1.30.", "TestClaims_MinimumKubernetesEverywhere"},
-	{"docs/INSTALLATION.md", "the `networking.istio.io/v1` Gateway CRD of Istio 1.30 (`istio.io/api` v1.30.3)", "TestClaims_TestedVersionsAreTheModules"},
+	{"docs/INSTALLATION.md", "the `networking.istio.io/v1` Gateway CRD of `istio.io/api` v1.31.4 everywhere else", "TestClaims_TestedVersionsAreTheModules"},
+	{"docs/INSTALLATION.md", "istiod 1.31 (`istio.io/istio` main line `eed52ebb66ad`, the one minor the module proxy serves)", "TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway"},
 	{"docs/INSTALLATION.md", "the standard-channel CRDs of `sigs.k8s.io/gateway-api` v1.6.3", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "0.22.0 (end-to-end suite: `--source=crd`, `--provider=rfc2136`, BIND 9)", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "it starts using the API within 10 seconds of the CRD being installed, without a restart", "TestClaims_FiguresAreTheCodes"},
@@ -247,6 +248,10 @@ func goModVersion(t *testing.T, module string) string {
 // the CRDs and ExternalDNS from, and PLUGIN.md's workflow sets up the Go the module needs.
 func TestClaims_TestedVersionsAreTheModules(t *testing.T) {
 	assert.Contains(t, prerequisiteRow(t, "Istio")[2], "`istio.io/api` "+goModVersion(t, "istio.io/api"))
+	// The istiod the node suite runs: the commit of the pseudo-version hack/tools/istio pins.
+	istio := regexp.MustCompile(`(?m)^require istio\.io/istio v0\.0\.0-\d+-([0-9a-f]{12})$`).FindStringSubmatch(readFile(t, repoPath("hack/tools/istio/go.mod")))
+	require.NotNil(t, istio, "hack/tools/istio/go.mod requires istio.io/istio at a pseudo-version")
+	assert.Contains(t, prerequisiteRow(t, "Istio")[2], "`istio.io/istio` main line `"+istio[1]+"`")
 	assert.Contains(t, prerequisiteRow(t, "Gateway API (only for Gateways with `backend: GatewayAPI`)")[2], "`sigs.k8s.io/gateway-api` "+goModVersion(t, "sigs.k8s.io/gateway-api"))
 	assert.True(t, strings.HasPrefix(prerequisiteRow(t, "ExternalDNS")[2], strings.TrimPrefix(goModVersion(t, "sigs.k8s.io/external-dns"), "v")+" "),
 		"the tested ExternalDNS is the module go.mod requires")

@@ -118,6 +118,14 @@ const (
 // the same pods); the operator keeps writing the Istio Gateway either way.
 const ConditionIstioAnalysis = "IstioAnalysis"
 
+// ConditionListenerProblems is the Gateway condition present (backend GatewayAPI) while the
+// Gateway API implementation reports a listener of the generated Gateway or ListenerSets as not
+// Accepted or with unresolved references (ResolvedRefs=False: the TLS Secret of credentialName
+// missing or invalid). Status True; the reason is the implementation's (InvalidCertificateRef,
+// ...), the message names each listener with the implementation's words. Conflicted listeners are
+// reported on their routes instead (ListenerConflict).
+const ConditionListenerProblems = "ListenerProblems"
+
 // ConditionHostLimit is the Gateway condition present while routes are left off its Istio
 // Gateway because it reached its byte budget (status.hostLimit has the counts).
 const ConditionHostLimit = "HostLimit"
