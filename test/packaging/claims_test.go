@@ -43,6 +43,7 @@ var claims = []claim{
 	{"docs/INSTALLATION.md", "the `networking.istio.io/v1` Gateway CRD of `istio.io/api` v1.31.4 everywhere else", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "istiod 1.31 (`istio.io/istio` main line `eed52ebb66ad`, the one minor the module proxy serves)", "TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway"},
 	{"docs/INSTALLATION.md", "the standard-channel CRDs of `sigs.k8s.io/gateway-api` v1.6.3", "TestClaims_TestedVersionsAreTheModules"},
+	{"docs/INSTALLATION.md", "istiod 1.31's implementation (GatewayClass `istio`) in the node suite", "TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway"},
 	{"docs/INSTALLATION.md", "0.22.0 (end-to-end suite: `--source=crd`, `--provider=rfc2136`, BIND 9)", "TestClaims_TestedVersionsAreTheModules"},
 	{"docs/INSTALLATION.md", "it starts using the API within 10 seconds of the CRD being installed, without a restart", "TestClaims_FiguresAreTheCodes"},
 	{"docs/INSTALLATION.md", "Istio serves the `v1` networking API from 1.22 on", "https://istio.io/latest/news/releases/1.22.x/announcing-1.22/"},

@@ -617,7 +617,8 @@ func (w *NodeWorld) Cluster() *Cluster {
 }
 
 // InstallIstioCRDs installs Istio's CRDs (the module go.mod selects), as `istioctl install` does:
-// the world runs no Istio, the Istio Gateway stays an object the operator writes and tests read.
+// without istiod (InstallIstio runs it from Istio's own charts instead), the Istio Gateway stays an
+// object the operator writes and tests read.
 func (w *NodeWorld) InstallIstioCRDs() error {
 	return w.installModuleCRDs(func(c testenv.CRDFiles) string { return c.Istio })
 }
