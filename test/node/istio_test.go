@@ -50,15 +50,22 @@ const (
 
 // TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway runs Istio itself beside the operator:
 // istiod (built from istio.io/istio, hack/tools/istio) as a pod, installed with Istio's base and
-// istiod charts as Istio's Helm guide installs them, and the operator from its chart. Every Istio
-// Gateway the operator writes then passes istiod's validating webhook (the webhook is shown
-// serving first: it refuses an invalid Gateway with istiod's message), in each scenario a user
-// runs into: the samples (the AKS add-on's shape, HTTPS SIMPLE with credentialName), a second
-// Gateway on the same gateway pods, a Gateway serving plain HTTP on another team's gateway, a
-// route moved from one Gateway to another, 3,000 hosts on one Gateway, and the host limit cutting
-// them (the operator restarted with a smaller budget). `istioctl analyze` of the same version
-// then finds nothing the operator wrote at fault once the user's TLS Secret exists; before it,
-// analyze's finding about the missing Secret is the user's to fix, and the test logs it.
+// istiod charts as Istio's Helm guide installs them, and the operator from its chart.
+//   - Admitted: every Istio Gateway the operator writes passes istiod's validating webhook (shown
+//     serving and failing closed first), in each scenario a user runs into: the samples (the AKS
+//     add-on's shape, HTTPS SIMPLE with credentialName), a second Gateway on the same gateway
+//     pods, another team's Gateway on another gateway, a route moved from one Gateway to another,
+//     3,000 hosts on one Gateway, and the host limit cutting them (the operator restarted with a
+//     smaller budget); the operator's pods never logged a refusal.
+//   - Analysed: `istioctl analyze` of the same version finds nothing the operator wrote at fault
+//     once the users' TLS Secrets exist; before, its finding about a missing Secret is on our
+//     Gateway too (IstioAnalysis, from istiod's analysis on the Istio Gateway's status).
+//   - Programmed: connected to istiod's xDS port as each gateway's proxy, the HTTPS listener
+//     serves exactly the routes' hostnames of the Gateways selecting it, each with its Secret;
+//     a deleted route's host leaves it; the 3,000 hosts and the cut arrive there.
+//   - The Gateway API backend on istiod's GatewayClass istio: accepted, its listeners' Secret
+//     resolved, and until the Secret exists istiod's ResolvedRefs=False is on our Gateway
+//     (ListenerProblems).
 func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	ctx := t.Context()
 	w := startWorld(t, 2)
@@ -85,8 +92,8 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	diagnose := installOperatorChart(ctx, t, w)
 
 	// The samples as they ship, and what a platform adds beside them: a second Gateway on the
-	// add-on's pods (in the add-on's namespace, redirecting plain HTTP) and a plain-HTTP Gateway on
-	// the self-installed gateway, which another team's route uses.
+	// add-on's pods (in the add-on's namespace, redirecting plain HTTP) and a Gateway serving HTTPS
+	// and plain HTTP on the self-installed gateway, which another team's route uses.
 	if out, err := cl.RunScript(ctx, "kubectl create namespace myapp\nkubectl apply -k config/samples\nkubectl apply -f - <<'EOF'\n"+istioTestPlatform+"EOF"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -182,8 +189,9 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	checkNoWriteRefused(ctx, t, w)
 }
 
-// istioTestPlatform is what the test adds to the samples: a second Gateway on the add-on's pods, a
-// plain-HTTP Gateway on the self-installed ingress gateway, and another team's route on it.
+// istioTestPlatform is what the test adds to the samples: a second Gateway on the add-on's pods
+// with its own TLS Secret, a Gateway on the self-installed ingress gateway (HTTPS and plain HTTP),
+// and another team's route on it.
 const istioTestPlatform = `apiVersion: routing.router.io/v1alpha1
 kind: Gateway
 metadata:
