@@ -11,7 +11,8 @@ ISTIO_BIN := $(BIN)/istio
 ISTIO_COMMANDS := $(ISTIO_BIN)/pilot-discovery $(ISTIO_BIN)/istioctl
 ISTIO_CHARTS := $(ISTIO_BIN)/charts
 # The module version, and the version the binaries report (Istio's own builds of its main line
-# call themselves <minor>-alpha.<commit>).
+# call themselves <minor>-alpha.<commit>). The minor, 1.31, is the pinned module's VERSION file:
+# change it with the pin (the tests read the version from the binary, the docs name 1.31).
 ISTIO_MODULE_VERSION = $(shell sed -n 's/^require istio.io\/istio //p' hack/tools/istio/go.mod)
 ISTIO_BUILD_VERSION = 1.31-alpha.$(lastword $(subst -, ,$(ISTIO_MODULE_VERSION)))
 
