@@ -18,6 +18,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
 )
 
@@ -107,7 +108,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1alpha1.ClusterIdentity{}, allGateways, specChanges).
 		Watches(&clusterv1alpha1.DNSConfiguration{}, allGateways, specChanges).
 		WatchesRawSource(source.Channel(r.ZoneChanges, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))})
+			return requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(desired.IngressOfGateway(o.(*routingv1alpha1.Gateway)))})
 		}))).
 		Build(metrics.Instrument("gateway", r))
 	if err != nil {
@@ -133,7 +134,7 @@ func (r *GatewayReconciler) pairPeers() handler.EventHandler {
 		if !ok {
 			return
 		}
-		for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(ingressOf(gw))}) {
+		for _, req := range requestsFor(ctx, r, &routingv1alpha1.GatewayList{}, client.MatchingFields{indexGatewayIngress: ingressKey(desired.IngressOfGateway(gw))}) {
 			if req.NamespacedName != client.ObjectKeyFromObject(gw) {
 				q.Add(req)
 			}

@@ -45,10 +45,6 @@ func ingressKey(i desired.Ingress) string { return i.Controller + "/" + i.Target
 // ingressServiceKey is the index value of the Services labelled istio=controller in namespace.
 func ingressServiceKey(namespace, controller string) string { return namespace + "/" + controller }
 
-func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
-	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
-}
-
 // ingressLabel is the label selecting ingress gateway pods and their LoadBalancer Service.
 const ingressLabel = naming.IngressServiceSelector
 
@@ -81,7 +77,7 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 	}
 	err := register(
 		index{&routingv1alpha1.Gateway{}, indexGatewayIngress, func(o client.Object) []string {
-			return []string{ingressKey(ingressOf(o.(*routingv1alpha1.Gateway)))}
+			return []string{ingressKey(desired.IngressOfGateway(o.(*routingv1alpha1.Gateway)))}
 		}},
 		index{&routingv1alpha1.Gateway{}, indexGatewayIngressService, func(o client.Object) []string {
 			gw := o.(*routingv1alpha1.Gateway)

@@ -64,7 +64,7 @@ func (r *IngressDNSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("ingressdns").
 		WatchesRawSource(apiChanges(r.APIs, allPairs)).
 		Watches(&routingv1alpha1.Gateway{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []desired.Ingress {
-			return []desired.Ingress{ingressOf(o.(*routingv1alpha1.Gateway))}
+			return []desired.Ingress{desired.IngressOfGateway(o.(*routingv1alpha1.Gateway))}
 		}), specChanges).
 		Watches(&corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []desired.Ingress {
 			controller := o.GetLabels()[ingressLabel]
@@ -103,7 +103,7 @@ func (r *IngressDNSReconciler) pairs(ctx context.Context, opts ...client.ListOpt
 	seen := map[desired.Ingress]bool{}
 	var out []desired.Ingress
 	for i := range list.Items {
-		if pair := ingressOf(&list.Items[i]); !seen[pair] {
+		if pair := desired.IngressOfGateway(&list.Items[i]); !seen[pair] {
 			seen[pair] = true
 			out = append(out, pair)
 		}
@@ -154,7 +154,7 @@ func (r *IngressDNSReconciler) watchGatewayAPI(mgr ctrl.Manager, c controller.Ty
 				if err := r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: owner.Name}, gw); err != nil {
 					return nil // deleted: its pair was queued by the Gateway's own deletion
 				}
-				return []desired.Ingress{ingressOf(gw)}
+				return []desired.Ingress{desired.IngressOfGateway(gw)}
 			})))
 	})
 }

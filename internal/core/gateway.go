@@ -104,7 +104,7 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 	if read.routes, err = rd.RoutesOfGateway(ctx, gw); err != nil {
 		return read, fmt.Errorf("listing ServiceRoutes of the gateway: %w", err)
 	}
-	pair := desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+	pair := desired.IngressOfGateway(gw)
 	if rd.EndpointsServed() {
 		if read.addresses, err = rd.AddressEndpoints(ctx, pair); err != nil {
 			return read, fmt.Errorf("listing address DNSEndpoints: %w", err)

@@ -282,6 +282,12 @@ func IstioGatewayKind(gatewayName string) apply.Kind[*istionetworkingv1.Gateway]
 	}
 }
 
+// IngressOfGateway is the entry point of a Gateway: its (controller, targetPostfix) pair, which
+// its target hostname and address records are named after.
+func IngressOfGateway(gw *routingv1alpha1.Gateway) Ingress {
+	return Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
+}
+
 // IngressOfLabels reads the (controller, targetPostfix) pair of a gateway address DNSEndpoint
 // from its labels.
 func IngressOfLabels(l map[string]string) (Ingress, bool) {

@@ -153,7 +153,7 @@ func PathOf(w *preview.World, r *routingv1alpha1.ServiceRoute) RoutePath {
 			}
 		}
 		if gw != nil {
-			z.Addresses = addressRecords(w, ingressOf(gw), m.Controller)
+			z.Addresses = addressRecords(w, desired.IngressOfGateway(gw), m.Controller)
 		}
 		p.Zones = append(p.Zones, z)
 	}
@@ -615,7 +615,7 @@ func TargetPathOf(w *preview.World, gateways []*routingv1alpha1.Gateway) TargetP
 		zones[z.Controller] = z
 	}
 	p.Address = addressSource(w, decider)
-	pair := ingressOf(decider)
+	pair := desired.IngressOfGateway(decider)
 	for _, c := range plan.ControllersOf(w.Configuration) {
 		z := ZonePath{Controller: c.Name, Region: c.Region}
 		for _, ep := range w.Endpoints {
@@ -738,10 +738,6 @@ func (l *lines) firstProblem(problem *Problem, nothingWrong string) {
 
 // key is namespace/name of an object.
 func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
-
-func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
-	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
-}
 
 func gatewayOf(gateways []*routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) *routingv1alpha1.Gateway {
 	ref := plan.GatewayRef(r)

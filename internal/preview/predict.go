@@ -187,16 +187,12 @@ func predictAddresses(rd worldReads, pair desired.Ingress, endpoints map[string]
 	return deletes
 }
 
-func ingressOf(gw *routingv1alpha1.Gateway) desired.Ingress {
-	return desired.Ingress{Controller: gw.Spec.Controller, TargetPostfix: gw.Spec.TargetPostfix}
-}
-
 // pairs are the entry points with a Gateway, and those that still have address records (whose
 // records must go), as IngressDNSReconciler.allPairs finds them.
 func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []desired.Ingress {
 	seen := map[desired.Ingress]bool{}
 	for _, gw := range gateways {
-		seen[ingressOf(gw)] = true
+		seen[desired.IngressOfGateway(gw)] = true
 	}
 	for _, ep := range endpoints {
 		if pair, ok := desired.IngressOfLabels(ep.Labels); ok {

@@ -236,7 +236,7 @@ func (r worldReads) GatewayAPIGateway(_ context.Context, key types.NamespacedNam
 func (r worldReads) GatewaysOfEntryPoint(_ context.Context, pair desired.Ingress) ([]*routingv1alpha1.Gateway, error) {
 	var out []*routingv1alpha1.Gateway
 	for _, gw := range r.gateways {
-		if ingressOf(gw) == pair {
+		if desired.IngressOfGateway(gw) == pair {
 			out = append(out, gw)
 		}
 	}
