@@ -21,11 +21,11 @@ import (
 
 	"github.com/service-router/service-router-operator/controllers"
 	"github.com/service-router/service-router-operator/internal/coalesce"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/lazylog"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/prober"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 	"github.com/service-router/service-router-operator/internal/verify"
@@ -99,7 +99,7 @@ func main() {
 	flag.IntVar(&opts.controllers.GatewayCoalesce.BytesPerSecond, "gateway-coalesce-bytes-per-second", coalesce.DefaultSettings.BytesPerSecond,
 		"During a steady stream of route changes, a large Istio Gateway is written at most every (its size / this) seconds rather than every "+
 			"--gateway-coalesce-max-wait, so that the bytes written to it per second stay bounded (0: no stretching).")
-	flag.IntVar(&opts.controllers.IstioGatewayMaxBytes, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget,
+	flag.IntVar(&opts.controllers.IstioGatewayMaxBytes, "istio-gateway-max-bytes", decide.DefaultIstioGatewayBudget,
 		"Byte budget of one generated Istio Gateway (etcd refuses objects over 1.5 MiB by default). The hosts of the oldest routes fill it; "+
 			"younger routes are left off with reason GatewayHostLimit.")
 	opts.deletionGuard = guard.DefaultSettings

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // ClusterIdentityReconciler validates the ClusterIdentity against the DNSConfiguration and reports
@@ -23,7 +23,7 @@ type ClusterIdentityReconciler struct {
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=clusteridentities/status,verbs=patch
 
-// Reconcile validates the ClusterIdentity against the DNSConfiguration (plan.ClusterIdentity) and
+// Reconcile validates the ClusterIdentity against the DNSConfiguration (decide.ClusterIdentity) and
 // writes its status; it writes nothing else.
 func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &clusterv1alpha1.ClusterIdentity{}
@@ -33,9 +33,9 @@ func (r *ClusterIdentityReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	original := ci.DeepCopy()
 	cfg, err := getConfiguration(ctx, r)
 	if err != nil {
-		return r.end(ctx, ci, original, plan.Outcome{}, requeue{}, err)
+		return r.end(ctx, ci, original, decide.Outcome{}, requeue{}, err)
 	}
-	return r.end(ctx, ci, original, plan.ClusterIdentity(ci, cfg), requeue{}, nil)
+	return r.end(ctx, ci, original, decide.ClusterIdentity(ci, cfg), requeue{}, nil)
 }
 
 // SetupWithManager registers the controller: a DNSConfiguration change re-validates the identity.

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/policy"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
@@ -40,7 +40,7 @@ type DNSConfigurationReconciler struct {
 // regionViews is regional failover's view of the other regions (Failover).
 type regionViews interface {
 	Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool)
-	Drain() (d plan.Drain, known bool)
+	Drain() (d decide.Drain, known bool)
 }
 
 // zoneCounter counts a zone's routes by their state there (verify.Tracker).
@@ -62,12 +62,12 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	original := cfg.DeepCopy()
-	cfg.Status.Controllers = policy.Names(plan.ControllersOf(cfg))
+	cfg.Status.Controllers = policy.Names(decide.ControllersOf(cfg))
 	held := r.Deletions.State(time.Now())
 	// Announced by end once the status is written (a Warning when the guard starts holding
-	// deletions, a Normal event when it no longer does: plan.StatusEvents).
-	meta.SetStatusCondition(&cfg.Status.Conditions, plan.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
-	cfg.Status.Verification, cfg.Status.VerificationSummary = plan.ZoneVerification(cfg, r.countZone)
+	// deletions, a Normal event when it no longer does: decide.StatusEvents).
+	meta.SetStatusCondition(&cfg.Status.Conditions, decide.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
+	cfg.Status.Verification, cfg.Status.VerificationSummary = decide.ZoneVerification(cfg, r.countZone)
 	// Refreshed with the counts, once a window: no status write of their own in between.
 	r.setRequests(cfg, original)
 	meta.SetStatusCondition(&cfg.Status.Conditions, r.budgetCondition(cfg))
@@ -76,7 +76,7 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			cfg.Status.Failover = regions
 		}
 		if d, known := r.Failover.Drain(); known {
-			plan.SetOrRemoveCondition(&cfg.Status.Conditions, clusterv1alpha1.ConditionDrained, plan.DrainedCondition(d, cfg.Generation))
+			decide.SetOrRemoveCondition(&cfg.Status.Conditions, clusterv1alpha1.ConditionDrained, decide.DrainedCondition(d, cfg.Generation))
 		}
 	}
 	// Looked at again once every held deletion has had its turn, so that the condition clears
@@ -86,7 +86,7 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if len(cfg.Status.Verification) > 0 {
 		rq.refresh = r.VerificationRefresh
 	}
-	return r.end(ctx, cfg, original, plan.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), rq, nil)
+	return r.end(ctx, cfg, original, decide.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), rq, nil)
 }
 
 func (r *DNSConfigurationReconciler) countZone(controller string) verify.ZoneCounts {

@@ -10,8 +10,8 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // DNSPolicyReconciler computes status.active and status.activeControllers of each DNSPolicy from
@@ -23,7 +23,7 @@ type DNSPolicyReconciler struct {
 // +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=routing.router.io,resources=dnspolicies/status,verbs=patch
 
-// Reconcile computes a DNSPolicy's status.active and status.activeControllers (plan.Policy) for
+// Reconcile computes a DNSPolicy's status.active and status.activeControllers (decide.Policy) for
 // users and dashboards, and writes its status; it writes nothing else. ServiceRoutes evaluate the
 // policy in force themselves, against the same current inputs, so a stale policy status never
 // removes a record.
@@ -35,20 +35,20 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	original := pol.DeepCopy()
 	in, err := r.gather(ctx, pol)
 	if err != nil {
-		return r.end(ctx, pol, original, plan.Outcome{}, requeue{}, err)
+		return r.end(ctx, pol, original, decide.Outcome{}, requeue{}, err)
 	}
-	p := plan.Policy(in)
+	p := decide.Policy(in)
 	if !p.KeepActivation {
 		pol.Status.Active = p.Active
 		pol.Status.ActiveControllers = p.ActiveControllers
 		pol.Status.RecordTTL = int32(p.RecordTTL)
-		plan.SetOrRemoveCondition(&pol.Status.Conditions, routingv1alpha1.ConditionStandIn, p.StandIn)
+		decide.SetOrRemoveCondition(&pol.Status.Conditions, routingv1alpha1.ConditionStandIn, p.StandIn)
 	}
 	return r.end(ctx, pol, original, p.Outcome, requeue{}, nil)
 }
 
-func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.DNSPolicy) (plan.PolicyInputs, error) {
-	in := plan.PolicyInputs{Policy: pol}
+func (r *DNSPolicyReconciler) gather(ctx context.Context, pol *routingv1alpha1.DNSPolicy) (decide.PolicyInputs, error) {
+	in := decide.PolicyInputs{Policy: pol}
 	var err error
 	if in.Identity, in.Configuration, err = getSingletons(ctx, r); err != nil {
 		return in, err

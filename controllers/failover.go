@@ -26,10 +26,10 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/verify"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 )
@@ -129,7 +129,7 @@ type Failover struct {
 	// whether they landed (failover.Unanswered).
 	unanswered []announcedPass
 	// drain is where a drain of this cluster's region stands, for the DNSConfiguration's status.
-	drain       plan.Drain
+	drain       decide.Drain
 	ios         map[string]cachedIO
 	attribution attribution
 	// reads are what this leader last read of each zone, and when, and beatsSeen when it saw each
@@ -202,7 +202,7 @@ func (r *zoneReads) record(b *failover.ZoneBackoff, s roundSettings, err error, 
 	}
 	if err != nil {
 		reason, _ := azureprivatedns.Classify(err)
-		r.failure = plan.Truncate(reason, 200)
+		r.failure = decide.Truncate(reason, 200)
 	}
 }
 
@@ -315,7 +315,7 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 			}
 		}
 		st := clusterv1alpha1.RegionFailoverStatus{Region: region, State: string(v.Judgement.State), Reason: v.Judgement.Reason,
-			Message: plan.Truncate(message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
+			Message: decide.Truncate(message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
 		taken := map[string]int32{}
 		for _, p := range f.held {
 			if p.Region == region {
@@ -726,7 +726,7 @@ func (f *Failover) drained(s roundSettings, own string, zones []failoverZone, na
 		readings[i] = z.labelled(r.whole)
 		readings[i].Read = !r.at.Full.IsZero()
 	}
-	d := plan.Drain{Draining: s.drain, Returning: s.returning}
+	d := decide.Drain{Draining: s.drain, Returning: s.returning}
 	d.Here, d.Away, d.Known = failover.DrainProgress(own, readings, names)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -737,7 +737,7 @@ func (f *Failover) drained(s roundSettings, own string, zones []failoverZone, na
 
 // Drain is where a drain of this cluster's region stands, for the DNSConfiguration's Drained
 // condition; known is false until this leader's first round (the status then keeps what it says).
-func (f *Failover) Drain() (d plan.Drain, known bool) {
+func (f *Failover) Drain() (d decide.Drain, known bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.drain, f.judged
@@ -867,7 +867,7 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 
 // standInNames are the names this cluster publishes into the zones with failover settings for
 // routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback
-// (plan.FailoverNames); this lists the DNSEndpoints and the policies in force.
+// (decide.FailoverNames); this lists the DNSEndpoints and the policies in force.
 func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
 	policies := map[string]*routingv1alpha1.DNSPolicy{}
 	var out []failover.Name
@@ -890,7 +890,7 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 			}
 			policies[endpoints[i].Namespace] = p
 		}
-		standIn, _ := plan.FailoverNames(z.controller, endpoints, policies)
+		standIn, _ := decide.FailoverNames(z.controller, endpoints, policies)
 		out = append(out, standIn...)
 	}
 	return out, nil
@@ -1004,7 +1004,7 @@ func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
 	// In a few words: Resource Manager's errors start with the request's URL, its status and code
 	// come after (azureprivatedns.Classify).
 	reason, _ := azureprivatedns.Classify(err)
-	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: plan.Truncate(reason, 300)})
+	return append(refused, refusal{controller: p.Controller, region: p.Region, names: 1, err: decide.Truncate(reason, 300)})
 }
 
 // setRefusals records the round's refusals for the status (Regions); it reports whether which
@@ -1205,7 +1205,7 @@ func (f *Failover) reattribute(ctx context.Context, before attribution) {
 func (f *Failover) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attribution, f.drain = attribution{}, plan.Drain{}
+	f.attribution, f.drain = attribution{}, decide.Drain{}
 	f.reads, f.beatsSeen, f.unanswered = map[string]*zoneReads{}, failover.Observations{}, nil
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true

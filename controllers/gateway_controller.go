@@ -30,7 +30,7 @@ type GatewayReconciler struct {
 	// Window coalesces the route changes feeding each Gateway (gateway_controller_coalesce.go;
 	// required: Setup makes it from Options.GatewayCoalesce).
 	Window *gatewayWindow
-	// HostBudget is the byte budget of one Istio Gateway (plan.GatewayHosts admits the oldest
+	// HostBudget is the byte budget of one Istio Gateway (decide.GatewayHosts admits the oldest
 	// routes within it; the others report GatewayHostLimit).
 	HostBudget int
 	// Zones are the verification results (nil: none).
@@ -46,7 +46,7 @@ type GatewayReconciler struct {
 // +kubebuilder:rbac:groups=networking.istio.io,resources=gateways,verbs=get;list;watch;create;update;delete
 
 // Reconcile makes the Istio Gateway of a Gateway (same name and namespace, controlled by it), or
-// with backend GatewayAPI its Gateway API objects, match plan.Gateway — the hostnames of the
+// with backend GatewayAPI its Gateway API objects, match decide.Gateway — the hostnames of the
 // routes that publish through the gateway — through core.Gateway over the informer cache, and
 // writes the Gateway's status once. Route changes are coalesced first (gateway_controller_coalesce.go).
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -13,7 +13,7 @@ import (
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/coalesce"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/decide"
 )
 
 // A Gateway's Istio Gateway lists the host of every route that publishes through it, and its
@@ -27,13 +27,13 @@ import (
 type gatewayWindow = coalesce.Window[types.NamespacedName]
 
 // routeChangesOfGateways is the Gateway controller's watch on ServiceRoutes. A change that can
-// alter a Gateway's hosts (plan.HostInputChanged) is recorded in the window, and the Gateway is
+// alter a Gateway's hosts (decide.HostInputChanged) is recorded in the window, and the Gateway is
 // queued for when its window is due; other route changes are ignored.
 func routeChangesOfGateways(window *gatewayWindow) handler.EventHandler {
 	changed := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], routes ...*routingv1alpha1.ServiceRoute) {
 		seen := map[types.NamespacedName]bool{}
 		for _, r := range routes {
-			key := plan.GatewayRef(r)
+			key := decide.GatewayRef(r)
 			if seen[key] {
 				continue
 			}
@@ -47,17 +47,17 @@ func routeChangesOfGateways(window *gatewayWindow) handler.EventHandler {
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r := route(e.Object); r != nil && plan.HostInputChanged(nil, r) {
+			if r := route(e.Object); r != nil && decide.HostInputChanged(nil, r) {
 				changed(q, r)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if old, r := route(e.ObjectOld), route(e.ObjectNew); old != nil && r != nil && plan.HostInputChanged(old, r) {
+			if old, r := route(e.ObjectOld), route(e.ObjectNew); old != nil && r != nil && decide.HostInputChanged(old, r) {
 				changed(q, old, r)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r := route(e.Object); r != nil && plan.HostInputChanged(r, nil) {
+			if r := route(e.Object); r != nil && decide.HostInputChanged(r, nil) {
 				changed(q, r)
 			}
 		},

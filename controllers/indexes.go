@@ -12,9 +12,9 @@ import (
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // Field indexes on the informer cache. Every cross-resource lookup goes through one of these or
@@ -81,7 +81,7 @@ func addIndexes(ctx context.Context, idx indexer, apis *OptionalAPIs) error {
 		}},
 		index{&routingv1alpha1.Gateway{}, indexGatewayIngressService, func(o client.Object) []string {
 			gw := o.(*routingv1alpha1.Gateway)
-			return []string{ingressServiceKey(plan.IngressNamespace(gw), gw.Spec.Controller)}
+			return []string{ingressServiceKey(decide.IngressNamespace(gw), gw.Spec.Controller)}
 		}},
 		index{&corev1.Service{}, indexServiceIstio, func(o client.Object) []string {
 			if v := o.GetLabels()[naming.IngressServiceSelector]; v != "" {
@@ -127,7 +127,7 @@ type lookups struct {
 func newLookups() *lookups {
 	return &lookups{
 		routesByGateway: cacheview.Index[*routingv1alpha1.ServiceRoute]{Name: "serviceroute.gatewayRef", NewList: newRouteList, Keys: func(r *routingv1alpha1.ServiceRoute) []string {
-			return []string{plan.GatewayRef(r).String()}
+			return []string{decide.GatewayRef(r).String()}
 		}},
 		routesByHostname: cacheview.Index[*routingv1alpha1.ServiceRoute]{Name: "serviceroute.hostnameKey", NewList: newRouteList, Keys: func(r *routingv1alpha1.ServiceRoute) []string {
 			return []string{naming.HostnameKey(r.Spec.ServiceName, r.Spec.Environment, r.Spec.Application)}

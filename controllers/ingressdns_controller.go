@@ -19,9 +19,9 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // IngressDNSReconciler publishes the address records of every gateway target hostname
@@ -37,7 +37,7 @@ type IngressDNSReconciler struct {
 }
 
 // Reconcile makes the address DNSEndpoints of one (controller, targetPostfix) pair — one per
-// ExternalDNS controller, in the ingress Service's namespace — match plan.Ingress, through
+// ExternalDNS controller, in the ingress Service's namespace — match decide.Ingress, through
 // core.Addresses over the informer cache. It has no status of its own: the Gateways report the
 // address, and conflicts go to the oldest Gateway of the pair as events and to the metrics.
 func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingress) (ctrl.Result, error) {
@@ -47,7 +47,7 @@ func (r *IngressDNSReconciler) Reconcile(ctx context.Context, pair desired.Ingre
 	}
 	r.Conflicts.Set(ingressKey(pair), len(res.Written.Conflicts) > 0)
 	if len(res.Written.Conflicts) > 0 && res.Oldest != nil {
-		e := plan.IngressConflictEvent(res.Written.Conflicts)
+		e := decide.IngressConflictEvent(res.Written.Conflicts)
 		r.Recorder.Eventf(res.Oldest, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	return r.finish(requeueOf(res.Written), nil)

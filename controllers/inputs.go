@@ -11,8 +11,8 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/ingress"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // fetch reads the object a request names from the cache. ok is false when it is gone or being
@@ -71,7 +71,7 @@ func policyInForce(ctx context.Context, c client.Reader, namespace string) (*rou
 	for i := range list.Items {
 		policies[i] = &list.Items[i]
 	}
-	oldest, _ := plan.Oldest(policies)
+	oldest, _ := decide.Oldest(policies)
 	return oldest, nil
 }
 

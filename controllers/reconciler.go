@@ -1,9 +1,9 @@
 // Package controllers holds the operator's six reconcilers. Each gathers its inputs from the
-// informer cache (inputs.go, indexes.go), asks internal/plan what should exist and what its status
+// informer cache (inputs.go, indexes.go), asks internal/decide what should exist and what its status
 // should say, executes the writes with the one write step (reconciler_apply.go: internal/apply
 // decides them) and ends with the one status write (end, below). Every decision — what to
 // publish, which outcome a write conflict or a held deletion gives, which Events a status change
-// announces — lives in internal/plan and internal/apply; this package is wiring and I/O.
+// announces — lives in internal/decide and internal/apply; this package is wiring and I/O.
 //
 // Files are named for what they hold: this file and reconciler_apply.go are the reconciler kit
 // every reconciler uses; <kind>_controller.go holds one reconciler (its Reconcile, inputs and
@@ -24,9 +24,9 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // conditionReady is the condition type every kind carries (identical in both API groups).
@@ -93,7 +93,7 @@ type requeue struct {
 }
 
 // requeueOf is the requeue a write step asks for: conflicts and held deletions.
-func requeueOf(w plan.Written) requeue {
+func requeueOf(w decide.Written) requeue {
 	return requeue{conflict: len(w.Conflicts) > 0, at: w.HeldUntil}
 }
 
@@ -108,15 +108,15 @@ func (q requeue) and(o requeue) requeue {
 }
 
 // end is the one ending of every reconcile of an object with status, in three steps: it sets the
-// outcome into obj's status (plan.SetOutcome), writes the status once, only when it changed, with an
+// outcome into obj's status (decide.SetOutcome), writes the status once, only when it changed, with an
 // optimistic lock (writeStatus), and records the Events of the change once the write succeeded
 // (recordStatusEvents). Then it maps the result to a requeue (finish). Cache lag is a retry, not
 // a failure: it writes no status.
-func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outcome, rq requeue, err error) (ctrl.Result, error) {
+func (b base) end(ctx context.Context, obj, original client.Object, o decide.Outcome, rq requeue, err error) (ctrl.Result, error) {
 	if err != nil && isOnly(err, errCacheLag) {
 		return b.finish(rq, err)
 	}
-	plan.SetOutcome(obj, o, err)
+	decide.SetOutcome(obj, o, err)
 	if b.Versions.Superseded(original) {
 		// Our previous status write replaced this very copy: the cache is behind, and that
 		// write's own event runs this reconcile again on the fresh copy, whether this one found
@@ -136,7 +136,7 @@ func (b base) end(ctx context.Context, obj, original client.Object, o plan.Outco
 // write was in flight, or an unchanged status compared with a copy the cache no longer holds
 // (stillCached), comes back as errCacheLag: the cache is behind, and a short retry settles it.
 func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wrote bool, err error) {
-	before, after := plan.StatusOf(original).Value, plan.StatusOf(obj).Value
+	before, after := decide.StatusOf(original).Value, decide.StatusOf(obj).Value
 	if equality.Semantic.DeepEqual(before, after) {
 		return false, b.stillCached(ctx, original)
 	}
@@ -221,10 +221,10 @@ func isOnly(err, target error) bool {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // recordStatusEvents records the Events that the written status change of obj from original
-// announces (plan.StatusEvents). It runs only after a successful write, so that a failed write
+// announces (decide.StatusEvents). It runs only after a successful write, so that a failed write
 // and its retry announce a change once.
 func recordStatusEvents(rec events.EventRecorder, obj, original client.Object) {
-	for _, e := range plan.StatusEvents(*plan.StatusOf(original).Conditions, *plan.StatusOf(obj).Conditions) {
+	for _, e := range decide.StatusEvents(*decide.StatusOf(original).Conditions, *decide.StatusOf(obj).Conditions) {
 		rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 }

@@ -22,8 +22,8 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
-	"github.com/service-router/service-router-operator/internal/plan"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 )
 
@@ -91,11 +91,11 @@ func routeAtGeneration() *routingv1alpha1.ServiceRoute {
 }
 
 func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
-	ready := plan.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "published"}
-	notReady := plan.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "Gateway gw not found"}
+	ready := decide.Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "published"}
+	notReady := decide.Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "Gateway gw not found"}
 	tests := []struct {
 		name       string
-		outcome    plan.Outcome
+		outcome    decide.Outcome
 		err        error
 		patchErr   error
 		superseded bool
@@ -164,8 +164,8 @@ func TestEnd_DeletionsHeldIsAnnouncedOnceTheStatusIsWritten(t *testing.T) {
 		Status: clusterv1alpha1.DNSConfigurationStatus{ObservedGeneration: 1, Phase: clusterv1alpha1.PhaseActive,
 			Conditions: []metav1.Condition{readyCondition(metav1.ConditionTrue, "ConfigurationValid", 1)}}}
 	cfg.Status.Conditions[0].Message = "valid"
-	valid := plan.Outcome{Phase: "Active", Ready: true, Reason: "ConfigurationValid", Message: "valid"}
-	held := plan.DeletionsHeldCondition(12, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), 1)
+	valid := decide.Outcome{Phase: "Active", Ready: true, Reason: "ConfigurationValid", Message: "valid"}
+	held := decide.DeletionsHeldCondition(12, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), 1)
 	withHeld := func() *clusterv1alpha1.DNSConfiguration {
 		c := cfg.DeepCopy()
 		c.Status.Conditions = append(c.Status.Conditions, held)
@@ -222,8 +222,8 @@ func TestFinish_TheEarliestReasonToLookAgainWins(t *testing.T) {
 
 func TestRequeueOf_ConflictsAndHeldDeletions(t *testing.T) {
 	until := time.Now().Add(time.Minute)
-	assert.Equal(t, requeue{}, requeueOf(plan.Written{}))
-	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(plan.Written{Conflicts: []string{"app/api"}, HeldUntil: until}))
+	assert.Equal(t, requeue{}, requeueOf(decide.Written{}))
+	assert.Equal(t, requeue{conflict: true, at: until}, requeueOf(decide.Written{Conflicts: []string{"app/api"}, HeldUntil: until}))
 }
 
 // Two write steps in one reconcile (a Gateway's two backends) ask for both of their retries.

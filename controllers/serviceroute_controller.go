@@ -50,7 +50,7 @@ type ServiceRouteReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile makes a ServiceRoute's DNSEndpoints (one CNAME per active ExternalDNS controller,
-// named {route}-{controller}, controlled by the route) match what plan.Route decides, through
+// named {route}-{controller}, controlled by the route) match what decide.Route decides, through
 // core.Route over the informer cache, and writes the route's status once. Records are removed
 // only on a definite answer.
 func (r *ServiceRouteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/decide"
 )
 
 // hostLimitChanges is the ServiceRoute controller's watch on the cutoff of Gateways: when a
@@ -32,7 +32,7 @@ func (r *ServiceRouteReconciler) hostLimitChanges() handler.EventHandler {
 				return
 			}
 			for _, route := range routes {
-				if plan.LeftOff(old.Status.HostLimit, route) != plan.LeftOff(gw.Status.HostLimit, route) {
+				if decide.LeftOff(old.Status.HostLimit, route) != decide.LeftOff(gw.Status.HostLimit, route) {
 					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
 				}
 			}

@@ -17,11 +17,11 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/cacheview"
 	"github.com/service-router/service-router-operator/internal/coalesce"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/eventrecorder"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
@@ -40,7 +40,7 @@ type Options struct {
 	// non-zero MaxWait disables coalescing.
 	GatewayCoalesce coalesce.Settings
 	// IstioGatewayMaxBytes is the byte budget of one generated Istio Gateway. Zero:
-	// plan.DefaultIstioGatewayBudget.
+	// decide.DefaultIstioGatewayBudget.
 	IstioGatewayMaxBytes int
 	// ServiceRouteWorkers is the number of ServiceRoutes reconciled in parallel. Zero:
 	// DefaultServiceRouteWorkers.
@@ -68,7 +68,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.GatewayCoalesce = coalesce.DefaultSettings
 	}
 	if opts.IstioGatewayMaxBytes <= 0 {
-		opts.IstioGatewayMaxBytes = plan.DefaultIstioGatewayBudget
+		opts.IstioGatewayMaxBytes = decide.DefaultIstioGatewayBudget
 	}
 	apis := NewOptionalAPIs(mgr.GetRESTMapper())
 	if err := mgr.Add(apis); err != nil {

@@ -18,9 +18,9 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
@@ -149,7 +149,7 @@ func zonesOf(cfg *clusterv1alpha1.DNSConfiguration) []prober.Zone {
 	}
 	var out []prober.Zone
 	for _, c := range cfg.Spec.ExternalDNSControllers {
-		if !plan.Verified(cfg, c.Name) {
+		if !decide.Verified(cfg, c.Name) {
 			continue
 		}
 		z := prober.Zone{Controller: c.Name, Nameservers: slices.Clone(c.Verification.Nameservers), TransferZone: c.Verification.TransferZone,

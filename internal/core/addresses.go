@@ -11,9 +11,9 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
-	"github.com/service-router/service-router-operator/internal/plan"
 )
 
 // AddressSourceReads is what an entry point's address is read from.
@@ -44,7 +44,7 @@ type AddressResult struct {
 	// Synced says the records follow the decision (false: left alone, Written is empty).
 	Synced bool
 	// Written is what the write found.
-	Written plan.Written
+	Written decide.Written
 	// Oldest is the pair's oldest Gateway, which hears of its conflicts; nil when none is left.
 	Oldest *routingv1alpha1.Gateway
 }
@@ -52,19 +52,19 @@ type AddressResult struct {
 // Addresses is an entry point's reconcile: the address records of the gateway target hostname
 // {cluster}-{region}-{targetPostfix}.{domain} of a (controller, targetPostfix) pair, one
 // DNSEndpoint per ExternalDNS controller, in the ingress namespace, with the addresses of the
-// pair's load balancer (EntryPointAddress) — plan.Ingress decides, endpoints writes. With no
+// pair's load balancer (EntryPointAddress) — decide.Ingress decides, endpoints writes. With no
 // Gateway left the records go; with no address yet they are kept.
 func Addresses(ctx context.Context, rd AddressReads, endpoints Apply[*externaldnsv1alpha1.DNSEndpoint], pair desired.Ingress) (AddressResult, error) {
 	if !rd.EndpointsServed() {
 		return AddressResult{}, nil // reconciled again when the API appears
 	}
-	in := plan.IngressInputs{Ingress: pair}
+	in := decide.IngressInputs{Ingress: pair}
 	var err error
 	if in.Gateways, err = rd.GatewaysOfEntryPoint(ctx, pair); err != nil {
 		return AddressResult{}, err
 	}
 	// The oldest Gateway decides the address source and hears of the pair's conflicts.
-	decider, found := plan.IngressDecider(in.Gateways)
+	decider, found := decide.IngressDecider(in.Gateways)
 	res := AddressResult{}
 	if found {
 		res.Oldest = decider
@@ -77,7 +77,7 @@ func Addresses(ctx context.Context, rd AddressReads, endpoints Apply[*externaldn
 			return res, err
 		}
 	}
-	p := plan.Ingress(in)
+	p := decide.Ingress(in)
 	if !p.Sync {
 		return res, nil
 	}
@@ -95,11 +95,11 @@ func Addresses(ctx context.Context, rd AddressReads, endpoints Apply[*externaldn
 }
 
 // EntryPointAddress is where the addresses of an entry point come from; the pair's oldest Gateway
-// (plan.IngressDecider) decides for all of them, and nothing a later Gateway says changes it.
+// (decide.IngressDecider) decides for all of them, and nothing a later Gateway says changes it.
 // With backend GatewayAPI: its Gateway API Gateway's status.addresses; otherwise
 // entryPointService. nil when there is none yet: the records are kept.
-func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *plan.IngressService, serviceName string, err error) {
-	if plan.UsesGatewayAPI(decider) {
+func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *decide.IngressService, serviceName string, err error) {
+	if decide.UsesGatewayAPI(decider) {
 		if !rd.GatewayAPIServed() {
 			return nil, "", nil
 		}
@@ -107,8 +107,8 @@ func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *rout
 		if err != nil {
 			return nil, "", err
 		}
-		if a := plan.GatewayAPIAddresses(decider, current); a != nil {
-			return &plan.IngressService{Namespace: plan.IngressNamespace(decider), Addresses: *a}, "", nil
+		if a := decide.GatewayAPIAddresses(decider, current); a != nil {
+			return &decide.IngressService{Namespace: decide.IngressNamespace(decider), Addresses: *a}, "", nil
 		}
 		return nil, "", nil
 	}
@@ -117,10 +117,10 @@ func EntryPointAddress(ctx context.Context, rd AddressSourceReads, decider *rout
 
 // entryPointService is the classic backend's address source: the ingress LoadBalancer Service of
 // the decider's ingress namespace (serviceName: its namespace/name); nil when there is none.
-func entryPointService(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *plan.IngressService, serviceName string, err error) {
-	svc, err := rd.IngressService(ctx, plan.IngressNamespace(decider), decider.Spec.Controller)
+func entryPointService(ctx context.Context, rd AddressSourceReads, decider *routingv1alpha1.Gateway) (addrs *decide.IngressService, serviceName string, err error) {
+	svc, err := rd.IngressService(ctx, decide.IngressNamespace(decider), decider.Spec.Controller)
 	if err != nil || svc == nil {
 		return nil, "", err
 	}
-	return &plan.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}, svc.Namespace + "/" + svc.Name, nil
+	return &decide.IngressService{Namespace: svc.Namespace, Addresses: ingress.ServiceAddresses(svc)}, svc.Namespace + "/" + svc.Name, nil
 }

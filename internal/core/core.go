@@ -4,8 +4,8 @@
 // plan → ordered writes → status as one function over two narrow interfaces: what it reads and
 // how it writes. Two drivers run them: the controllers, with the informer cache, the memory of
 // the operator's own writes and the mass-deletion guard; `kubectl router plan`
-// (internal/preview), with its in-memory world, recording the writes. Every decision is
-// internal/plan's; what exists and what changes is internal/apply's.
+// (internal/routerplan), with its in-memory world, recording the writes. Every decision is
+// internal/decide's; what exists and what changes is internal/apply's.
 package core
 
 import (
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/service-router/service-router-operator/internal/apply"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/decide"
 )
 
 // Apply makes the objects of one kind match desired: apply.Diff against current decides the
@@ -45,12 +45,12 @@ type Written[T client.Object] struct {
 	HeldUntil time.Time
 }
 
-// Result is what the write found, for the owner's outcome (plan.AfterWrite): kind names the
+// Result is what the write found, for the owner's outcome (decide.AfterWrite): kind names the
 // generated objects and owner the kind whose status reports them.
-func (w Written[T]) Result(kind, owner string) plan.Written {
+func (w Written[T]) Result(kind, owner string) decide.Written {
 	keys := make([]string, len(w.Conflicts))
 	for i, c := range w.Conflicts {
 		keys[i] = c.Key
 	}
-	return plan.Written{Kind: kind, Owner: owner, Conflicts: keys, HeldUntil: w.HeldUntil}
+	return decide.Written{Kind: kind, Owner: owner, Conflicts: keys, HeldUntil: w.HeldUntil}
 }

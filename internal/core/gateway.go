@@ -12,8 +12,8 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -48,44 +48,44 @@ type GatewayWriters struct {
 
 // GatewayResult is what a Gateway's reconcile decided and did; its status is in the Gateway.
 type GatewayResult struct {
-	// Plan is plan.Gateway's decision, its outcome updated by what the writes found.
-	Plan plan.GatewayPlan
+	// Plan is decide.Gateway's decision, its outcome updated by what the writes found.
+	Plan decide.GatewayPlan
 	// Written is what each backend's write found, in the order they ran.
-	Written []plan.Written
+	Written []decide.Written
 	// HostBytes is the size of the admitted hosts in one Istio Gateway (for the operator's
 	// coalescing window: a larger object waits longer for more changes).
 	HostBytes int
 }
 
-// Gateway is a Gateway's reconcile: gather → plan.Gateway → the backend in use written first,
+// Gateway is a Gateway's reconcile: gather → decide.Gateway → the backend in use written first,
 // then the other one's objects removed, unless the first write met a foreign object → its whole
-// status (plan.GatewayStatus), set into gw but for the outcome (the driver ends with
-// plan.SetOutcome). Everything the status needs is read before any write.
+// status (decide.GatewayStatus), set into gw but for the outcome (the driver ends with
+// decide.SetOutcome). Everything the status needs is read before any write.
 func Gateway(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, budget int) (GatewayResult, error) {
 	read, err := gatherGateway(ctx, rd, gw)
 	if err != nil {
 		return GatewayResult{}, err
 	}
 	in := read.inputs
-	admitted := plan.GatewayHosts(gw, read.routes, budget)
+	admitted := decide.GatewayHosts(gw, read.routes, budget)
 	in.Hosts, in.HostLimit, in.RouteHosts = admitted.Hosts, admitted.Limit, admitted.RouteHosts
-	res := GatewayResult{Plan: plan.Gateway(in), HostBytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1)}
+	res := GatewayResult{Plan: decide.Gateway(in), HostBytes: admitted.Bytes * max(decide.IstioHostLists(gw), 1)}
 	if res.Plan.Outcome, res.Written, err = writeBackends(ctx, rd, wr, gw, res.Plan); err != nil {
 		return res, err
 	}
 	if !res.Plan.Keep {
-		zones := plan.GatewayZones(read.configuration, res.Plan.Target, read.addresses, rd.TargetZone)
-		gw.Status = plan.GatewayStatus(gw, res.Plan, in.HostLimit, read.istio, zones)
+		zones := decide.GatewayZones(read.configuration, res.Plan.Target, read.addresses, rd.TargetZone)
+		gw.Status = decide.GatewayStatus(gw, res.Plan, in.HostLimit, read.istio, zones)
 	}
 	return res, nil
 }
 
-// gatewayRead is everything a Gateway's reconcile reads, before it decides anything: plan.Gateway's
+// gatewayRead is everything a Gateway's reconcile reads, before it decides anything: decide.Gateway's
 // inputs but the admitted hosts, the routes they are admitted from, and what the status needs
 // besides (the DNSConfiguration and the entry point's address DNSEndpoints, which the IngressDNS
 // reconcile writes, not this one).
 type gatewayRead struct {
-	inputs        plan.GatewayInputs
+	inputs        decide.GatewayInputs
 	routes        []*routingv1alpha1.ServiceRoute
 	configuration *clusterv1alpha1.DNSConfiguration
 	addresses     []*externaldnsv1alpha1.DNSEndpoint
@@ -95,7 +95,7 @@ type gatewayRead struct {
 
 // gatherGateway reads a Gateway's inputs.
 func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gateway) (gatewayRead, error) {
-	read := gatewayRead{inputs: plan.GatewayInputs{Gateway: gw, IstioAPIMissing: !rd.IstioServed(), GatewayAPIMissing: !rd.GatewayAPIServed()}}
+	read := gatewayRead{inputs: decide.GatewayInputs{Gateway: gw, IstioAPIMissing: !rd.IstioServed(), GatewayAPIMissing: !rd.GatewayAPIServed()}}
 	in := &read.inputs
 	var err error
 	if in.Identity, read.configuration, err = rd.Singletons(ctx); err != nil {
@@ -115,12 +115,12 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 	if err != nil {
 		return read, fmt.Errorf("listing the Gateways sharing the target hostname: %w", err)
 	}
-	decider, found := plan.IngressDecider(peers)
+	decider, found := decide.IngressDecider(peers)
 	if !found {
 		decider = gw // not read yet: it is the only one the reconcile knows of
 	}
 	in.IngressDecider = decider
-	if !plan.UsesGatewayAPI(gw) {
+	if !decide.UsesGatewayAPI(gw) {
 		if !in.IstioAPIMissing {
 			generated, err := rd.IstioGateway(ctx, keyOf(gw))
 			if err != nil {
@@ -149,25 +149,25 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 	if err != nil {
 		return read, err
 	}
-	read.inputs = plan.WithGatewayAPI(*in, sets, current)
+	read.inputs = decide.WithGatewayAPI(*in, sets, current)
 	return read, nil
 }
 
 // writeBackends writes the objects of the backend in use, then removes the other's, unless the
 // first write met a foreign object: a switch never leaves the hosts unserved.
-func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (plan.Outcome, []plan.Written, error) {
+func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, p decide.GatewayPlan) (decide.Outcome, []decide.Written, error) {
 	type backend struct {
 		sync  bool
-		write func() (plan.Written, error)
+		write func() (decide.Written, error)
 	}
-	istio := backend{p.SyncIstio, func() (plan.Written, error) { return syncIstio(ctx, rd, wr.Istio, gw, p) }}
-	api := backend{p.SyncGatewayAPI, func() (plan.Written, error) { return syncGatewayAPI(ctx, rd, wr, gw, p.GatewayAPI) }}
+	istio := backend{p.SyncIstio, func() (decide.Written, error) { return syncIstio(ctx, rd, wr.Istio, gw, p) }}
+	api := backend{p.SyncGatewayAPI, func() (decide.Written, error) { return syncGatewayAPI(ctx, rd, wr, gw, p.GatewayAPI) }}
 	order := []backend{istio, api}
-	if plan.UsesGatewayAPI(gw) {
+	if decide.UsesGatewayAPI(gw) {
 		order = []backend{api, istio}
 	}
 	outcome := p.Outcome
-	var written []plan.Written
+	var written []decide.Written
 	for _, b := range order {
 		if !b.sync {
 			continue
@@ -177,7 +177,7 @@ func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *
 		if err != nil {
 			return outcome, written, err
 		}
-		outcome = plan.AfterWrite(outcome, w)
+		outcome = decide.AfterWrite(outcome, w)
 		if len(w.Conflicts) > 0 {
 			break // the other backend's objects stay until this one's are all in place
 		}
@@ -187,13 +187,13 @@ func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *
 
 // syncIstio makes the generated Istio Gateway match the plan (none when it has no hosts or the
 // backend is the Gateway API).
-func syncIstio(ctx context.Context, rd GatewayReads, istio Apply[*istionetworkingv1.Gateway], gw *routingv1alpha1.Gateway, p plan.GatewayPlan) (plan.Written, error) {
+func syncIstio(ctx context.Context, rd GatewayReads, istio Apply[*istionetworkingv1.Gateway], gw *routingv1alpha1.Gateway, p decide.GatewayPlan) (decide.Written, error) {
 	current, err := rd.IstioGateway(ctx, keyOf(gw))
 	if err != nil {
-		return plan.Written{}, err
+		return decide.Written{}, err
 	}
 	var want []*istionetworkingv1.Gateway
-	if len(p.Hosts) > 0 && !plan.UsesGatewayAPI(gw) {
+	if len(p.Hosts) > 0 && !decide.UsesGatewayAPI(gw) {
 		want = append(want, desired.IstioGateway(gw, p.Hosts))
 	}
 	w, err := istio(ctx, desired.IstioGatewayKind(gw.Name), want, current,
@@ -205,12 +205,12 @@ func syncIstio(ctx context.Context, rd GatewayReads, istio Apply[*istionetworkin
 // the Gateway API Gateway first, so that the ListenerSets and the redirect route have a parent,
 // then the ListenerSets, the redirect HTTPRoute and the ReferenceGrant. The result names the kind
 // of the first conflict, and the earliest deletion held.
-func syncGatewayAPI(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, want *desired.GatewayAPIObjects) (plan.Written, error) {
+func syncGatewayAPI(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, want *desired.GatewayAPIObjects) (decide.Written, error) {
 	if want == nil {
 		want = &desired.GatewayAPIObjects{}
 	}
-	total := plan.Written{Kind: "Gateway API object", Owner: "Gateway"}
-	add := func(w plan.Written) {
+	total := decide.Written{Kind: "Gateway API object", Owner: "Gateway"}
+	add := func(w decide.Written) {
 		if len(w.Conflicts) > 0 && len(total.Conflicts) == 0 {
 			total.Kind = w.Kind
 		}
@@ -267,10 +267,10 @@ func ForgetGateway(ctx context.Context, rd GatewayReads, grants Apply[*gwv1.Refe
 // They live in the Secret's namespace, where no owner reference can point to the Gateway: they
 // are found by their label. Events go to eventTarget (none when nil: the Gateway is gone).
 func syncReferenceGrants(ctx context.Context, rd GatewayReads, grants Apply[*gwv1.ReferenceGrant], namespace, name string,
-	want []*gwv1.ReferenceGrant, eventTarget *routingv1alpha1.Gateway) (plan.Written, error) {
+	want []*gwv1.ReferenceGrant, eventTarget *routingv1alpha1.Gateway) (decide.Written, error) {
 	current, err := rd.ReferenceGrants(ctx, namespace, name)
 	if err != nil {
-		return plan.Written{}, fmt.Errorf("listing ReferenceGrants: %w", err)
+		return decide.Written{}, fmt.Errorf("listing ReferenceGrants: %w", err)
 	}
 	n := Notice[*gwv1.ReferenceGrant]{Reason: routingv1alpha1.ReasonGatewayCreated, Describe: func(*gwv1.ReferenceGrant) string { return "TLS Secret for " + namespace }}
 	if eventTarget != nil {

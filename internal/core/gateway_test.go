@@ -20,9 +20,9 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -119,7 +119,7 @@ func gatewayWorld() (*fakeGatewayReads, *routingv1alpha1.Gateway) {
 func TestGateway_TheIstioGatewayListsThePublishingRoutesAndTheStatusIsWhole(t *testing.T) {
 	rd, gw := gatewayWorld()
 	var log []string
-	res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, plan.DefaultIstioGatewayBudget)
+	res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, decide.DefaultIstioGatewayBudget)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create Istio Gateway istio-system/default-gateway"}, log)
 	assert.True(t, res.Plan.Ready)
@@ -130,16 +130,16 @@ func TestGateway_TheIstioGatewayListsThePublishingRoutesAndTheStatusIsWhole(t *t
 	assert.Nil(t, gw.Status.HostLimit)
 	require.Len(t, gw.Status.Zones, 1, "the address record of the target in the zone of each controller")
 	assert.NotNil(t, meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionPublished))
-	assert.Nil(t, meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady), "Ready is the driver's, with plan.SetOutcome")
+	assert.Nil(t, meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady), "Ready is the driver's, with decide.SetOutcome")
 	assert.Empty(t, rd.readAfterWrite, "everything the status needs is read before the first write")
 	assert.Positive(t, res.HostBytes)
 }
 
 func TestGateway_RoutesBeyondTheBudgetAreLeftOffAndTheStatusSaysWhere(t *testing.T) {
 	rd, gw := gatewayWorld()
-	first := plan.HostCandidate{Namespace: "myapp", Hostname: plan.IstioHost(gw, "myapp", "api-ns-d-dev-myapp.example.com")}
+	first := decide.HostCandidate{Namespace: "myapp", Hostname: decide.IstioHost(gw, "myapp", "api-ns-d-dev-myapp.example.com")}
 	var log []string
-	_, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, plan.EstimatedIstioGatewayBytes(first))
+	_, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, decide.EstimatedIstioGatewayBytes(first))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, gw.Status.Hosts, "the oldest route's host only")
 	require.NotNil(t, gw.Status.HostLimit)
@@ -151,7 +151,7 @@ func TestGateway_WithoutTheClusterIdentityNothingIsWrittenAndTheStatusKept(t *te
 	rd.identity = nil
 	gw.Status.TargetHostname = "kept.example.com"
 	var log []string
-	res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, plan.DefaultIstioGatewayBudget)
+	res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log), gw, decide.DefaultIstioGatewayBudget)
 	require.NoError(t, err)
 	assert.True(t, res.Plan.Keep)
 	assert.Empty(t, log)
@@ -168,7 +168,7 @@ func TestGateway_ABackendSwitchRemovesTheOldBackendOnlyOnceTheNewOneIsWritten(t 
 		rd.istio = []*istionetworkingv1.Gateway{existing}
 		gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI
 		var log []string
-		res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log, taken...), gw, plan.DefaultIstioGatewayBudget)
+		res, err := Gateway(context.Background(), rd, gatewayWriters(rd, &log, taken...), gw, decide.DefaultIstioGatewayBudget)
 		require.NoError(t, err)
 		return log, res
 	}

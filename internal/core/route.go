@@ -10,8 +10,8 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -44,26 +44,26 @@ type RouteReads interface {
 
 // RouteResult is what a route's reconcile decided and did; its status is in the route.
 type RouteResult struct {
-	// Outcome is the route's phase and Ready condition (plan.SetOutcome sets them).
-	plan.Outcome
+	// Outcome is the route's phase and Ready condition (decide.SetOutcome sets them).
+	decide.Outcome
 	// Synced says the records follow the decision (false: an input is missing and the records
 	// are kept as they are).
 	Synced bool
 	// Written is what the write found: conflicts and deletions held back, which the operator
 	// checks again later.
-	Written plan.Written
+	Written decide.Written
 }
 
-// Route is a ServiceRoute's reconcile: gather → plan.Route → its DNSEndpoints through endpoints
+// Route is a ServiceRoute's reconcile: gather → decide.Route → its DNSEndpoints through endpoints
 // (one CNAME per active ExternalDNS controller, controlled by the route) → its status, set into
-// route but for the outcome (the driver ends with plan.SetOutcome). Records are removed only on a
+// route but for the outcome (the driver ends with decide.SetOutcome). Records are removed only on a
 // definite answer: an error stops it before any write.
 func Route(ctx context.Context, rd RouteReads, endpoints Apply[*externaldnsv1alpha1.DNSEndpoint], route *routingv1alpha1.ServiceRoute) (RouteResult, error) {
 	in, err := gatherRoute(ctx, rd, route)
 	if err != nil {
 		return RouteResult{}, err
 	}
-	p := plan.Route(in)
+	p := decide.Route(in)
 	res := RouteResult{Outcome: p.Outcome, Synced: p.Sync}
 	if !p.Sync {
 		return res, nil
@@ -78,15 +78,15 @@ func Route(ctx context.Context, rd RouteReads, endpoints Apply[*externaldnsv1alp
 	if err != nil {
 		return res, err
 	}
-	res.Outcome = plan.AfterWrite(p.Outcome, res.Written)
-	zones := plan.RouteZones(in.Configuration, w.Applied, current, func(controller string) *verify.Observation { return rd.RouteZone(route, controller) })
-	route.Status = plan.SyncedRouteStatus(route, p, w.Applied, zones)
+	res.Outcome = decide.AfterWrite(p.Outcome, res.Written)
+	zones := decide.RouteZones(in.Configuration, w.Applied, current, func(controller string) *verify.Observation { return rd.RouteZone(route, controller) })
+	route.Status = decide.SyncedRouteStatus(route, p, w.Applied, zones)
 	return res, nil
 }
 
-// gatherRoute reads plan.Route's inputs.
-func gatherRoute(ctx context.Context, rd RouteReads, route *routingv1alpha1.ServiceRoute) (plan.RouteInputs, error) {
-	in := plan.RouteInputs{Route: route, EndpointsAPIMissing: !rd.EndpointsServed()}
+// gatherRoute reads decide.Route's inputs.
+func gatherRoute(ctx context.Context, rd RouteReads, route *routingv1alpha1.ServiceRoute) (decide.RouteInputs, error) {
+	in := decide.RouteInputs{Route: route, EndpointsAPIMissing: !rd.EndpointsServed()}
 	var err error
 	if in.Identity, in.Configuration, err = rd.Singletons(ctx); err != nil {
 		return in, err
@@ -100,7 +100,7 @@ func gatherRoute(ctx context.Context, rd RouteReads, route *routingv1alpha1.Serv
 	if in.ApplicationListedBy, err = rd.NamespacesListing(ctx, route.Spec.Application); err != nil {
 		return in, err
 	}
-	if in.Gateway, err = rd.GatewayNamed(ctx, plan.GatewayRef(route)); err != nil {
+	if in.Gateway, err = rd.GatewayNamed(ctx, decide.GatewayRef(route)); err != nil {
 		return in, err
 	}
 	if in.Identity != nil {
@@ -110,7 +110,7 @@ func gatherRoute(ctx context.Context, rd RouteReads, route *routingv1alpha1.Serv
 }
 
 // hostnameWinner is the oldest other route claiming route's hostname that may use its
-// application (plan.HostnameWinner); nil when route is the oldest such claimant.
+// application (decide.HostnameWinner); nil when route is the oldest such claimant.
 func hostnameWinner(ctx context.Context, rd RouteReads, route *routingv1alpha1.ServiceRoute, ci *clusterv1alpha1.ClusterIdentity) (*routingv1alpha1.ServiceRoute, error) {
 	claimants, err := rd.Claimants(ctx, route, ci)
 	if err != nil {
@@ -129,9 +129,9 @@ func hostnameWinner(ctx context.Context, rd RouteReads, route *routingv1alpha1.S
 		if err != nil {
 			return nil, err
 		}
-		allowed[c.UID], _ = plan.ApplicationAllowed(c.Namespace, c.Spec.Application, annotations, listedBy)
+		allowed[c.UID], _ = decide.ApplicationAllowed(c.Namespace, c.Spec.Application, annotations, listedBy)
 	}
-	return plan.HostnameWinner(route, claimants, func(c *routingv1alpha1.ServiceRoute) bool { return allowed[c.UID] }), nil
+	return decide.HostnameWinner(route, claimants, func(c *routingv1alpha1.ServiceRoute) bool { return allowed[c.UID] }), nil
 }
 
 // DescribeRecords summarises a DNSEndpoint's records for Events: "api.example.com CNAME aks01.example.com".

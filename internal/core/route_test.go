@@ -17,7 +17,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/apply"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -168,7 +168,7 @@ func TestRoute_WritesTheRecordsAndTheWholeStatusButTheOutcome(t *testing.T) {
 	assert.Len(t, r.Status.Endpoints, 2)
 	require.Len(t, r.Status.Zones, 2, "one zone per record, with the prober's result where it has one")
 	assert.NotNil(t, meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionPublished))
-	assert.Nil(t, meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady), "Ready is the driver's, with plan.SetOutcome")
+	assert.Nil(t, meta.FindStatusCondition(r.Status.Conditions, routingv1alpha1.ConditionReady), "Ready is the driver's, with decide.SetOutcome")
 	assert.Zero(t, r.Status.ObservedGeneration)
 
 	// Again with the records in place: nothing written, the same status.
@@ -267,6 +267,6 @@ func TestRoute_ANameTakenByAForeignObjectIsAConflict(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Ready)
 	assert.Equal(t, routingv1alpha1.ReasonOwnershipConflict, res.Reason)
-	assert.Equal(t, plan.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: []string{"myapp/api-route-external-dns-weu"}}, res.Written)
+	assert.Equal(t, decide.Written{Kind: "DNSEndpoint", Owner: "ServiceRoute", Conflicts: []string{"myapp/api-route-external-dns-weu"}}, res.Written)
 	assert.Empty(t, r.Status.Endpoints, "the taken name is not the route's")
 }

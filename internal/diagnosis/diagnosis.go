@@ -1,7 +1,7 @@
 // Package diagnosis is `kubectl router status`: one hostname's (or ServiceRoute's) whole path and
 // the first thing wrong on it, a gateway target hostname's address records in every zone, and the
 // cluster at a glance, from the objects the operator reads (preview's World, read once by
-// preview.Load). It reads the statuses the operator and ExternalDNS wrote; what it works out
+// routerplan.Load). It reads the statuses the operator and ExternalDNS wrote; what it works out
 // itself (the policy in force, the host budget, where an entry point's address comes from) it
 // works out with the operator's own functions.
 package diagnosis
@@ -26,11 +26,11 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/internal/policy"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // DocsBase is where the troubleshooting guide is published; status links each problem to it.
@@ -76,10 +76,10 @@ type RoutePath struct {
 
 // FindRoute finds a route by namespace/name, by name in namespace, or by hostname (the one in
 // its status, else the one it would generate).
-func FindRoute(w *preview.World, arg, namespace string) (*routingv1alpha1.ServiceRoute, error) {
+func FindRoute(w *routerplan.World, arg, namespace string) (*routingv1alpha1.ServiceRoute, error) {
 	var matches []*routingv1alpha1.ServiceRoute
 	ns, name, qualified := strings.Cut(arg, "/")
-	for _, r := range preview.Live(w.Routes) {
+	for _, r := range routerplan.Live(w.Routes) {
 		switch {
 		case qualified && r.Namespace == ns && r.Name == name,
 			!qualified && r.Namespace == namespace && r.Name == arg,
@@ -95,40 +95,40 @@ func FindRoute(w *preview.World, arg, namespace string) (*routingv1alpha1.Servic
 		return matches[0], nil
 	}
 	// Several routes claim one hostname: the oldest is the one in force, the others conflict.
-	oldest, _ := plan.Oldest(matches)
+	oldest, _ := decide.Oldest(matches)
 	return oldest, nil
 }
 
-func hostnameOf(w *preview.World, r *routingv1alpha1.ServiceRoute) string {
+func hostnameOf(w *routerplan.World, r *routingv1alpha1.ServiceRoute) string {
 	id := w.Identity.Spec
 	return naming.SourceHostname(r.Spec.ServiceName, id.EnvironmentLetter, r.Spec.Environment, r.Spec.Application, id.Domain)
 }
 
 // PathOf describes a route's whole path from the cluster's objects, and the first thing wrong.
-func PathOf(w *preview.World, r *routingv1alpha1.ServiceRoute) RoutePath {
+func PathOf(w *routerplan.World, r *routingv1alpha1.ServiceRoute) RoutePath {
 	p := RoutePath{Route: key(r), Hostname: r.Status.Hostname, Target: r.Status.TargetHostname, Phase: string(r.Status.Phase),
 		Ready: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady), Published: conditionLine(r.Status.Conditions, routingv1alpha1.ConditionPublished)}
 	if r.Status.Published != "" {
 		p.Published = r.Status.Published + " zones; " + p.Published
 	}
-	pol, hasPolicy := plan.Oldest(preview.InNamespace(w.Policies, r.Namespace))
+	pol, hasPolicy := decide.Oldest(routerplan.InNamespace(w.Policies, r.Namespace))
 	switch {
 	case !hasPolicy:
 		p.Policy = "none: namespace " + r.Namespace + " has no DNSPolicy"
 	case w.Identity == nil:
 		p.Policy = fmt.Sprintf("%s (%s): cannot be evaluated without the ClusterIdentity", pol.Name, pol.Spec.Mode)
 	default:
-		d := policy.Decide(pol.Spec, plan.IdentityOf(w.Identity), plan.ControllersOf(w.Configuration))
+		d := policy.Decide(pol.Spec, decide.IdentityOf(w.Identity), decide.ControllersOf(w.Configuration))
 		p.Policy = fmt.Sprintf("%s (%s): %s", pol.Name, pol.Spec.Mode, d.Message)
 	}
-	gw := gatewayOf(preview.Live(w.Gateways), r)
-	ref := plan.GatewayRef(r)
+	gw := gatewayOf(routerplan.Live(w.Gateways), r)
+	ref := decide.GatewayRef(r)
 	if gw == nil {
 		p.Gateway = ref.String() + ": does not exist"
 	} else {
 		p.Gateway = fmt.Sprintf("%s: %s; target %s → %s", ref, conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
 			orNone(gw.Status.TargetHostname), orNone(gw.Status.LoadBalancerIP))
-		if plan.UsesGatewayAPI(gw) {
+		if decide.UsesGatewayAPI(gw) {
 			p.Gateway += "; backend GatewayAPI"
 			p.Listener = listenerOf(w, gw, r)
 		}
@@ -177,7 +177,7 @@ func firstProblem(r *routingv1alpha1.ServiceRoute, gw *routingv1alpha1.Gateway, 
 		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 			return &Problem{Reason: c.Reason, Message: fmt.Sprintf("Gateway %s/%s: %s", gw.Namespace, gw.Name, c.Message), Doc: doc(anchorOf(c.Reason, "gateway"))}
 		}
-		if plan.UsesGatewayAPI(gw) && strings.HasPrefix(p.Listener, noListener) {
+		if decide.UsesGatewayAPI(gw) && strings.HasPrefix(p.Listener, noListener) {
 			return &Problem{Reason: "ListenerMissing", Message: p.Listener + ": HTTPRoutes cannot attach to the hostname; the operator writes it with the Gateway's next reconcile (is it running?)",
 				Doc: doc("servicerouteroperatornotreconciling")}
 		}
@@ -207,8 +207,8 @@ const noListener = "none"
 // listenerOf describes the generated listener of r's hostname on gw (backend GatewayAPI): the
 // ListenerSet gw owns for r's namespace that holds it, and the Conflicted, Accepted and
 // Programmed conditions the Gateway API implementation reports on it.
-func listenerOf(w *preview.World, gw *routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) string {
-	in := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, preview.InNamespace(w.ListenerSets, gw.Namespace), nil)
+func listenerOf(w *routerplan.World, gw *routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) string {
+	in := decide.WithGatewayAPI(decide.GatewayInputs{Gateway: gw}, routerplan.InNamespace(w.ListenerSets, gw.Namespace), nil)
 	for _, s := range in.ListenerSets {
 		if s.Labels[naming.LabelSourceNamespace] != r.Namespace {
 			continue
@@ -243,10 +243,10 @@ func processed(ep *externaldnsv1alpha1.DNSEndpoint) bool {
 }
 
 // addressRecords are the records of an entry point's address DNSEndpoint for one controller.
-func addressRecords(w *preview.World, pair desired.Ingress, controller string) []string {
+func addressRecords(w *routerplan.World, pair desired.Ingress, controller string) []string {
 	for _, ep := range w.Endpoints {
 		if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == controller {
-			return preview.RecordLines(ep)
+			return routerplan.RecordLines(ep)
 		}
 	}
 	return nil
@@ -381,7 +381,7 @@ type GatewaySummary struct {
 
 // SummaryOf summarises the cluster: routes by Ready state, zones by verification state, held
 // deletions and each Gateway's host budget (budget: the operator's --istio-gateway-max-bytes).
-func SummaryOf(w *preview.World, budget int) Summary {
+func SummaryOf(w *routerplan.World, budget int) Summary {
 	s := Summary{Routes: map[string]int{}, Identity: "missing", Configuration: "missing", Deletions: "no deletion is held"}
 	if w.Identity != nil {
 		s.Identity = conditionLine(w.Identity.Status.Conditions, clusterv1alpha1.ConditionReady)
@@ -416,20 +416,20 @@ func SummaryOf(w *preview.World, budget int) Summary {
 			}
 		}
 	}
-	routes := preview.Live(w.Routes)
+	routes := routerplan.Live(w.Routes)
 	for _, r := range routes {
 		s.Routes[conditionLine(r.Status.Conditions, routingv1alpha1.ConditionReady)]++
 	}
 	if budget <= 0 {
-		budget = plan.DefaultIstioGatewayBudget
+		budget = decide.DefaultIstioGatewayBudget
 	}
-	for _, gw := range preview.Live(w.Gateways) {
-		admitted := plan.GatewayHosts(gw, routesOf(gw, routes), budget)
+	for _, gw := range routerplan.Live(w.Gateways) {
+		admitted := decide.GatewayHosts(gw, routesOf(gw, routes), budget)
 		g := GatewaySummary{Gateway: key(gw), Ready: conditionLine(gw.Status.Conditions, routingv1alpha1.ConditionReady),
-			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(plan.IstioHostLists(gw), 1), Budget: budget, Backend: string(routingv1alpha1.BackendIstioGateway)}
-		if plan.UsesGatewayAPI(gw) {
+			Hosts: len(admitted.Hosts), Bytes: admitted.Bytes * max(decide.IstioHostLists(gw), 1), Budget: budget, Backend: string(routingv1alpha1.BackendIstioGateway)}
+		if decide.UsesGatewayAPI(gw) {
 			g.Backend = string(routingv1alpha1.BackendGatewayAPI)
-			sets := plan.WithGatewayAPI(plan.GatewayInputs{Gateway: gw}, preview.InNamespace(w.ListenerSets, gw.Namespace), nil).ListenerSets
+			sets := decide.WithGatewayAPI(decide.GatewayInputs{Gateway: gw}, routerplan.InNamespace(w.ListenerSets, gw.Namespace), nil).ListenerSets
 			g.ListenerSets = len(sets)
 			for _, s := range sets {
 				g.MostListeners = max(g.MostListeners, len(s.Spec.Listeners))
@@ -587,15 +587,15 @@ type TargetPath struct {
 
 // FindTarget returns the Gateways whose target hostname is target, the one deciding the entry
 // point first; none when it is no Gateway's.
-func FindTarget(w *preview.World, target string) []*routingv1alpha1.Gateway {
+func FindTarget(w *routerplan.World, target string) []*routingv1alpha1.Gateway {
 	var out []*routingv1alpha1.Gateway
-	for _, gw := range preview.Live(w.Gateways) {
+	for _, gw := range routerplan.Live(w.Gateways) {
 		if gw.Status.TargetHostname == target {
 			out = append(out, gw)
 		}
 	}
-	// The oldest decides the entry point's ingress namespace (plan.IngressDecider): it comes first.
-	if decider, ok := plan.IngressDecider(out); ok {
+	// The oldest decides the entry point's ingress namespace (decide.IngressDecider): it comes first.
+	if decider, ok := decide.IngressDecider(out); ok {
 		i := slices.Index(out, decider)
 		out[0], out[i] = out[i], out[0]
 	}
@@ -604,7 +604,7 @@ func FindTarget(w *preview.World, target string) []*routingv1alpha1.Gateway {
 
 // TargetPathOf describes a target hostname's address records in every zone of the
 // DNSConfiguration, and the first thing wrong. gateways share the target (FindTarget).
-func TargetPathOf(w *preview.World, gateways []*routingv1alpha1.Gateway) TargetPath {
+func TargetPathOf(w *routerplan.World, gateways []*routingv1alpha1.Gateway) TargetPath {
 	decider := gateways[0]
 	p := TargetPath{Target: decider.Status.TargetHostname}
 	for _, gw := range gateways {
@@ -616,11 +616,11 @@ func TargetPathOf(w *preview.World, gateways []*routingv1alpha1.Gateway) TargetP
 	}
 	p.Address = addressSource(w, decider)
 	pair := desired.IngressOfGateway(decider)
-	for _, c := range plan.ControllersOf(w.Configuration) {
+	for _, c := range decide.ControllersOf(w.Configuration) {
 		z := ZonePath{Controller: c.Name, Region: c.Region}
 		for _, ep := range w.Endpoints {
 			if got, ok := desired.IngressOfLabels(ep.Labels); ok && got == pair && ep.Labels[naming.LabelController] == c.Name {
-				z.DNSEndpoint, z.Exists, z.Processed, z.Addresses = key(ep), true, processed(ep), preview.RecordLines(ep)
+				z.DNSEndpoint, z.Exists, z.Processed, z.Addresses = key(ep), true, processed(ep), routerplan.RecordLines(ep)
 			}
 		}
 		if s, ok := zones[c.Name]; ok {
@@ -654,9 +654,9 @@ func TargetPathOf(w *preview.World, gateways []*routingv1alpha1.Gateway) TargetP
 
 // addressSource says where the entry point decided by decider takes its address from, and what
 // it holds now: the IngressDNS reconciler's own rule (core.EntryPointAddress) over the world.
-func addressSource(w *preview.World, decider *routingv1alpha1.Gateway) string {
+func addressSource(w *routerplan.World, decider *routingv1alpha1.Gateway) string {
 	addrs, service, _ := core.EntryPointAddress(context.Background(), worldAddress{w}, decider) // the world's reads do not fail
-	if plan.UsesGatewayAPI(decider) {
+	if decide.UsesGatewayAPI(decider) {
 		name := "Gateway API Gateway " + key(decider)
 		switch {
 		case w.GatewayAPIMissing:
@@ -668,7 +668,7 @@ func addressSource(w *preview.World, decider *routingv1alpha1.Gateway) string {
 	}
 	switch {
 	case addrs == nil:
-		return fmt.Sprintf("no LoadBalancer Service labelled %s=%s in namespace %s; the records are kept", naming.IngressServiceSelector, decider.Spec.Controller, plan.IngressNamespace(decider))
+		return fmt.Sprintf("no LoadBalancer Service labelled %s=%s in namespace %s; the records are kept", naming.IngressServiceSelector, decider.Spec.Controller, decide.IngressNamespace(decider))
 	case addrs.Addresses.Empty():
 		return fmt.Sprintf("Service %s: no load balancer address yet; the records are kept", service)
 	}
@@ -677,7 +677,7 @@ func addressSource(w *preview.World, decider *routingv1alpha1.Gateway) string {
 
 // worldAddress is what an entry point's address is read from (core.AddressSourceReads), in the
 // world as the cluster has it.
-type worldAddress struct{ w *preview.World }
+type worldAddress struct{ w *routerplan.World }
 
 func (r worldAddress) IngressService(_ context.Context, namespace, controller string) (*corev1.Service, error) {
 	return r.w.IngressService(namespace, controller), nil
@@ -740,7 +740,7 @@ func (l *lines) firstProblem(problem *Problem, nothingWrong string) {
 func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 func gatewayOf(gateways []*routingv1alpha1.Gateway, r *routingv1alpha1.ServiceRoute) *routingv1alpha1.Gateway {
-	ref := plan.GatewayRef(r)
+	ref := decide.GatewayRef(r)
 	for _, gw := range gateways {
 		if gw.Namespace == ref.Namespace && gw.Name == ref.Name {
 			return gw
@@ -754,7 +754,7 @@ func routesOf(gw *routingv1alpha1.Gateway, routes []*routingv1alpha1.ServiceRout
 	ref := types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}
 	var out []*routingv1alpha1.ServiceRoute
 	for _, r := range routes {
-		if plan.GatewayRef(r) == ref {
+		if decide.GatewayRef(r) == ref {
 			out = append(out, r)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // cluster is the cluster of the tests, as manifests: region weu with ExternalDNS controllers in weu
@@ -75,20 +75,20 @@ const (
 // healthy is the cluster with gw's backend as the operator leaves it (its prediction), once
 // ExternalDNS processed every DNSEndpoint and verification found every zone published; with the
 // GatewayAPI backend the Gateway API Gateway reports the address 10.0.0.1.
-func healthy(t *testing.T, backend routingv1alpha1.GatewayBackend) *preview.World {
+func healthy(t *testing.T, backend routingv1alpha1.GatewayBackend) *routerplan.World {
 	t.Helper()
-	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(fmt.Sprintf(cluster, backend)))
+	objs, err := routerplan.ReadManifests([]string{"-"}, strings.NewReader(fmt.Sprintf(cluster, backend)))
 	require.NoError(t, err)
-	w := &preview.World{}
-	_, err = preview.Overlay(w, objs, false, "app", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	w := &routerplan.World{}
+	_, err = routerplan.Overlay(w, objs, false, "app", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
-	p := preview.Predict(w, preview.DefaultSettings)
+	p := routerplan.Predict(w, routerplan.DefaultSettings)
 	if backend == routingv1alpha1.BackendGatewayAPI {
 		require.Len(t, p.GatewayAPIGateways, 1)
 		ip := gwv1.IPAddressType
 		p.GatewayAPIGateways[0].Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: "10.0.0.1"}}
 		w.GatewayAPIGateways, w.ListenerSets = p.GatewayAPIGateways, p.ListenerSets
-		p = preview.Predict(w, preview.DefaultSettings) // the address records follow the address
+		p = routerplan.Predict(w, routerplan.DefaultSettings) // the address records follow the address
 	}
 	w.Endpoints = p.Endpoints
 	for _, ep := range w.Endpoints {
@@ -110,29 +110,29 @@ func healthy(t *testing.T, backend routingv1alpha1.GatewayBackend) *preview.Worl
 func TestPathOf_FirstProblemAlongThePath(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
-		breakIt    func(w *preview.World)
+		breakIt    func(w *routerplan.World)
 		wantReason string
 		wantAnchor string
 	}{
-		{"nothing wrong", func(*preview.World) {}, "", ""},
-		{"the route's own decision comes first", func(w *preview.World) {
+		{"nothing wrong", func(*routerplan.World) {}, "", ""},
+		{"the route's own decision comes first", func(w *routerplan.World) {
 			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonHostnameConflict, Message: "claimed"})
 		}, routingv1alpha1.ReasonHostnameConflict, "#servicerouterhostnameconflict"},
-		{"a reason without a runbook links the route table", func(w *preview.World) {
+		{"a reason without a runbook links the route table", func(w *routerplan.World) {
 			meta.SetStatusCondition(&w.Routes[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonDNSPolicyInactive, Message: "elsewhere"})
 		}, routingv1alpha1.ReasonDNSPolicyInactive, "#serviceroute"},
-		{"a status behind its spec", func(w *preview.World) { w.Routes[0].Generation = 2 }, "StatusBehind", "#servicerouteroperatornotreconciling"},
-		{"the Gateway without a load balancer", func(w *preview.World) {
+		{"a status behind its spec", func(w *routerplan.World) { w.Routes[0].Generation = 2 }, "StatusBehind", "#servicerouteroperatornotreconciling"},
+		{"the Gateway without a load balancer", func(w *routerplan.World) {
 			meta.SetStatusCondition(&w.Gateways[0].Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: routingv1alpha1.ReasonLoadBalancerNotFound, Message: "no Service"})
 		}, routingv1alpha1.ReasonLoadBalancerNotFound, "#serviceroutergatewaywithoutloadbalancer"},
-		{"ExternalDNS has not read the record", func(w *preview.World) { w.Endpoints[indexOf(w, "app/r0-external-dns-weu")].Generation = 2 }, "NotProcessed", "#servicerouterzonenotpublishing"},
-		{"the zone answers something else", func(w *preview.World) {
+		{"ExternalDNS has not read the record", func(w *routerplan.World) { w.Endpoints[indexOf(w, "app/r0-external-dns-weu")].Generation = 2 }, "NotProcessed", "#servicerouterzonenotpublishing"},
+		{"the zone answers something else", func(w *routerplan.World) {
 			w.Routes[0].Status.Zones[0].State, w.Routes[0].Status.Zones[0].Answer = routingv1alpha1.ZoneDrifted, "CNAME old.example.com"
 		}, routingv1alpha1.ReasonZonesDrifted, "#servicerouterzonedrifted"},
-		{"the target has no address in the zone", func(w *preview.World) {
+		{"the target has no address in the zone", func(w *routerplan.World) {
 			w.Endpoints = slices.DeleteFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return ep.Labels[naming.LabelIstioController] != "" })
 		}, "AddressRecordMissing", "#serviceroutergatewaywithoutloadbalancer"},
 	} {
@@ -151,7 +151,7 @@ func TestPathOf_FirstProblemAlongThePath(t *testing.T) {
 	}
 }
 
-func indexOf(w *preview.World, k string) int {
+func indexOf(w *routerplan.World, k string) int {
 	return slices.IndexFunc(w.Endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool { return key(ep) == k })
 }
 

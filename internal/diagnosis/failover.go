@@ -11,9 +11,9 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/failover"
-	"github.com/service-router/service-router-operator/internal/plan"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // FailoverEffect is `kubectl router plan --region-lost REGION`: what this cluster's operator would
@@ -39,16 +39,16 @@ type ZoneFailoverEffect struct {
 }
 
 // FailoverEffectOf computes the effect of losing region lost with the operator's own decisions:
-// its names (plan.FailoverNames) and failover.Takeovers, over the zones as they would read if the
+// its names (decide.FailoverNames) and failover.Takeovers, over the zones as they would read if the
 // lost region held every name (failover.HeldBy).
-func FailoverEffectOf(w *preview.World, lost string) (FailoverEffect, error) {
+func FailoverEffectOf(w *routerplan.World, lost string) (FailoverEffect, error) {
 	if w.Identity == nil || w.Configuration == nil {
 		return FailoverEffect{}, fmt.Errorf("the ClusterIdentity or the DNSConfiguration is missing: failover has nothing to act on")
 	}
 	own := w.Identity.Spec.Region
 	e := FailoverEffect{Lost: lost, Region: own}
 	judged := supposedJudgements(w.Configuration, own, lost)
-	policies := preview.PoliciesInForce(w.Policies)
+	policies := routerplan.PoliciesInForce(w.Policies)
 	for _, c := range w.Configuration.Spec.ExternalDNSControllers {
 		if c.Failover == nil {
 			continue
@@ -82,7 +82,7 @@ func supposedJudgements(cfg *clusterv1alpha1.DNSConfiguration, own, lost string)
 // stand-in that would take them (failover.StandIn, as Takeovers chooses), or none.
 func zoneEffect(endpoints []*externaldnsv1alpha1.DNSEndpoint, policies map[string]*routingv1alpha1.DNSPolicy, c clusterv1alpha1.ExternalDNSController,
 	own, lost string, judged map[string]failover.Judgement) ZoneFailoverEffect {
-	standIn, fixed := plan.FailoverNames(c.Name, endpoints, policies)
+	standIn, fixed := decide.FailoverNames(c.Name, endpoints, policies)
 	zone := failover.HeldBy(failover.ZoneReading{Controller: c.Name, Region: c.Region, Owner: c.Failover.OwnerID, TXTPrefix: c.Failover.TXTPrefix}, lost, standIn)
 	passed := passedHere(own, judged, zone, standIn)
 	states := make(map[string]failover.State, len(judged))

@@ -14,16 +14,16 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
-	"github.com/service-router/service-router-operator/internal/plan"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // failoverWorld is aks02 (region neu) publishing three teams' names into the weu and frc zones;
 // only weu has failover settings. It judges frc Serving and knows no cluster of sea.
-func failoverWorld() *preview.World {
-	w := &preview.World{
+func failoverWorld() *routerplan.World {
+	w := &routerplan.World{
 		Identity: &clusterv1alpha1.ClusterIdentity{Spec: clusterv1alpha1.ClusterIdentitySpec{Region: "neu", Cluster: "aks02"}},
 		Configuration: &clusterv1alpha1.DNSConfiguration{
 			Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{
@@ -94,7 +94,7 @@ func TestFailoverEffectOf_DecidesAsTakeovers(t *testing.T) {
 		// states are the other regions' in the dns-config's status; drain its spec.failover.drain.
 		states map[string]string
 		drain  bool
-		mut    func(*preview.World)
+		mut    func(*routerplan.World)
 		want   ZoneFailoverEffect
 	}{
 		{"this region first serving stand-in: taken here; behind a serving one: left to it", "weu", map[string]string{"frc": "Serving"}, false, nil,
@@ -111,7 +111,7 @@ func TestFailoverEffectOf_DecidesAsTakeovers(t *testing.T) {
 			ZoneFailoverEffect{NoStandIn: []string{far, legacy, search, shop}}},
 		{"the dns-config's status does not judge this region: the operator does", "weu", map[string]string{"frc": "Serving", "neu": "Lost"}, false, nil,
 			ZoneFailoverEffect{TakenHere: []string{shop}, StandIns: map[string][]string{"frc": {search}}, NoStandIn: []string{far, legacy}}},
-		{"another namespace's newer policy with stand-ins: the oldest, without, decides", "weu", map[string]string{"frc": "Serving"}, false, func(w *preview.World) {
+		{"another namespace's newer policy with stand-ins: the oldest, without, decides", "weu", map[string]string{"frc": "Serving"}, false, func(w *routerplan.World) {
 			newer := &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "legacy", Name: "newer", CreationTimestamp: metav1.Unix(10, 0)},
 				Spec: routingv1alpha1.DNSPolicySpec{Failover: &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}}}
 			w.Policies = append(w.Policies, newer)
@@ -146,7 +146,7 @@ func TestFailoverEffectOf_DecidesAsTakeovers(t *testing.T) {
 // takenFromARealZone is what failover.Takeovers passes to aks02 (neu) of the weu zone in which a
 // cluster of region lost, aks01, owns every name of failoverWorld, with the regions judged as the
 // operator would: own Serving (Drained while draining), the others as states say, lost Lost.
-func takenFromARealZone(w *preview.World, lost string, states map[string]string, drain bool) []string {
+func takenFromARealZone(w *routerplan.World, lost string, states map[string]string, drain bool) []string {
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}}
 	if drain {
 		judged["neu"] = failover.Judgement{State: failover.Drained}
@@ -164,7 +164,7 @@ func takenFromARealZone(w *preview.World, lost string, states map[string]string,
 		zone.TXT["cname-api-"+ns+".example.com"] = failover.TXTSet{TTL: 300, Values: []string{
 			"heritage=external-dns,external-dns/owner=external-dns-weu-aks01,external-dns/resource=crd/" + ns + "/api-external-dns-weu"}}
 	}
-	names, _ := plan.FailoverNames("external-dns-weu", w.Endpoints, preview.PoliciesInForce(w.Policies))
+	names, _ := decide.FailoverNames("external-dns-weu", w.Endpoints, routerplan.PoliciesInForce(w.Policies))
 	var out []string
 	for _, p := range failover.Takeovers("neu", judged, []failover.ZoneReading{zone}, names) {
 		out = append(out, p.Namespace+": "+p.Hostname)

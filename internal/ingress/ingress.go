@@ -2,7 +2,7 @@
 // into DNS records. It is pure and table-tested.
 //
 // The rule: the ingress Service of a Gateway with spec.controller C is a Service of type
-// LoadBalancer labelled istio=C in the Gateway's ingress namespace (plan.IngressNamespace: the
+// LoadBalancer labelled istio=C in the Gateway's ingress namespace (decide.IngressNamespace: the
 // Gateway's spec.ingressNamespace, else its own namespace; managed Istio on AKS runs its gateways
 // in aks-istio-ingress). Services of other namespaces are never candidates: a namespace editor
 // could otherwise capture the gateway's address. If several match, the oldest wins (then

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/plan"
+	"github.com/service-router/service-router-operator/internal/decide"
 )
 
 // TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff gives the Istio Gateway room for two
@@ -21,10 +21,10 @@ func TestGateway_FullIstioGatewayLeavesTheYoungestRoutesOff(t *testing.T) {
 	hostOf := func(svc string) string { return f.hostname(svc, "example.com") }
 	// The Istio Gateway lists namespace-scoped hosts (the default istioHostFormat).
 	istioHost := func(svc string) string { return f.ns + "/" + hostOf(svc) }
-	candidate := func(svc string) plan.HostCandidate {
-		return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(svc)}
+	candidate := func(svc string) decide.HostCandidate {
+		return decide.HostCandidate{Namespace: f.ns, Hostname: istioHost(svc)}
 	}
-	budget := plan.EstimatedIstioGatewayBytes(candidate("svc-a"), candidate("svc-b"))
+	budget := decide.EstimatedIstioGatewayBytes(candidate("svc-a"), candidate("svc-b"))
 	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
 	f.setIdentity(weuIdentity())
 	f.setControllers("weu")

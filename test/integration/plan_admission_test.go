@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/service-router/service-router-operator/cmd/kubectl-router/app"
-	"github.com/service-router/service-router-operator/internal/admission"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/manifestcheck"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // TestPlan_RefusesWhatTheAPIServerRefuses: plan, run as a user bound to the plan reader role (which
@@ -51,8 +51,8 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 			"apiVersion: v1\nkind: Service\nmetadata: {name: svc, labels: {tier: 'gold plated'}}\nspec: {ports: [{port: 80}]}",
 		} {
 			objs := objectsOf(t, manifest)
-			_, _, err := preview.PredictFor(ctx, viewer, objs, false, ns, preview.DefaultSettings)
-			var refused *admission.RefusedError
+			_, _, err := routerplan.PredictFor(ctx, viewer, objs, false, ns, routerplan.DefaultSettings)
+			var refused *manifestcheck.RefusedError
 			require.ErrorAs(t, err, &refused, manifest)
 			require.Len(t, refused.Errors, 1)
 			apiErr := env.Client.Create(ctx, inNamespace(objs[0], ns), client.FieldValidation("Strict"))
@@ -63,9 +63,9 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 
 	t.Run("admitted with the API server's defaults", func(t *testing.T) {
 		objs := objectsOf(t, fmt.Sprintf(route, "web", "{serviceName: web, gatewayName: gw, environment: dev, application: shop}"))
-		world, err := preview.Load(ctx, viewer)
+		world, err := routerplan.Load(ctx, viewer)
 		require.NoError(t, err)
-		admitted, err := admission.Admit(ctx, viewer, world, objs, false, ns)
+		admitted, err := manifestcheck.Admit(ctx, viewer, world, objs, false, ns)
 		require.NoError(t, err)
 		stored := inNamespace(objs[0], ns)
 		require.NoError(t, env.Client.Create(ctx, stored, client.FieldValidation("Strict")))
@@ -80,8 +80,8 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 			"apiVersion: v1\nkind: Service\nmetadata: {name: gone}",
 		} {
 			objs := objectsOf(t, manifest)
-			_, _, err := preview.PredictFor(ctx, viewer, objs, true, ns, preview.DefaultSettings)
-			var refused *admission.RefusedError
+			_, _, err := routerplan.PredictFor(ctx, viewer, objs, true, ns, routerplan.DefaultSettings)
+			var refused *manifestcheck.RefusedError
 			require.ErrorAs(t, err, &refused, manifest)
 			apiErr := env.Client.Delete(ctx, inNamespace(objs[0], ns))
 			require.Error(t, apiErr)
@@ -90,7 +90,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		// An existing Service the operator does not read (no istio label) is found, not refused.
 		svc := objectsOf(t, "apiVersion: v1\nkind: Service\nmetadata: {name: plain}\nspec: {ports: [{port: 80}]}")
 		require.NoError(t, env.Client.Create(ctx, inNamespace(svc[0], ns)))
-		r, err := preview.PlanFor(ctx, viewer, svc, true, ns, preview.DefaultSettings)
+		r, err := routerplan.PlanFor(ctx, viewer, svc, true, ns, routerplan.DefaultSettings)
 		require.NoError(t, err)
 		require.Equal(t, "ignored", r.Manifests[0].Action)
 	})
@@ -98,7 +98,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 	t.Run("without the right to read the CRDs it fails, and does not guess", func(t *testing.T) {
 		older, _ := planViewerWithout(t, "apiextensions.k8s.io")
 		objs := objectsOf(t, fmt.Sprintf(route, "web", "{serviceName: web, gatewayName: gw, environment: dev, application: shop}"))
-		_, _, err := preview.PredictFor(ctx, older, objs, false, ns, preview.DefaultSettings)
+		_, _, err := routerplan.PredictFor(ctx, older, objs, false, ns, routerplan.DefaultSettings)
 		require.True(t, apierrors.IsForbidden(err), "%v", err)
 		require.ErrorContains(t, err, "reading CustomResourceDefinition serviceroutes.routing.router.io")
 	})
@@ -111,7 +111,7 @@ func TestPlan_RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		cmd := app.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		cmd.SetArgs([]string{"plan", "-f", dir, "-n", ns})
 		err := cmd.ExecuteContext(ctx)
-		var refused *admission.RefusedError
+		var refused *manifestcheck.RefusedError
 		require.ErrorAs(t, err, &refused)
 		require.Empty(t, out.String(), "no prediction")
 		require.Contains(t, err.Error(), `ServiceRoute.routing.router.io "web" is invalid: spec.serviceName: Invalid value: "Web_V2": serviceName must be a DNS label`)

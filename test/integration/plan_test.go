@@ -29,9 +29,9 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/cmd/kubectl-router/app"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/guard"
-	"github.com/service-router/service-router-operator/internal/plan"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 	"github.com/service-router/service-router-operator/internal/testenv"
 )
 
@@ -105,7 +105,7 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		{"ClusterIdentity replaced", false, []string{identity("aks02", "example.org")}, true},
 		{"no-op edit", false, []string{active, route("api")}, false},
 	}
-	f.runPlanSteps(viewer, preview.DefaultSettings, steps)
+	f.runPlanSteps(viewer, routerplan.DefaultSettings, steps)
 }
 
 // planStep is one change of a preview-equals-reality sequence.
@@ -120,12 +120,12 @@ type planStep struct {
 // runPlanSteps plans each step as the viewer, applies it, waits for the operator (which must run
 // with the decision-changing settings s) to converge, and requires that the fixture's DNSEndpoints,
 // Istio hosts and routes' Ready and Published reasons are what the plan predicted, and stay so.
-func (f *fixture) runPlanSteps(viewer client.Reader, s preview.Settings, steps []planStep) {
+func (f *fixture) runPlanSteps(viewer client.Reader, s routerplan.Settings, steps []planStep) {
 	t := f.t
 	t.Helper()
 	for _, step := range steps {
 		objs := objectsOf(t, step.docs...)
-		result, prediction, err := preview.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, s)
+		result, prediction, err := routerplan.PredictFor(f.ctx, viewer, objs, step.delete, f.ns, s)
 		require.NoError(t, err, step.name)
 		want := f.predicted(prediction)
 		if step.changes != hasChanges(result) {
@@ -154,11 +154,11 @@ func TestPlan_HostLimitPreviewEqualsReality(t *testing.T) {
 	keepSingletons(t)
 	f := newFixture(t)
 	f.ingressService(corev1.LoadBalancerIngress{IP: "10.1.2.3"})
-	host := func(service string) plan.HostCandidate {
-		return plan.HostCandidate{Namespace: f.ns, Hostname: istioHost(f.ns, f.hostname(service, "example.com"))}
+	host := func(service string) decide.HostCandidate {
+		return decide.HostCandidate{Namespace: f.ns, Hostname: istioHost(f.ns, f.hostname(service, "example.com"))}
 	}
-	budget := plan.EstimatedIstioGatewayBytes(host("svc-a"), host("svc-b")) // room for two hosts
-	settings := preview.Settings{HostBudget: budget, Guard: preview.DefaultSettings.Guard}
+	budget := decide.EstimatedIstioGatewayBytes(host("svc-a"), host("svc-b")) // room for two hosts
+	settings := routerplan.Settings{HostBudget: budget, Guard: routerplan.DefaultSettings.Guard}
 	startOperatorWith(t, env.Config, operatorOptions{istioGatewayMaxBytes: budget})
 	viewer, _ := planViewer(t)
 	route := func(name string) string {
@@ -218,23 +218,23 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		t.Helper()
 		uids := endpointUIDs(t, f.ns, f.gatewayNS)
 		routeDeletions, addressDeletions := watchEndpointDeletions(t, f.ns), watchEndpointDeletions(t, f.gatewayNS)
-		f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{step})
+		f.runPlanSteps(viewer, routerplan.DefaultSettings, []planStep{step})
 		require.Equal(t, uids, endpointUIDs(t, f.ns, f.gatewayNS), "%s: the same DNSEndpoints", step.name)
 		require.Empty(t, append(routeDeletions.names(), addressDeletions.names()...), "%s: no DNSEndpoint deleted on the way", step.name)
 	}
-	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"routes on an Istio Gateway", false, setup, true}})
+	f.runPlanSteps(viewer, routerplan.DefaultSettings, []planStep{{"routes on an Istio Gateway", false, setup, true}})
 	switchKeepsRecords(planStep{"backend switch Istio to Gateway API", false, []string{gateway("GatewayAPI", "All")}, true})
 	// The Gateway API implementation reports the new Gateway's address: the ingress Service's, as
 	// when Istio serves both backends with one load balancer. The records stay as they are.
 	f.setGatewayAPIAddress("gw", "10.1.2.3")
 	f.waitGateway("gw", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonGatewayCreated)
-	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{
+	f.runPlanSteps(viewer, routerplan.DefaultSettings, []planStep{
 		{"a route added to a GatewayAPI Gateway", false, []string{route("jobs")}, true},
 		{"GatewayAPI Gateway allowedRoutes narrowed", false, []string{gateway("GatewayAPI", "Same")}, true},
 		{"GatewayAPI Gateway allowedRoutes widened again", false, []string{gateway("GatewayAPI", "All")}, true},
 	})
 	switchKeepsRecords(planStep{"backend switch Gateway API to Istio", false, []string{gateway("IstioGateway", "All")}, true})
-	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false}})
+	f.runPlanSteps(viewer, routerplan.DefaultSettings, []planStep{{"no-op edit", false, []string{gateway("IstioGateway", "All"), route("api")}, false}})
 }
 
 // TestPlan_GatewayDeletedWhileTheOperatorWasDown settles what a Gateway leaves that the garbage
@@ -259,7 +259,7 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 		fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: Gateway\nmetadata: {name: gw, namespace: %s}\nspec: {controller: %s, credentialName: cert, targetPostfix: internal, backend: GatewayAPI, ingressNamespace: %s}",
 			gatewayNS, f.controller, f.gatewayNS),
 	}
-	f.runPlanSteps(viewer, preview.DefaultSettings, []planStep{{"a GatewayAPI Gateway whose Secret is in the ingress namespace", false, setup, true}})
+	f.runPlanSteps(viewer, routerplan.DefaultSettings, []planStep{{"a GatewayAPI Gateway whose Secret is in the ingress namespace", false, setup, true}})
 	grants := func() []string {
 		list := &gwv1.ReferenceGrantList{}
 		require.NoError(t, env.Client.List(f.ctx, list, client.InNamespace(f.gatewayNS)))
@@ -291,7 +291,7 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 	}, waitTimeout)
 	require.Equal(t, written, grants(), "the garbage collector leaves the grant in the other namespace")
 
-	result, prediction, err := preview.PredictFor(f.ctx, viewer, nil, false, f.ns, preview.DefaultSettings)
+	result, prediction, err := routerplan.PredictFor(f.ctx, viewer, nil, false, f.ns, routerplan.DefaultSettings)
 	require.NoError(t, err)
 	require.Contains(t, prediction.OperatorDeletes, "ReferenceGrant "+f.gatewayNS+"/"+written[0], "the plan:\n%s", tableOf(t, result))
 	require.Empty(t, prediction.ReferenceGrants)
@@ -378,7 +378,7 @@ func documentedPlanRole(t *testing.T) *rbacv1.ClusterRole {
 
 func objectsOf(t testing.TB, docs ...string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := preview.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
+	objs, err := routerplan.ReadManifests([]string{"-"}, strings.NewReader(strings.Join(docs, "\n---\n")))
 	require.NoError(t, err)
 	return objs
 }
@@ -402,7 +402,7 @@ func (f *fixture) applyManifests(objs []*unstructured.Unstructured, del bool) {
 }
 
 // predicted is the part of a prediction this fixture owns, in observed's form.
-func (f *fixture) predicted(p preview.Prediction) string {
+func (f *fixture) predicted(p routerplan.Prediction) string {
 	var eps []*externaldnsv1alpha1.DNSEndpoint
 	for _, ep := range p.Endpoints {
 		if f.owns(ep) {
@@ -554,7 +554,7 @@ func (f *fixture) describe(eps []*externaldnsv1alpha1.DNSEndpoint, hosts, routes
 	return strings.Join(lines, "\n")
 }
 
-func hasChanges(r preview.Result) bool {
+func hasChanges(r routerplan.Result) bool {
 	for _, z := range r.Zones {
 		if len(z.Created)+len(z.Retargeted)+len(z.Deleted) > 0 {
 			return true
@@ -563,9 +563,9 @@ func hasChanges(r preview.Result) bool {
 	return len(r.Routes) > 0 || len(r.Gateways) > 0 || len(r.IstioHosts) > 0 || len(r.GatewayAPIHosts) > 0 || len(r.Objects) > 0
 }
 
-func tableOf(t testing.TB, r preview.Result) string {
+func tableOf(t testing.TB, r routerplan.Result) string {
 	var b strings.Builder
-	require.NoError(t, preview.WriteTable(&b, r))
+	require.NoError(t, routerplan.WriteTable(&b, r))
 	return b.String()
 }
 
@@ -619,11 +619,11 @@ func TestPlan_KubectlPluginAsAUserRunsIt(t *testing.T) {
 
 	out, err = run("plan", "-f", filepath.Join(dir, "policy.yaml"), "-n", f.ns, "-o", "json", "--max-deletions", "1000")
 	require.NoError(t, err, out)
-	var result preview.Result
+	var result routerplan.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &result))
 	require.Equal(t, tooMany.Removed, result.RecordsRemoved, "the JSON says what the table said")
 	require.Equal(t, "external-dns-weu", result.Zones[0].Controller)
-	require.Contains(t, result.Zones[0].Deleted, preview.Record{DNSEndpoint: f.ns + "/api-external-dns-weu", Owner: "ServiceRoute " + f.ns + "/api",
+	require.Contains(t, result.Zones[0].Deleted, routerplan.Record{DNSEndpoint: f.ns + "/api-external-dns-weu", Owner: "ServiceRoute " + f.ns + "/api",
 		Before: []string{hostname + " CNAME aks01-weu-internal.example.com (TTL 300)"}})
 
 	out, err = run("status", "api", "-n", f.ns)
@@ -688,10 +688,10 @@ func TestPlan_GuardVerdictIsTheOperators(t *testing.T) {
 	f.waitRouteEndpoints(other, "solo", f.hostname("solo", "example.com"), target, "external-dns-neu", "external-dns-weu")
 	f.waitAddressRecords("internal", target, map[string][]string{"A": {lbIP[0].IP}}, "external-dns-neu", "external-dns-weu")
 
-	planFor := func(ns string, spec string) (preview.Result, []*unstructured.Unstructured) {
+	planFor := func(ns string, spec string) (routerplan.Result, []*unstructured.Unstructured) {
 		t.Helper()
 		objs := objectsOf(t, fmt.Sprintf("apiVersion: routing.router.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: dns, namespace: %s}\nspec: %s", ns, spec))
-		r, _, err := preview.PredictFor(f.ctx, viewer, objs, false, ns, preview.Settings{Guard: settings})
+		r, _, err := routerplan.PredictFor(f.ctx, viewer, objs, false, ns, routerplan.Settings{Guard: settings})
 		require.NoError(t, err)
 		return r, objs
 	}
@@ -756,7 +756,7 @@ func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
 		require.NoError(t, bare.Client.Create(ctx, obj))
 	}
 	objs := objectsOf(t, "apiVersion: routing.router.io/v1alpha1\nkind: ServiceRoute\nmetadata: {name: api}\nspec: {serviceName: api, gatewayName: gw, environment: dev, application: shop}")
-	result, prediction, err := preview.PredictFor(ctx, bare.Client, objs, false, "default", preview.DefaultSettings)
+	result, prediction, err := routerplan.PredictFor(ctx, bare.Client, objs, false, "default", routerplan.DefaultSettings)
 	require.NoError(t, err)
 	require.Empty(t, prediction.Endpoints)
 	require.Equal(t, routingv1alpha1.ReasonExternalDNSNotInstalled, prediction.Routes["default/api"].Reason)
@@ -764,11 +764,11 @@ func TestPlan_ClustersWithoutTheOptionalAPIsOrTheOperator(t *testing.T) {
 	// Without the Gateway API CRDs a GatewayAPI Gateway generates nothing, keeps what exists, and
 	// the plan says so.
 	require.Equal(t, routingv1alpha1.ReasonGatewayAPINotInstalled, prediction.Gateways["default/gwapi"].Reason)
-	require.Contains(t, result.Gateways, preview.GatewayChange{Gateway: "default/gwapi", Before: preview.GatewayState{Exists: true},
-		After: preview.GatewayState{Exists: true, Ready: "False", Reason: routingv1alpha1.ReasonGatewayAPINotInstalled, Message: prediction.Gateways["default/gwapi"].Message}})
+	require.Contains(t, result.Gateways, routerplan.GatewayChange{Gateway: "default/gwapi", Before: routerplan.GatewayState{Exists: true},
+		After: routerplan.GatewayState{Exists: true, Ready: "False", Reason: routingv1alpha1.ReasonGatewayAPINotInstalled, Message: prediction.Gateways["default/gwapi"].Message}})
 	require.Empty(t, result.Objects)
 
 	none := startControlPlane(t, testenv.Options{SkipOperatorCRDs: true})
-	_, _, err = preview.PredictFor(ctx, none.Client, objs, false, "default", preview.DefaultSettings)
-	require.ErrorIs(t, err, preview.ErrNotInstalled)
+	_, _, err = routerplan.PredictFor(ctx, none.Client, objs, false, "default", routerplan.DefaultSettings)
+	require.ErrorIs(t, err, routerplan.ErrNotInstalled)
 }

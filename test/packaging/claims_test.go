@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/service-router/service-router-operator/internal/budget"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/guard"
-	"github.com/service-router/service-router-operator/internal/plan"
 	"github.com/service-router/service-router-operator/test/azurestandin"
 )
 
@@ -373,7 +373,7 @@ func TestClaims_FiguresAreTheCodes(t *testing.T) {
 	assert.Equal(t, 10, guard.DefaultSettings.Minimum, "it trips at 10 or more")
 	assert.InDelta(t, 0.25, guard.DefaultSettings.Share, 1e-9, "and over 25%")
 	assert.Equal(t, 5*time.Second, guard.DefaultSettings.Observe, "they proceed after 5s")
-	assert.Equal(t, 1000000, plan.DefaultIstioGatewayBudget, "of 1000000 bytes")
+	assert.Equal(t, 1000000, decide.DefaultIstioGatewayBudget, "of 1000000 bytes")
 	assert.Equal(t, 64, desired.MaxListeners, "64 of 64 listeners")
 	assert.Equal(t, 250, azurestandin.DocumentedLimits.Reads.Size, "250 reads")
 	assert.Equal(t, 200, azurestandin.DocumentedLimits.Writes.Size, "200 writes")

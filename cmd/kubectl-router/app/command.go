@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/service-router/service-router-operator/internal/admission"
+	"github.com/service-router/service-router-operator/internal/manifestcheck"
 	"github.com/service-router/service-router-operator/internal/scheme"
 )
 
@@ -69,7 +69,7 @@ func writeJSON(w io.Writer, v any) error {
 // ExitRefused, or 1 for any other error.
 func ExitCode(err error) int {
 	var tooMany *TooManyDeletionsError
-	var refused *admission.RefusedError
+	var refused *manifestcheck.RefusedError
 	switch {
 	case err == nil:
 		return 0

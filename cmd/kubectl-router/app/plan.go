@@ -10,10 +10,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/diagnosis"
 	"github.com/service-router/service-router-operator/internal/guard"
-	"github.com/service-router/service-router-operator/internal/plan"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 // ExitTooManyDeletions is the exit code of `plan --max-deletions N` when more DNS names would
@@ -38,11 +38,11 @@ type planOptions struct {
 	delete       bool
 	output       string
 	maxDeletions int
-	settings     preview.Settings
+	settings     routerplan.Settings
 }
 
 func newPlanCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := planOptions{settings: preview.DefaultSettings}
+	o := planOptions{settings: routerplan.DefaultSettings}
 	cmd := &cobra.Command{
 		Use:   "plan (-f FILENAME [--delete] [--max-deletions N] | --region-lost REGION) [-o table|json]",
 		Short: "Show what applying (or deleting) manifests would change, per DNS zone",
@@ -108,7 +108,7 @@ Gateway's byte budget) can be given here when the operator runs with other value
 	f.BoolVar(&o.delete, "delete", false, "preview deleting the manifests' objects instead of applying them")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.IntVar(&o.maxDeletions, "max-deletions", -1, fmt.Sprintf("exit with code %d when more DNS names than this would leave their zones (-1: no limit)", ExitTooManyDeletions))
-	f.IntVar(&o.settings.HostBudget, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")
+	f.IntVar(&o.settings.HostBudget, "istio-gateway-max-bytes", decide.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")
 	f.Float64Var(&o.settings.Guard.Share, "deletion-guard-share", guard.DefaultSettings.Share, "the operator's --deletion-guard-share")
 	f.IntVar(&o.settings.Guard.Minimum, "deletion-guard-minimum", guard.DefaultSettings.Minimum, "the operator's --deletion-guard-minimum")
 	f.DurationVar(&o.settings.Guard.Grace, "deletion-guard-grace", guard.DefaultSettings.Grace, "the operator's --deletion-guard-grace")
@@ -118,18 +118,18 @@ Gateway's byte budget) can be given here when the operator runs with other value
 }
 
 func runPlan(ctx context.Context, c client.Reader, namespace string, o planOptions, streams genericiooptions.IOStreams) error {
-	objs, err := preview.ReadManifests(o.files, streams.In)
+	objs, err := routerplan.ReadManifests(o.files, streams.In)
 	if err != nil {
 		return err
 	}
-	r, err := preview.PlanFor(ctx, c, objs, o.delete, namespace, o.settings)
+	r, err := routerplan.PlanFor(ctx, c, objs, o.delete, namespace, o.settings)
 	if err != nil {
 		return err
 	}
 	if o.output == "json" {
 		err = writeJSON(streams.Out, r)
 	} else {
-		err = preview.WriteTable(streams.Out, r)
+		err = routerplan.WriteTable(streams.Out, r)
 	}
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func runPlan(ctx context.Context, c client.Reader, namespace string, o planOptio
 }
 
 func runFailoverPlan(ctx context.Context, c client.Reader, o planOptions, streams genericiooptions.IOStreams) error {
-	w, err := preview.Load(ctx, c)
+	w, err := routerplan.Load(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/diagnosis"
-	"github.com/service-router/service-router-operator/internal/plan"
-	"github.com/service-router/service-router-operator/internal/preview"
+	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
 func newStatusCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var output string
-	budget := plan.DefaultIstioGatewayBudget
+	budget := decide.DefaultIstioGatewayBudget
 	cmd := &cobra.Command{
 		Use:   "status [HOSTNAME | TARGET HOSTNAME | ROUTE | NAMESPACE/ROUTE]",
 		Short: "Show one hostname's whole path, or a summary of the cluster",
@@ -50,7 +50,7 @@ mass-deletion guard, and each Gateway's host budget.`,
 			if err != nil {
 				return err
 			}
-			w, err := preview.Load(cmd.Context(), c)
+			w, err := routerplan.Load(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ mass-deletion guard, and each Gateway's host budget.`,
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
-	cmd.Flags().IntVar(&budget, "istio-gateway-max-bytes", plan.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")
+	cmd.Flags().IntVar(&budget, "istio-gateway-max-bytes", decide.DefaultIstioGatewayBudget, "the operator's --istio-gateway-max-bytes")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

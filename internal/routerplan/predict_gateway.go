@@ -1,0 +1,124 @@
+package routerplan
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/desired"
+)
+
+// predictGateway is the Gateway reconcile, core.Gateway as the operator runs it, over the world
+// (rd) with its writes recorded in the prediction's Istio Gateways and Gateway API objects. It
+// returns the deletions the writes ask for.
+func predictGateway(rd worldReads, gw *routingv1alpha1.Gateway, budget int, out *Prediction) []string {
+	var deletes []string
+	wr := core.GatewayWriters{Istio: record(rd.istio, &deletes), Gateways: record(rd.api.gateways, &deletes), ListenerSets: record(rd.api.sets, &deletes),
+		HTTPRoutes: record(rd.api.routes, &deletes), ReferenceGrants: record(rd.api.grants, &deletes)}
+	res, _ := core.Gateway(context.Background(), rd, wr, gw.DeepCopy(), budget) // the world's reads and writes do not fail
+	out.Gateways[key(gw)] = res.Plan
+	return deletes
+}
+
+// gatewayAPIObjects are the managed Gateway API objects as the prediction changes them, by
+// namespace/name.
+type gatewayAPIObjects struct {
+	gateways map[string]*gwv1.Gateway
+	sets     map[string]*gwv1.ListenerSet
+	routes   map[string]*gwv1.HTTPRoute
+	grants   map[string]*gwv1.ReferenceGrant
+}
+
+func newGatewayAPIObjects(w *World) *gatewayAPIObjects {
+	return &gatewayAPIObjects{gateways: byKeyOf(w.GatewayAPIGateways), sets: byKeyOf(w.ListenerSets), routes: byKeyOf(w.HTTPRoutes), grants: byKeyOf(w.ReferenceGrants)}
+}
+
+func byKeyOf[T client.Object](objs []T) map[string]T {
+	out := make(map[string]T, len(objs))
+	for _, o := range objs {
+		out[key(o)] = o
+	}
+	return out
+}
+
+// grantsOf are the ReferenceGrants labelled for the Gateway namespace/name, in every namespace.
+func (a *gatewayAPIObjects) grantsOf(namespace, name string) []*gwv1.ReferenceGrant {
+	var out []*gwv1.ReferenceGrant
+	for _, g := range a.grants {
+		if g.Labels[desired.LabelGateway] == desired.GatewayLabelValue(namespace, name) {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, byKey)
+	return out
+}
+
+// collect removes the objects the garbage collector (or the namespace controller) removes: those
+// controlled by a Gateway that no longer exists, and those in a deleted namespace.
+func (a *gatewayAPIObjects) collect(w *World, gateways []*routingv1alpha1.Gateway) []string {
+	var gone []string
+	gone = append(gone, collectGone(w, "Gateway API Gateway", a.gateways, "Gateway", gateways)...)
+	gone = append(gone, collectGone(w, "ListenerSet", a.sets, "Gateway", gateways)...)
+	gone = append(gone, collectGone(w, "HTTPRoute", a.routes, "Gateway", gateways)...)
+	for k, g := range a.grants {
+		if namespaceGone(w, g) {
+			delete(a.grants, k)
+			gone = append(gone, "ReferenceGrant "+k)
+		}
+	}
+	return gone
+}
+
+// collectGone removes from objs, of kind, those whose owner of ownerKind is not among owners or
+// whose namespace is gone: the garbage collector's (or the namespace controller's) to remove.
+func collectGone[T client.Object, O metav1.Object](w *World, kind string, objs map[string]T, ownerKind string, owners []O) []string {
+	var gone []string
+	for k, o := range objs {
+		if ownerGone(o, ownerKind, owners) || namespaceGone(w, o) {
+			delete(objs, k)
+			gone = append(gone, kind+" "+k)
+		}
+	}
+	return gone
+}
+
+// forget is GatewayReconciler.forgetGatewayAPI for the Gateways that no longer exist: their
+// ReferenceGrants, in other namespaces, are the operator's to remove (no owner reference can
+// reach them).
+func (a *gatewayAPIObjects) forget(w *World, gateways []*routingv1alpha1.Gateway) []string {
+	if w.ReferenceGrantAPIMissing {
+		return nil
+	}
+	exists := map[string]bool{}
+	for _, gw := range gateways {
+		exists[desired.GatewayLabelValue(gw.Namespace, gw.Name)] = true
+	}
+	var deletes []string
+	for _, g := range slices.SortedFunc(maps.Values(a.grants), byKey) {
+		v := g.Labels[desired.LabelGateway]
+		if v == "" || exists[v] || !desired.IsManaged(g) {
+			continue
+		}
+		delete(a.grants, key(g))
+		deletes = append(deletes, "ReferenceGrant "+key(g))
+	}
+	return deletes
+}
+
+// into puts the objects as the prediction leaves them into out, sorted.
+func (a *gatewayAPIObjects) into(out *Prediction) {
+	out.GatewayAPIGateways = sortedValues(a.gateways)
+	out.ListenerSets = sortedValues(a.sets)
+	out.HTTPRoutes = sortedValues(a.routes)
+	out.ReferenceGrants = sortedValues(a.grants)
+}
+
+func sortedValues[T client.Object](m map[string]T) []T {
+	return slices.SortedFunc(maps.Values(m), byKey)
+}
