@@ -10,6 +10,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/budget"
+	"github.com/service-router/service-router-operator/internal/zoneconfig"
 )
 
 // requestRates measures, per zone read through Azure Resource Manager, the requests this process
@@ -58,7 +59,7 @@ func (r *DNSConfigurationReconciler) setRequests(cfg, original *clusterv1alpha1.
 			v.Requests = nil
 			continue
 		}
-		z := *azureZoneOf(a)
+		z := *zoneconfig.AzureZone(a)
 		key := requestKey{v.Controller, strings.ToLower(z.SubscriptionID), strings.ToLower(z.ResourceGroup), strings.ToLower(z.ZoneName)}
 		seen[key] = true
 		v.Requests = held[v.Controller].DeepCopy()

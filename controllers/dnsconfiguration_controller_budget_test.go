@@ -23,12 +23,9 @@ import (
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
-// The budget's model takes the defaults failover and verification use, without importing them
-// from here: this keeps the two in step.
-func TestBudget_DefaultsAreFailoversAndVerifications(t *testing.T) {
-	s := failoverSettingsOf(&clusterv1alpha1.DNSConfiguration{})
-	assert.Equal(t, budget.FailoverSettings{ProbeInterval: s.probeInterval, HeartbeatInterval: s.heartbeatInterval, HeartbeatStaleAfter: s.judge.HeartbeatStaleAfter},
-		budget.DefaultFailoverSettings())
+// The budget's model takes the defaults verification uses, without importing them from here:
+// this keeps the two in step (failover's: internal/failoverloop's TestBudget_DefaultsAreTheLoops).
+func TestBudget_DefaultsAreVerifications(t *testing.T) {
 	assert.Equal(t, prober.DefaultListInterval, budget.DefaultInterval)
 	assert.Equal(t, azureprivatedns.DefaultPageSize, budget.DefaultPageSize)
 	assert.Equal(t, azureprivatedns.DefaultPageSize, budget.WholePageSize)

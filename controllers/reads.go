@@ -30,7 +30,7 @@ type cacheReads struct {
 	servers answerServers
 }
 
-// answerServers attributes a zone's answer to the cluster serving it (Failover.Attribute).
+// answerServers attributes a zone's answer to the cluster serving it (failoverloop.Loop.Attribute).
 type answerServers interface {
 	Attribute(controller, answer string) string
 }

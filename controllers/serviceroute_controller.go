@@ -37,7 +37,7 @@ type ServiceRouteReconciler struct {
 	// Zones are the verification results (nil: none, every zone is reported Unverified or Pending).
 	Zones zoneResults
 	// ZoneChanges fire when a route's state in a zone changed, or who serves its answer there
-	// (Failover.reattribute) (nil: none).
+	// (failoverloop.Loop.reattribute) (nil: none).
 	ZoneChanges <-chan event.GenericEvent
 	// Servers attribute a zone's answer to the cluster serving it under regional failover (nil:
 	// answers are reported as they are).

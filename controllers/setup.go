@@ -19,6 +19,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/coalesce"
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/eventrecorder"
+	"github.com/service-router/service-router-operator/internal/failoverloop"
 	"github.com/service-router/service-router-operator/internal/guard"
 	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/ownwrite"
@@ -110,10 +111,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(zones); err != nil {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
-	fo := newFailover(mgr.GetClient(), recorder, zones.tracker, zones.routeEvents)
-	if offset := opts.FailoverClockOffset; offset != 0 {
-		fo.now = func() time.Time { return time.Now().Add(offset) }
-	}
+	fo := failoverloop.New(mgr.GetClient(), cacheReads{base: b}, recorder, zones.tracker, zones.routeEvents, opts.FailoverClockOffset)
 	// A zone both verify and fail over is listed once: failover takes verification's listings.
 	zones.prober.Listed = fo.Listed
 	if err := mgr.Add(fo); err != nil {
@@ -126,7 +124,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		{"clusteridentity", (&ClusterIdentityReconciler{base: b}).SetupWithManager},
 		{"dnsconfiguration", func(mgr ctrl.Manager) error {
 			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker, Failover: fo,
-				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges, fo.changes)
+				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges, fo.Changes())
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,

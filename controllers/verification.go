@@ -17,12 +17,12 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
+	"github.com/service-router/service-router-operator/internal/zoneconfig"
 )
 
 // zoneResults is what the reconcilers read of the verification: the last result per zone.
@@ -158,7 +158,7 @@ func zonesOf(cfg *clusterv1alpha1.DNSConfiguration) []prober.Zone {
 			z.Nameservers, z.Recursive = slices.Clone(c.Verification.Resolvers), true
 		}
 		if a := c.Verification.AzurePrivateDNS; a != nil {
-			z.Azure, z.ListInterval = azureZoneOf(a), prober.DefaultListInterval
+			z.Azure, z.ListInterval = zoneconfig.AzureZone(a), prober.DefaultListInterval
 			if a.Interval != nil {
 				z.ListInterval = a.Interval.Duration
 			}
@@ -271,18 +271,4 @@ func (v *verification) send(changes []verify.Change) {
 			return
 		}
 	}
-}
-
-// azureZoneOf is how the prober reads an Azure Private DNS zone.
-func azureZoneOf(a *clusterv1alpha1.AzurePrivateDNSVerification) *azureprivatedns.Zone {
-	z := &azureprivatedns.Zone{SubscriptionID: a.SubscriptionID, ResourceGroup: a.ResourceGroup, ZoneName: a.ZoneName, ConfigFile: a.ConfigFile,
-		ResourceManagerEndpoint: a.ResourceManagerEndpoint, ActiveDirectoryAuthorityHost: a.ActiveDirectoryAuthorityHost,
-		PageSize: azureprivatedns.DefaultPageSize, Timeout: azureprivatedns.DefaultTimeout}
-	if a.PageSize != nil {
-		z.PageSize = *a.PageSize
-	}
-	if a.Timeout != nil {
-		z.Timeout = a.Timeout.Duration
-	}
-	return z
 }

@@ -1,4 +1,4 @@
-package controllers
+package failoverloop
 
 import (
 	"cmp"
@@ -19,14 +19,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/budget"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
+	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -34,7 +38,7 @@ import (
 // status keeps what an earlier leader wrote; without zones with failover settings it says, once,
 // that there is nothing to report.
 func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
-	f := newFailover(nil, nil, nil, nil)
+	f := newLoop(nil, nil, nil, nil)
 	_, known := f.Regions()
 	assert.False(t, known, "before the first round")
 
@@ -50,7 +54,7 @@ func TestFailover_RegionsUnknownUntilJudged(t *testing.T) {
 	assert.Equal(t, []clusterv1alpha1.RegionFailoverStatus{{Region: "weu", State: "Lost", Reason: "HeartbeatStale", Since: regions[0].Since}}, regions)
 	assert.False(t, f.remember(decided(now.Add(time.Second)), nil, nil, &clusterv1alpha1.DNSConfiguration{}), "the same judgement again changes nothing")
 
-	g := newFailover(nil, nil, nil, nil)
+	g := newLoop(nil, nil, nil, nil)
 	g.forget()
 	regions, known = g.Regions()
 	assert.True(t, known, "no zone has failover settings: a definite answer")
@@ -76,8 +80,8 @@ func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 	owned := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route-external-dns-weu",
 		Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue}, Annotations: map[string]string{"team": "kept"}}}
 	foreign := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "api-route-external-dns-weu"}}
-	c := fakeClientWith(owned, foreign)
-	f := newFailover(c, nil, nil, nil)
+	c := fakeClient(owned, foreign)
+	f := newLoop(c, nil, nil, nil)
 	get := func(ns string) *externaldnsv1alpha1.DNSEndpoint {
 		ep := &externaldnsv1alpha1.DNSEndpoint{}
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "api-route-external-dns-weu"}, ep))
@@ -105,7 +109,7 @@ func TestFailover_MarkChangesOnlyTheOperatorsDNSEndpoint(t *testing.T) {
 // A new leader counts, from its first round, the takeovers an earlier leader made that stand
 // (failover.Standing), beside its own.
 func TestFailover_NewLeaderCountsStandingTakeovers(t *testing.T) {
-	f := newFailover(nil, nil, nil, nil)
+	f := newLoop(nil, nil, nil, nil)
 	judged := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale"}}
 	standing := []failover.Pass{{Controller: "external-dns-weu", Hostname: "a.example.com", Region: "weu"}}
 	mine := []failover.Pass{{Controller: "external-dns-weu", Hostname: "b.example.com", Region: "weu"},
@@ -127,14 +131,14 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	undecided := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Serving, Reason: "GatewayAnswers"}}
 	lost := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Lost, Reason: "HeartbeatStale", Message: "mine"}}
 	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
-	weu := func(f *Failover) clusterv1alpha1.RegionFailoverStatus {
+	weu := func(f *Loop) clusterv1alpha1.RegionFailoverStatus {
 		regions, known := f.Regions()
 		require.True(t, known)
 		require.Len(t, regions, 1)
 		return regions[0]
 	}
 
-	f := newFailover(nil, nil, nil, nil)
+	f := newLoop(nil, nil, nil, nil)
 	f.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 1}}
 	rememberRound(f, now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got := weu(f)
@@ -150,7 +154,7 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 
 	// Its probes decided, but the heartbeats are too new to it to tell (WitnessPending): still the
 	// earlier leader's Lost, and no event; then its own clock finds them stale: Lost, unchanged.
-	p := newFailover(nil, nil, nil, nil)
+	p := newLoop(nil, nil, nil, nil)
 	p.regions["weu"] = failover.RegionView{Probes: failover.Probes{Failures: 3}}
 	pending := map[string]failover.Judgement{"neu": {State: failover.Serving}, "weu": {State: failover.Unreachable, Reason: failover.ReasonWitnessPending}}
 	rememberRound(p, now, "neu", pending, nil, nil, nil, nil, cfg)
@@ -160,7 +164,7 @@ func TestFailover_NewLeaderKeepsTheEarlierJudgementUntilItDecides(t *testing.T) 
 	rememberRound(p, now.Add(31*time.Second), "neu", lost, nil, nil, nil, nil, cfg)
 	assert.Equal(t, lostSince, weu(p).Since.Time, "lost since the earlier leader said so")
 
-	g := newFailover(nil, events.NewFakeRecorder(10), nil, nil)
+	g := newLoop(nil, events.NewFakeRecorder(10), nil, nil)
 	g.regions["weu"] = failover.RegionView{Probes: failover.Probes{Successes: 1}}
 	rememberRound(g, now, "neu", undecided, nil, nil, nil, nil, cfg)
 	got = weu(g)
@@ -214,7 +218,7 @@ func TestFailover_RoutesWhoseAnswerIsAttributedOtherwiseAreReconciledAgain(t *te
 			}
 		}
 	}
-	f := newFailover(nil, nil, tracker, routeChanges)
+	f := newLoop(nil, nil, tracker, routeChanges)
 	f.located("aks01", []failoverZone{{controller: "external-dns-weu", region: "weu"}, {controller: "external-dns-neu", region: "neu"}})
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	aks02Beats := []failover.ZoneReading{{Controller: "external-dns-weu", Region: "weu", Read: true, Beats: map[string][]failover.Heartbeat{
@@ -323,7 +327,7 @@ func (z *countingZone) counts() (whole, witness int) {
 // failoverOnAzure is a leader of cluster aks02 (region neu) standing in for weu's names of
 // namespace team, failover on zone external-dns-weu (read through Resource Manager) with the
 // default settings; the zone is zone, the clock now.
-func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time, more ...*countingZone) *Failover {
+func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time, more ...*countingZone) *Loop {
 	azure := &clusterv1alpha1.AzurePrivateDNSVerification{SubscriptionID: "sub", ResourceGroup: "rg", ZoneName: "example.com"}
 	cfg := &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.DNSConfigurationName},
 		Spec: clusterv1alpha1.DNSConfigurationSpec{ExternalDNSControllers: []clusterv1alpha1.ExternalDNSController{{Name: "external-dns-weu", Region: "weu",
@@ -345,7 +349,7 @@ func failoverOnAzure(t *testing.T, zone *countingZone, now *time.Time, more ...*
 	ep := &externaldnsv1alpha1.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-weu",
 		Labels: map[string]string{naming.LabelController: "external-dns-weu", naming.LabelServiceRoute: "web", naming.LabelManagedBy: naming.ManagedByValue}},
 		Spec: externaldnsv1alpha1.DNSEndpointSpec{Endpoints: []*endpoint.Endpoint{{DNSName: "api.example.com", RecordType: "CNAME", Targets: endpoint.Targets{"aks02-neu-internal.example.com"}}}}}
-	f := newFailover(fakeClientWith(cfg, identity, policy, ep), events.NewFakeRecorder(100), nil, nil)
+	f := newLoop(fakeClient(cfg, identity, policy, ep), events.NewFakeRecorder(100), nil, nil)
 	f.ios = ios
 	f.now = func() time.Time { return *now }
 	return f
@@ -552,7 +556,7 @@ func TestFailover_ClockSkewMovesNothing(t *testing.T) {
 // rememberRound records a round that judged judged, its readings and ownership readings as
 // given, with this round's takeovers taken and the standing ones standing, as the loop does from
 // failover.Round's decision.
-func rememberRound(f *Failover, now time.Time, own string, judged map[string]failover.Judgement, readings, ownership []failover.ZoneReading,
+func rememberRound(f *Loop, now time.Time, own string, judged map[string]failover.Judgement, readings, ownership []failover.ZoneReading,
 	taken, standing []failover.Pass, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	views, held := maps.Clone(f.regions), slices.Clone(f.held)
@@ -560,4 +564,49 @@ func rememberRound(f *Failover, now time.Time, own string, judged map[string]fai
 	next, changes, changed := failover.Advance(now, own, views, judged, earlierViews(cfg), failoverSettingsOf(cfg).judge.FailureThreshold)
 	return f.remember(failover.RoundOutput{Judged: judged, Views: next, Changes: changes, ViewsChanged: changed,
 		Held: failover.Union(failover.Held(held, ownership), standing)}, taken, readings, cfg)
+}
+
+// newLoop is a loop reading and writing c (nil: nothing), its singletons and policies included.
+func newLoop(c client.Client, recorder events.EventRecorder, observed RouteObservations, routeChanges chan<- event.GenericEvent) *Loop {
+	return New(c, clientReads{c}, recorder, observed, routeChanges, 0)
+}
+
+// clientReads reads the singletons and the policy in force from a client, as the controllers read
+// them from the cache.
+type clientReads struct{ c client.Reader }
+
+func (r clientReads) Singletons(ctx context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {
+	ci, cfg := &clusterv1alpha1.ClusterIdentity{}, &clusterv1alpha1.DNSConfiguration{}
+	if err := r.c.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.ClusterIdentityName}, ci); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	if err := r.c.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.DNSConfigurationName}, cfg); err != nil {
+		return ci, nil, client.IgnoreNotFound(err)
+	}
+	return ci, cfg, nil
+}
+
+func (r clientReads) PolicyInForce(ctx context.Context, namespace string) (*routingv1alpha1.DNSPolicy, error) {
+	list := &routingv1alpha1.DNSPolicyList{}
+	if err := r.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	policies := make([]*routingv1alpha1.DNSPolicy, len(list.Items))
+	for i := range list.Items {
+		policies[i] = &list.Items[i]
+	}
+	oldest, _ := decide.Oldest(policies)
+	return oldest, nil
+}
+
+func fakeClient(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(operatorscheme.New()).WithObjects(objs...).Build()
+}
+
+// The budget's model takes the defaults the loop uses, without importing them from here: this
+// keeps the two in step.
+func TestBudget_DefaultsAreTheLoops(t *testing.T) {
+	s := failoverSettingsOf(&clusterv1alpha1.DNSConfiguration{})
+	assert.Equal(t, budget.FailoverSettings{ProbeInterval: s.probeInterval, HeartbeatInterval: s.heartbeatInterval, HeartbeatStaleAfter: s.judge.HeartbeatStaleAfter},
+		budget.DefaultFailoverSettings())
 }

@@ -1,4 +1,18 @@
-package controllers
+// Package failoverloop runs regional failover (docs/ARCHITECTURE.md#regional-failover-design):
+// the leader refreshes this cluster's heartbeat in every zone with failover settings, reads those
+// zones, probes the other regions' gateways, judges them (internal/failover) and, for a region
+// judged Lost, passes the ownership of the names this cluster stands in for to its own
+// ExternalDNS instances (internal/zonewriter). Nothing happens without a zone with failover
+// settings, and nothing moves for a route whose DNSPolicy lists no stand-ins: the seed's model is
+// untouched. What it concludes is reported through the DNSConfiguration's status (its reconciler
+// reads Regions and Drain) and Events.
+//
+// It is the loop, not the decisions: internal/failover decides (pure, table-tested), this package
+// does the I/O around it (the cluster's objects, the zones, the probes, the clock), as
+// internal/prober runs what internal/verify decides. It sits beside internal/failover, not in
+// it, so that the pure package imports nothing that does I/O; the controllers construct it
+// (controllers/setup.go) and read its view through a small interface.
+package failoverloop
 
 import (
 	"cmp"
@@ -31,16 +45,9 @@ import (
 	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/verify"
+	"github.com/service-router/service-router-operator/internal/zoneconfig"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 )
-
-// Regional failover (docs/ARCHITECTURE.md#regional-failover-design): the leader refreshes this
-// cluster's heartbeat in every zone with failover settings, reads those zones, probes the other
-// regions' gateways, judges them (internal/failover) and, for a region judged Lost, passes the
-// ownership of the names this cluster stands in for to its own ExternalDNS instances. Nothing
-// happens without a zone with failover settings, and nothing moves for a route whose DNSPolicy
-// lists no stand-ins: the seed's model is untouched. What it concludes is reported through the
-// DNSConfiguration's status (its reconciler reads Regions) and Events.
 
 // Defaults of DNSConfiguration.spec.failover.
 const (
@@ -91,10 +98,12 @@ func (z failoverZone) labelled(r failover.ZoneReading) failover.ZoneReading {
 	return r
 }
 
-// Failover is the leader's failover loop. Regions is read by the DNSConfiguration reconciler;
-// Changes wakes it when they change.
-type Failover struct {
-	reader client.Reader
+// Loop is the leader's failover loop. Regions and Drain are read by the DNSConfiguration
+// reconciler; Changes wakes it when they change.
+type Loop struct {
+	// reader lists and reads DNSEndpoints; cluster reads the singletons and the DNSPolicies in force.
+	reader  client.Reader
+	cluster Reads
 	// writer updates this cluster's own DNSEndpoints: the marks of a pass (mark).
 	writer   client.Writer
 	recorder events.EventRecorder
@@ -144,12 +153,20 @@ type Failover struct {
 	// observed are the routes' states in the zones (the verification's), routeChanges where a
 	// route whose answer is attributed otherwise than before is sent to be reconciled again
 	// (reattribute). Both nil: nothing is sent.
-	observed     routeObservations
+	observed     RouteObservations
 	routeChanges chan<- event.GenericEvent
 }
 
-// routeObservations are the routes' states in one zone (verify.Tracker.Routes).
-type routeObservations interface {
+// Reads is what a round reads of the cluster besides DNSEndpoints, as the reconcilers read it
+// (the controllers' informer cache): the ClusterIdentity and the DNSConfiguration (nil when one
+// does not exist), and the DNSPolicy in force in a namespace (the oldest; nil when none).
+type Reads interface {
+	Singletons(ctx context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error)
+	PolicyInForce(ctx context.Context, namespace string) (*routingv1alpha1.DNSPolicy, error)
+}
+
+// RouteObservations are the routes' states in one zone (verify.Tracker.Routes).
+type RouteObservations interface {
 	Routes(controller string) map[verify.RouteKey]verify.Observation
 }
 
@@ -220,7 +237,7 @@ type verifiedListing struct {
 // Listed takes a listing publication verification made of a zone read through Resource Manager
 // (prober.Prober.Listed): the next round uses it as its whole reading of the zone when it is newer
 // than its own, so that a zone both verify is listed once, not twice.
-func (f *Failover) Listed(controller string, l verify.Listing, started time.Time) {
+func (f *Loop) Listed(controller string, l verify.Listing, started time.Time) {
 	f.listedMu.Lock()
 	defer f.listedMu.Unlock()
 	if f.listed == nil {
@@ -231,7 +248,7 @@ func (f *Failover) Listed(controller string, l verify.Listing, started time.Time
 
 // takeListed makes the listings verification made since the last round the zones' whole readings
 // where they are newer.
-func (f *Failover) takeListed(zones []failoverZone) {
+func (f *Loop) takeListed(zones []failoverZone) {
 	f.listedMu.Lock()
 	listed := f.listed
 	f.listed = nil
@@ -255,15 +272,28 @@ type cachedIO struct {
 	io  zoneIO
 }
 
-func newFailover(c client.Client, recorder events.EventRecorder, observed routeObservations, routeChanges chan<- event.GenericEvent) *Failover {
-	f := &Failover{recorder: recorder, changes: make(chan event.GenericEvent, 1),
+// New is the loop of the cluster c reads (DNSEndpoints) and writes (the marks of a pass on its own
+// DNSEndpoints), reads the singletons and policies from, and whose DNSConfiguration recorder
+// announces passes and judgements on. observed and routeChanges are publication verification's
+// routes and where a route whose answer is attributed otherwise is sent to be reconciled again
+// (both nil: nothing is sent). clockOffset runs the loop's clock this far off the node's: a fault
+// the tests inject, zero in any real cluster.
+func New(c client.Client, cluster Reads, recorder events.EventRecorder, observed RouteObservations, routeChanges chan<- event.GenericEvent, clockOffset time.Duration) *Loop {
+	f := &Loop{cluster: cluster, recorder: recorder, changes: make(chan event.GenericEvent, 1),
 		probe: dialProbe, now: time.Now, regions: map[string]failover.RegionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{},
 		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
 	}
+	if clockOffset != 0 {
+		f.now = func() time.Time { return time.Now().Add(clockOffset) }
+	}
 	return f
 }
+
+// Changes sends an event whenever what Regions or Drain say changes: the DNSConfiguration
+// reconciler's source.
+func (f *Loop) Changes() <-chan event.GenericEvent { return f.changes }
 
 // dialProbe is a probe of a gateway's data plane: the listener accepts a TCP connection.
 func dialProbe(ctx context.Context, address string) error {
@@ -276,10 +306,10 @@ func dialProbe(ctx context.Context, address string) error {
 }
 
 // NeedLeaderElection: only the leader writes heartbeats and takes names.
-func (f *Failover) NeedLeaderElection() bool { return true }
+func (f *Loop) NeedLeaderElection() bool { return true }
 
 // Start runs a round every probe interval until ctx ends.
-func (f *Failover) Start(ctx context.Context) error {
+func (f *Loop) Start(ctx context.Context) error {
 	for {
 		interval := f.round(ctx)
 		select {
@@ -292,7 +322,7 @@ func (f *Failover) Start(ctx context.Context) error {
 
 // Regions is this cluster's view of the other regions, for the DNSConfiguration's status; known is
 // false until this leader's first round has judged them (the status then keeps what it says).
-func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool) {
+func (f *Loop) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.judged {
@@ -334,16 +364,15 @@ func (f *Failover) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, kn
 
 // round is one pass: heartbeat when due, read the zones, probe, judge, take over. It returns the
 // time until the next.
-func (f *Failover) round(ctx context.Context) time.Duration {
+func (f *Loop) round(ctx context.Context) time.Duration {
 	log := ctrl.Log.WithName("failover")
 	defer f.reattribute(ctx, f.attributionNow())
-	cfg, err := getConfiguration(ctx, f.reader)
+	identity, cfg, err := f.cluster.Singletons(ctx)
 	if err != nil {
-		log.Error(err, "reading the DNSConfiguration; nothing moves this round")
+		log.Error(err, "reading the ClusterIdentity and the DNSConfiguration; nothing moves this round")
 		return defaultProbeInterval
 	}
-	identity, err := getIdentity(ctx, f.reader)
-	if err != nil || identity == nil || cfg == nil {
+	if identity == nil || cfg == nil {
 		return defaultProbeInterval
 	}
 	s := failoverSettingsOf(cfg)
@@ -416,7 +445,7 @@ func (f *Failover) round(ctx context.Context) time.Duration {
 // observe reads the zones as the decisions need them (failover.ReadPlan), probes the other regions
 // and judges them; a zone holding a name this round may pass is read whole before anything passes
 // (the escalation). Heartbeats are judged by when this cluster saw them change, on its own clock.
-func (f *Failover) observe(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string,
+func (f *Loop) observe(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string,
 	zones []failoverZone, names []failover.Name, now time.Time) (roundReading, map[string]failover.Probes, map[string]failover.Judgement) {
 	f.takeListed(zones)
 	reading := f.readZones(ctx, cfg, s, cluster, own, zones, f.plans(now, own, zones, names, s), now)
@@ -480,7 +509,7 @@ func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
 // zones are the zones with failover settings this cluster can read and write; a zone whose writer
 // cannot be built (an unreadable key file, an Azure configuration error) is left out this round
 // and logged.
-func (f *Failover) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) []failoverZone {
+func (f *Loop) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) []failoverZone {
 	var out []failoverZone
 	for _, c := range cfg.Spec.ExternalDNSControllers {
 		if c.Failover == nil || c.Verification == nil {
@@ -493,7 +522,7 @@ func (f *Failover) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) [
 		}
 		zone, transferred := cmp.Or(c.Verification.TransferZone, domain), true
 		if a := c.Verification.AzurePrivateDNS; a != nil {
-			zone, transferred = azureZoneOf(a).ZoneName, false
+			zone, transferred = zoneconfig.AzureZone(a).ZoneName, false
 		}
 		out = append(out, failoverZone{controller: c.Name, region: c.Region, zone: zone, transferred: transferred, settings: *c.Failover, io: io})
 	}
@@ -502,14 +531,14 @@ func (f *Failover) zones(cfg *clusterv1alpha1.DNSConfiguration, domain string) [
 
 // zoneIO builds (or reuses, while its settings stay the same) the reader and writer of a zone. An
 // RFC 2136 zone's apex is verification.transferZone, or the cluster's domain.
-func (f *Failover) zoneIO(c clusterv1alpha1.ExternalDNSController, domain string) (zoneIO, error) {
+func (f *Loop) zoneIO(c clusterv1alpha1.ExternalDNSController, domain string) (zoneIO, error) {
 	v := c.Verification
 	if a := v.AzurePrivateDNS; a != nil {
 		key := fmt.Sprintf("%+v", *a)
 		if cached, ok := f.ios[c.Name]; ok && cached.key == key {
 			return cached.io, nil
 		}
-		w, err := zonewriter.NewAzurePrivateDNS(*azureZoneOf(a), nil)
+		w, err := zonewriter.NewAzurePrivateDNS(*zoneconfig.AzureZone(a), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -535,7 +564,7 @@ func (f *Failover) zoneIO(c clusterv1alpha1.ExternalDNSController, domain string
 
 // ownGateways are this cluster's gateway target hostnames and their load balancer addresses, from
 // the address DNSEndpoints of the zones with failover settings.
-func (f *Failover) ownGateways(ctx context.Context, zones []failoverZone) (targets, addresses []string, err error) {
+func (f *Loop) ownGateways(ctx context.Context, zones []failoverZone) (targets, addresses []string, err error) {
 	for _, z := range zones {
 		list := &externaldnsv1alpha1.DNSEndpointList{}
 		// Read only, and only the gateway entry points' DNSEndpoints: no copy of every route's,
@@ -569,7 +598,7 @@ func (f *Failover) ownGateways(ctx context.Context, zones []failoverZone) (targe
 // the configured interval, or longer when the clusters the zones' heartbeats show would together
 // write the zones read through Resource Manager more often than the fleet's share of the write
 // budget allows.
-func (f *Failover) heartbeatInterval(cluster string, zones []failoverZone, s roundSettings) time.Duration {
+func (f *Loop) heartbeatInterval(cluster string, zones []failoverZone, s roundSettings) time.Duration {
 	clusters := map[string]bool{cluster: true}
 	azureZones := 0
 	for _, z := range zones {
@@ -586,7 +615,7 @@ func (f *Failover) heartbeatInterval(cluster string, zones []failoverZone, s rou
 }
 
 // anyAnswers probes the addresses at port; true when one answers.
-func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port string) bool {
+func (f *Loop) anyAnswers(ctx context.Context, addresses []string, port string) bool {
 	results := make(chan error, len(addresses))
 	for _, a := range addresses {
 		go func() { results <- f.probe(ctx, net.JoinHostPort(a, port)) }()
@@ -601,7 +630,7 @@ func (f *Failover) anyAnswers(ctx context.Context, addresses []string, port stri
 }
 
 // heartbeat writes this cluster's heartbeat into every zone.
-func (f *Failover) heartbeat(ctx context.Context, s roundSettings, cluster, region string, zones []failoverZone, answers, draining bool, targets, addresses []string, now time.Time) {
+func (f *Loop) heartbeat(ctx context.Context, s roundSettings, cluster, region string, zones []failoverZone, answers, draining bool, targets, addresses []string, now time.Time) {
 	// Every zone at once: a zone that does not answer costs the round its timeout once, not once
 	// per zone after it.
 	failed := make([]bool, len(zones))
@@ -670,7 +699,7 @@ func (r roundReading) over(earlier roundReading) roundReading {
 // zone is read whole (a transfer, skipped when its serial is unchanged) when its heartbeats are due
 // at rest: a DNS server can be asked for a heartbeat by name only, so a new cluster is found by a
 // transfer; there is no request budget to spare it.
-func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names []failover.Name, s roundSettings) []failover.Read {
+func (f *Loop) plans(now time.Time, own string, zones []failoverZone, names []failover.Name, s roundSettings) []failover.Read {
 	f.mu.Lock()
 	suspect := false
 	judged := map[string]failover.Judgement{}
@@ -701,7 +730,7 @@ func (f *Failover) plans(now time.Time, own string, zones []failoverZone, names 
 // makes it: the stale-after of this cluster's heartbeat and a probe interval), without the wait
 // of failbackAfter (the drain, not a loss, took them). Sooner, a stand-in still judging the region
 // Drained would take a name back again.
-func (f *Failover) interests(own string, judged map[string]failover.Judgement, names []failover.Name, now time.Time, s roundSettings) failover.Interests {
+func (f *Loop) interests(own string, judged map[string]failover.Judgement, names []failover.Name, now time.Time, s roundSettings) failover.Interests {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	reaching := now.Sub(f.lastBeat) <= 2*max(f.beatInterval, s.heartbeatInterval)
@@ -719,7 +748,7 @@ func (f *Failover) interests(own string, judged map[string]failover.Judgement, n
 
 // drained records where a drain of this cluster's region stands (failover.DrainProgress, on each
 // zone's last whole reading); it reports whether that changed.
-func (f *Failover) drained(s roundSettings, own string, zones []failoverZone, names []failover.Name) bool {
+func (f *Loop) drained(s roundSettings, own string, zones []failoverZone, names []failover.Name) bool {
 	readings := make([]failover.ZoneReading, len(zones))
 	for i, z := range zones {
 		r := f.zoneReads(z.controller)
@@ -737,7 +766,7 @@ func (f *Failover) drained(s roundSettings, own string, zones []failoverZone, na
 
 // Drain is where a drain of this cluster's region stands, for the DNSConfiguration's Drained
 // condition; known is false until this leader's first round (the status then keeps what it says).
-func (f *Failover) Drain() (d decide.Drain, known bool) {
+func (f *Loop) Drain() (d decide.Drain, known bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.drain, f.judged
@@ -745,7 +774,7 @@ func (f *Failover) Drain() (d decide.Drain, known bool) {
 
 // escalations are the whole readings a round still needs once it has judged: the zones holding a
 // name it may pass now that were not read whole; nil when there are none.
-func (f *Failover) escalations(zones []failoverZone, r roundReading, in failover.Interests) []failover.Read {
+func (f *Loop) escalations(zones []failoverZone, r roundReading, in failover.Interests) []failover.Read {
 	var out []failover.Read
 	for i, z := range zones {
 		if r.whole[i] || in.ZoneInterest(z.labelled(f.zoneReads(z.controller).whole)) != failover.Passing {
@@ -760,7 +789,7 @@ func (f *Failover) escalations(zones []failoverZone, r roundReading, in failover
 }
 
 // zoneReads is the record of a zone's readings, created on first use.
-func (f *Failover) zoneReads(controller string) *zoneReads {
+func (f *Loop) zoneReads(controller string) *zoneReads {
 	r := f.reads[controller]
 	if r == nil {
 		r = &zoneReads{}
@@ -774,7 +803,7 @@ func (f *Failover) zoneReads(controller string) *zoneReads {
 // next rounds for a while (failover.ZoneBackoff), so that a zone that does not answer does not
 // make every round wait out its timeout. After this cluster's first whole reading of a zone, its
 // heartbeat under the earlier name is removed.
-func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string, zones []failoverZone, plans []failover.Read, now time.Time) roundReading {
+func (f *Loop) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, s roundSettings, cluster, own string, zones []failoverZone, plans []failover.Read, now time.Time) roundReading {
 	out := roundReading{merged: make([]failover.ZoneReading, len(zones)), whole: make([]bool, len(zones))}
 	records := make([]*zoneReads, len(zones))
 	for i, z := range zones {
@@ -821,7 +850,7 @@ func (f *Failover) readZones(ctx context.Context, cfg *clusterv1alpha1.DNSConfig
 }
 
 // unread logs a zone that could not be read, and announces one throttled by Resource Manager.
-func (f *Failover) unread(cfg *clusterv1alpha1.DNSConfiguration, controller string, err error) {
+func (f *Loop) unread(cfg *clusterv1alpha1.DNSConfiguration, controller string, err error) {
 	ctrl.Log.WithName("failover").V(1).Info("the zone could not be read; it says nothing this round", "controller", controller, "error", err.Error())
 	if reason, retryAfter := azureprivatedns.Classify(err); retryAfter > 0 || strings.HasPrefix(reason, verify.ThrottledReason(0)) {
 		f.recorder.Eventf(cfg, nil, "Warning", "ZoneThrottled", "Failover",
@@ -831,7 +860,7 @@ func (f *Failover) unread(cfg *clusterv1alpha1.DNSConfiguration, controller stri
 
 // removeLegacyHeartbeat removes this cluster's heartbeat under its earlier name when a whole
 // reading shows it; true once it is gone.
-func (f *Failover) removeLegacyHeartbeat(ctx context.Context, z failoverZone, cluster, own string, whole failover.ZoneReading) bool {
+func (f *Loop) removeLegacyHeartbeat(ctx context.Context, z failoverZone, cluster, own string, whole failover.ZoneReading) bool {
 	if !slices.ContainsFunc(whole.Beats[own], func(b failover.Heartbeat) bool { return b.Legacy && b.Cluster == cluster }) {
 		return true
 	}
@@ -845,7 +874,7 @@ func (f *Failover) removeLegacyHeartbeat(ctx context.Context, z failoverZone, cl
 // probeRegions probes every other region's gateway addresses, as the zones publish them, and
 // counts the run of failures or successes. A region with no address to probe is not counted
 // either way: an unknown is not a failure.
-func (f *Failover) probeRegions(ctx context.Context, own string, readings []failover.ZoneReading, port string) map[string]failover.Probes {
+func (f *Loop) probeRegions(ctx context.Context, own string, readings []failover.ZoneReading, port string) map[string]failover.Probes {
 	out := map[string]failover.Probes{}
 	for _, region := range failover.Regions(own, readings) {
 		f.mu.Lock()
@@ -868,7 +897,7 @@ func (f *Failover) probeRegions(ctx context.Context, own string, readings []fail
 // standInNames are the names this cluster publishes into the zones with failover settings for
 // routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback
 // (decide.FailoverNames); this lists the DNSEndpoints and the policies in force.
-func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
+func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, error) {
 	policies := map[string]*routingv1alpha1.DNSPolicy{}
 	var out []failover.Name
 	for _, z := range zones {
@@ -884,7 +913,7 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 			if _, known := policies[endpoints[i].Namespace]; known {
 				continue
 			}
-			p, err := policyInForce(ctx, f.reader, endpoints[i].Namespace)
+			p, err := f.cluster.PolicyInForce(ctx, endpoints[i].Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -905,7 +934,7 @@ func (f *Failover) standInNames(ctx context.Context, zones []failoverZone) ([]fa
 // away: 403) leaves the name where it is, whole (the pass is one conditional write), and is
 // tried again next round; it is announced once a round per zone (OwnershipPassRefused) and said
 // in the region's status.
-func (f *Failover) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, takeover bool, reason, note string) (done []failover.Pass, refused []refusal) {
+func (f *Loop) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, zones []failoverZone, passes []failover.Pass, takeover bool, reason, note string) (done []failover.Pass, refused []refusal) {
 	ios := map[string]zoneIO{}
 	for _, z := range zones {
 		ios[z.controller] = z.io
@@ -945,7 +974,7 @@ type announcedPass struct {
 
 // announce records a pass that took effect: an Event on the DNSConfiguration, and the marks on
 // this cluster's DNSEndpoint of the name (when it passed; for a takeover, from which region).
-func (f *Failover) announce(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, a announcedPass) {
+func (f *Loop) announce(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, a announcedPass) {
 	p := a.pass
 	f.recorder.Eventf(cfg, nil, "Warning", a.reason, "Failover", a.note, p.Hostname, p.Controller, p.From, p.Region, p.To)
 	marks := map[string]string{naming.AnnotationOwnershipPassed: f.now().UTC().Format(time.RFC3339), naming.AnnotationTakenFrom: ""}
@@ -956,7 +985,7 @@ func (f *Failover) announce(ctx context.Context, cfg *clusterv1alpha1.DNSConfigu
 }
 
 // unansweredPasses are the passes whose writes got no definite answer yet.
-func (f *Failover) unansweredPasses() []failover.Pass {
+func (f *Loop) unansweredPasses() []failover.Pass {
 	out := make([]failover.Pass, len(f.unanswered))
 	for i, u := range f.unanswered {
 		out[i] = u.pass
@@ -968,7 +997,7 @@ func (f *Failover) unansweredPasses() []failover.Pass {
 // (a zone whose server resumed after the client gave up applies what it had received), forgets
 // those they show did not, and returns the takeovers among the landed: without this, a name the
 // zone moved would be served here with no mark, no Event and no count.
-func (f *Failover) settleUnanswered(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, landed, waiting []failover.Pass) (taken []failover.Pass) {
+func (f *Loop) settleUnanswered(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, landed, waiting []failover.Pass) (taken []failover.Pass) {
 	var keep []announcedPass
 	for _, u := range f.unanswered {
 		switch {
@@ -1012,7 +1041,7 @@ func refusedOnce(refused []refusal, p failover.Pass, err error) []refusal {
 // status is not written again every round for them).
 // setUnreadable records why the zones whose last read or heartbeat write failed did not answer,
 // for the status (Regions); it reports whether which zones those are changed (not the words).
-func (f *Failover) setUnreadable(zones []failoverZone) bool {
+func (f *Loop) setUnreadable(zones []failoverZone) bool {
 	unreadable := map[string]string{}
 	for _, z := range zones {
 		if failure := f.zoneReads(z.controller).failure; failure != "" {
@@ -1026,7 +1055,7 @@ func (f *Failover) setUnreadable(zones []failoverZone) bool {
 	return changed
 }
 
-func (f *Failover) setRefusals(refused []refusal) bool {
+func (f *Loop) setRefusals(refused []refusal) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	changed := !slices.EqualFunc(refused, f.refused, func(a, b refusal) bool {
@@ -1039,7 +1068,7 @@ func (f *Failover) setRefusals(refused []refusal) bool {
 // writeMarks writes the DNSEndpoints' taken-from marks the round leaves out of date
 // (failover.Marks): those of held takeovers whose DNSEndpoint lacks it, and those of names that
 // went back.
-func (f *Failover) writeMarks(ctx context.Context, names []failover.Name, returned []failover.Name, taken []failover.Pass) {
+func (f *Loop) writeMarks(ctx context.Context, names []failover.Name, returned []failover.Name, taken []failover.Pass) {
 	f.mu.Lock()
 	set, clear := failover.Marks(f.held, names, returned, taken)
 	f.mu.Unlock()
@@ -1059,7 +1088,7 @@ func (f *Failover) writeMarks(ctx context.Context, names []failover.Name, return
 // operator's own (it was listed by the operator's labels); only these annotations change. A
 // failed mark costs time, not correctness: the next interval synchronises anyway, and this
 // leader remembers its takeovers.
-func (f *Failover) mark(ctx context.Context, namespace, name string, marks map[string]string) {
+func (f *Loop) mark(ctx context.Context, namespace, name string, marks map[string]string) {
 	log := ctrl.Log.WithName("failover")
 	cached := &externaldnsv1alpha1.DNSEndpoint{}
 	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cached); err != nil {
@@ -1108,12 +1137,12 @@ func earlierViews(cfg *clusterv1alpha1.DNSConfiguration) map[string]failover.Reg
 }
 
 // probedOwn records a probe of this cluster's own gateway.
-func (f *Failover) probedOwn(answered bool, now time.Time) {
+func (f *Loop) probedOwn(answered bool, now time.Time) {
 	f.own = f.own.After(answered, now)
 }
 
 // remember records the round's judgements and takeovers; it reports whether the status changes.
-func (f *Failover) remember(d failover.RoundOutput, taken []failover.Pass, readings []failover.ZoneReading, cfg *clusterv1alpha1.DNSConfiguration) bool {
+func (f *Loop) remember(d failover.RoundOutput, taken []failover.Pass, readings []failover.ZoneReading, cfg *clusterv1alpha1.DNSConfiguration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	changed := !f.judged
@@ -1144,7 +1173,7 @@ func eventType(s failover.State) string {
 }
 
 // located records this cluster's name and the failover zones' regions, for Attribute.
-func (f *Failover) located(cluster string, zones []failoverZone) {
+func (f *Loop) located(cluster string, zones []failoverZone) {
 	regions := make(map[string]string, len(zones))
 	for _, z := range zones {
 		regions[z.controller] = z.region
@@ -1156,13 +1185,13 @@ func (f *Failover) located(cluster string, zones []failoverZone) {
 
 // Attribute says who serves a failover zone's answer when it is not the zone's own region
 // (failover.Attribute), "" otherwise or for other zones.
-func (f *Failover) Attribute(controller, answer string) string {
+func (f *Loop) Attribute(controller, answer string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.attribution.of(controller, answer)
 }
 
-func (f *Failover) attributionNow() attribution {
+func (f *Loop) attributionNow() attribution {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.attribution
@@ -1174,7 +1203,7 @@ func (f *Failover) attributionNow() attribution {
 // reconciled before its first round has read the heartbeats (they would say Drifted without
 // naming who serves the name until the zone's answer next changed), and a cluster joining or
 // leaving the zones changes who the answers name.
-func (f *Failover) reattribute(ctx context.Context, before attribution) {
+func (f *Loop) reattribute(ctx context.Context, before attribution) {
 	after := f.attributionNow()
 	if f.observed == nil || f.routeChanges == nil || before.equal(after) {
 		return
@@ -1202,7 +1231,7 @@ func (f *Failover) reattribute(ctx context.Context, before attribution) {
 }
 
 // forget drops every view when no zone has failover settings.
-func (f *Failover) forget() {
+func (f *Loop) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attribution, f.drain = attribution{}, decide.Drain{}
