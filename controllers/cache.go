@@ -6,14 +6,13 @@ import (
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
 )
 
@@ -24,12 +23,10 @@ import (
 // as metadata with only their labels and the router.io/applications annotation. Managed fields
 // are stripped from every cached object, and kubectl's last-applied-configuration (a full copy of
 // the object) from the objects the operator reads but never writes whole.
+// The selectors are the operator's scope, defined once in internal/desired (scope.go): `kubectl
+// router plan` reads the same objects.
 func CacheOptions() cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{naming.LabelManagedBy: naming.ManagedByValue})
-	hasIstioLabel, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant requirement; cannot fail
-	}
+	managed := desired.ManagedSelector()
 	// The generated objects are updated whole from their cached copy: every annotation stays, so
 	// that an update never drops one somebody else set.
 	generated := trimGenerated
@@ -42,7 +39,7 @@ func CacheOptions() cache.Options {
 			&gwv1.ListenerSet{}:                {Label: managed, Transform: generated},
 			&gwv1.HTTPRoute{}:                  {Label: managed, Transform: generated},
 			&gwv1.ReferenceGrant{}:             {Label: managed, Transform: generated},
-			&corev1.Service{}:                  {Label: labels.NewSelector().Add(*hasIstioLabel)},
+			&corev1.Service{}:                  {Label: desired.IngressServiceSelector()},
 			&corev1.Namespace{}:                {Transform: namespaceTransform},
 		},
 	}

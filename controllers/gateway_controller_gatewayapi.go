@@ -70,7 +70,7 @@ func (r *GatewayReconciler) watchGatewayAPI(mgr ctrl.Manager, c controller.Contr
 			// No Gateway of that name: it was deleted while the operator was down (the
 			// informer's first list brings the grant here) or its deletion went by. A request for
 			// it finds it gone, and forgetGatewayAPI removes the grant.
-			if ns, name, ok := desired.GatewayOfGrant(o); ok && len(out) == 0 && desired.IsManaged(o) {
+			if ns, name, ok := desired.OrphanedGrantOwner(o); ok && len(out) == 0 {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 			}
 			return out

@@ -111,30 +111,27 @@ func (r *IngressDNSReconciler) pairs(ctx context.Context, opts ...client.ListOpt
 	return out
 }
 
-// allPairs is every pair with a Gateway plus every pair that still has address records (whose
-// Gateways are gone and whose records must be collected).
+// allPairs are the entry points (desired.EntryPoints): every pair with a Gateway plus every pair
+// that still has address records (whose records must go).
 func (r *IngressDNSReconciler) allPairs(ctx context.Context) []desired.Ingress {
-	out := r.pairs(ctx)
-	seen := map[desired.Ingress]bool{}
-	for _, p := range out {
-		seen[p] = true
+	list := &routingv1alpha1.GatewayList{}
+	if err := r.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Gateways to reconcile")
+		return nil
+	}
+	gateways := make([]*routingv1alpha1.Gateway, len(list.Items))
+	for i := range list.Items {
+		gateways[i] = &list.Items[i]
 	}
 	if !r.APIs.Served(dnsEndpointKind) {
-		return out
+		return desired.EntryPoints(gateways, nil)
 	}
 	// In place: a domain change runs this over every route's DNSEndpoint too.
 	endpoints, err := cacheview.All(ctx, r.Cached.Cache, newEndpoint, newEndpointList, "")
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing address DNSEndpoints to reconcile")
-		return out
 	}
-	for _, ep := range endpoints {
-		if pair, ok := desired.IngressOfLabels(ep.Labels); ok && !seen[pair] {
-			seen[pair] = true
-			out = append(out, pair)
-		}
-	}
-	return out
+	return desired.EntryPoints(gateways, endpoints)
 }
 
 // ensure the reconciler satisfies the typed interface.

@@ -10,18 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
-	"github.com/service-router/service-router-operator/internal/naming"
+	"github.com/service-router/service-router-operator/internal/desired"
 )
 
-// Load reads from the cluster what the operator's cache holds (controllers.CacheOptions): reads
+// Load reads from the cluster what the operator's cache holds (controllers.CacheOptions, with the
+// same selectors: desired.ManagedSelector, desired.IngressServiceSelector): reads
 // only (list and get), cluster-wide, so a user with the view role everywhere can run it. An
 // optional API that is not served (DNSEndpoint, Istio Gateway, the Gateway API kinds) is recorded
 // as missing, as the operator does; any other failed read is an error, never an empty input.
@@ -56,12 +55,8 @@ func Load(ctx context.Context, c client.Reader) (*World, error) {
 	for _, ns := range namespaces.Items {
 		w.Namespaces[ns.Name] = Namespace{Labels: ns.Labels, Annotations: ns.Annotations}
 	}
-	hasIstio, err := labels.NewRequirement(naming.IngressServiceSelector, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
 	services := &corev1.ServiceList{}
-	if err := list(ctx, c, services, "Services labelled istio", client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasIstio)}); err != nil {
+	if err := list(ctx, c, services, "Services labelled istio", client.MatchingLabelsSelector{Selector: desired.IngressServiceSelector()}); err != nil {
 		return nil, err
 	}
 	w.Services = pointers(services.Items)
@@ -110,7 +105,7 @@ func loadGatewayAPI(ctx context.Context, c client.Reader, w *World) error {
 // kinds) that the operator manages (managed-by label): missing, and no error, when the API is not
 // served, as the operator records it.
 func listOptional(ctx context.Context, c client.Reader, l client.ObjectList, what string) (missing bool, err error) {
-	switch err := list(ctx, c, l, what, client.MatchingLabels{naming.LabelManagedBy: naming.ManagedByValue}); {
+	switch err := list(ctx, c, l, what, client.MatchingLabelsSelector{Selector: desired.ManagedSelector()}); {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		return true, nil
 	case err != nil:

@@ -201,6 +201,9 @@ func overlayOne(w *World, u *unstructured.Unstructured, del bool, namespace stri
 	case gvk.GroupKind() == gatewayGK:
 		namespaced()
 		w.Gateways, c.Action, err = overlayList(w.Gateways, u, del, now, func(o *routingv1alpha1.Gateway) *routingv1alpha1.GatewaySpec { return &o.Spec })
+		if c.Action == "delete" {
+			w.DeletedGateways = append(w.DeletedGateways, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
 	case gvk.GroupKind() == namespaceGK:
 		c.Action = overlayNamespace(w, u, del)
 	case gvk.GroupKind() == serviceGK:
@@ -315,7 +318,12 @@ func overlayNamespace(w *World, u *unstructured.Unstructured, del bool) string {
 		other := func(o metav1.Object) bool { return o.GetNamespace() == name }
 		w.Policies = slices.DeleteFunc(w.Policies, func(o *routingv1alpha1.DNSPolicy) bool { return other(o) })
 		w.Routes = slices.DeleteFunc(w.Routes, func(o *routingv1alpha1.ServiceRoute) bool { return other(o) })
-		w.Gateways = slices.DeleteFunc(w.Gateways, func(o *routingv1alpha1.Gateway) bool { return other(o) })
+		w.Gateways = slices.DeleteFunc(w.Gateways, func(o *routingv1alpha1.Gateway) bool {
+			if other(o) {
+				w.DeletedGateways = append(w.DeletedGateways, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+			}
+			return other(o)
+		})
 		w.Services = slices.DeleteFunc(w.Services, func(o *corev1.Service) bool { return other(o) })
 		return "delete"
 	}

@@ -115,10 +115,10 @@ func Predict(w *World, s Settings) Prediction {
 	out.OperatorDeletes = append(out.OperatorDeletes, routeDeletes...)
 	api := newGatewayAPIObjects(w)
 	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
-	out.OperatorDeletes = append(out.OperatorDeletes, api.forget(w, gateways)...)
 	istio := byKeyOf(w.IstioGateways)
 	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, "Gateway", gateways)...)
 	rd := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api, istio: istio}
+	out.OperatorDeletes = append(out.OperatorDeletes, forget(rd, gateways)...)
 	for _, gw := range gateways {
 		out.OperatorDeletes = append(out.OperatorDeletes, predictGateway(rd, gw, s.HostBudget, &out)...)
 	}
@@ -126,7 +126,7 @@ func Predict(w *World, s Settings) Prediction {
 	for k, ig := range istio {
 		out.IstioHosts[k] = istioHosts(ig)
 	}
-	for _, pair := range pairs(gateways, endpoints) {
+	for _, pair := range desired.EntryPoints(gateways, slices.Collect(maps.Values(endpoints))) {
 		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(rd, pair, endpoints)...)
 	}
 	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), byKey)
@@ -185,23 +185,6 @@ func predictAddresses(rd worldReads, pair desired.Ingress, endpoints map[string]
 	var deletes []string
 	_, _ = core.Addresses(context.Background(), rd, record(endpoints, &deletes), pair) // the world's reads and writes do not fail
 	return deletes
-}
-
-// pairs are the entry points with a Gateway, and those that still have address records (whose
-// records must go), as IngressDNSReconciler.allPairs finds them.
-func pairs(gateways []*routingv1alpha1.Gateway, endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) []desired.Ingress {
-	seen := map[desired.Ingress]bool{}
-	for _, gw := range gateways {
-		seen[desired.IngressOfGateway(gw)] = true
-	}
-	for _, ep := range endpoints {
-		if pair, ok := desired.IngressOfLabels(ep.Labels); ok {
-			seen[pair] = true
-		}
-	}
-	return slices.SortedFunc(maps.Keys(seen), func(a, b desired.Ingress) int {
-		return strings.Compare(a.Controller+"/"+a.TargetPostfix, b.Controller+"/"+b.TargetPostfix)
-	})
 }
 
 // InNamespace are the objects in namespace.

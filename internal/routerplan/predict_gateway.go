@@ -4,8 +4,10 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -88,25 +90,32 @@ func collectGone[T client.Object, O metav1.Object](w *World, kind string, objs m
 	return gone
 }
 
-// forget is GatewayReconciler.forgetGatewayAPI for the Gateways that no longer exist: their
-// ReferenceGrants, in other namespaces, are the operator's to remove (no owner reference can
-// reach them).
-func (a *gatewayAPIObjects) forget(w *World, gateways []*routingv1alpha1.Gateway) []string {
-	if w.ReferenceGrantAPIMissing {
+// forget is the reconcile of each Gateway that no longer exists, as the operator runs it
+// (GatewayReconciler.forgetGatewayAPI: core.ForgetGateway over the world, its deletions
+// recorded): for each Gateway the manifests delete (the operator hears of the deletion), and for
+// each one a managed grant leads back to while no Gateway its label names exists
+// (desired.OrphanedGrantOwner: the informer's listing of the grant brings that request). A grant
+// that leads nowhere stays, as it does in the cluster.
+func forget(rd worldReads, gateways []*routingv1alpha1.Gateway) []string {
+	if rd.w.ReferenceGrantAPIMissing {
 		return nil
 	}
-	exists := map[string]bool{}
+	live := map[string]bool{}
 	for _, gw := range gateways {
-		exists[desired.GatewayLabelValue(gw.Namespace, gw.Name)] = true
+		live[desired.GatewayLabelValue(gw.Namespace, gw.Name)] = true
+	}
+	gone := map[types.NamespacedName]bool{}
+	for _, k := range rd.w.DeletedGateways {
+		gone[k] = true
+	}
+	for _, g := range rd.api.grants {
+		if ns, name, ok := desired.OrphanedGrantOwner(g); ok && !live[g.Labels[desired.LabelGateway]] {
+			gone[types.NamespacedName{Namespace: ns, Name: name}] = true
+		}
 	}
 	var deletes []string
-	for _, g := range slices.SortedFunc(maps.Values(a.grants), byKey) {
-		v := g.Labels[desired.LabelGateway]
-		if v == "" || exists[v] || !desired.IsManaged(g) {
-			continue
-		}
-		delete(a.grants, key(g))
-		deletes = append(deletes, "ReferenceGrant "+key(g))
+	for _, k := range slices.SortedFunc(maps.Keys(gone), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		_ = core.ForgetGateway(context.Background(), rd, record(rd.api.grants, &deletes), k.Namespace, k.Name) // the world's reads and writes do not fail
 	}
 	return deletes
 }

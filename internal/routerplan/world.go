@@ -3,6 +3,7 @@ package routerplan
 import (
 	"context"
 	"maps"
+	"slices"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,11 @@ type World struct {
 	// generates none and keeps what exists); ReferenceGrantAPIMissing says the ReferenceGrant kind
 	// is not (the operator then cannot remove a deleted Gateway's grants).
 	GatewayAPIMissing, ReferenceGrantAPIMissing bool
+	// DeletedGateways are the Gateways the manifests delete (Overlay), by themselves or with their
+	// namespace: the operator hears of each deletion and removes, by the Gateway's key, what it
+	// left that the garbage collector cannot see (core.ForgetGateway). A World read from a
+	// cluster has none.
+	DeletedGateways []types.NamespacedName
 }
 
 // Namespace is what the operator reads of a namespace: its labels (Gateways' allowedRoutes) and
@@ -76,6 +82,7 @@ func (w *World) DeepCopy() *World {
 	out.ListenerSets = copyAll(w.ListenerSets, (*gwv1.ListenerSet).DeepCopy)
 	out.HTTPRoutes = copyAll(w.HTTPRoutes, (*gwv1.HTTPRoute).DeepCopy)
 	out.ReferenceGrants = copyAll(w.ReferenceGrants, (*gwv1.ReferenceGrant).DeepCopy)
+	out.DeletedGateways = slices.Clone(w.DeletedGateways)
 	out.Namespaces = make(map[string]Namespace, len(w.Namespaces))
 	for name, ns := range w.Namespaces {
 		out.Namespaces[name] = Namespace{Labels: maps.Clone(ns.Labels), Annotations: maps.Clone(ns.Annotations)}
