@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -15,7 +14,6 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/metrics"
-	"github.com/service-router/service-router-operator/internal/policy"
 	"github.com/service-router/service-router-operator/internal/verify"
 )
 
@@ -51,34 +49,31 @@ type zoneCounter interface {
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.router.io,resources=dnsconfigurations/status,verbs=patch
 
-// Reconcile reports the DNSConfiguration in status: its controllers, whether the DNSEndpoint API
-// is installed (Ready), whether the mass-deletion guard holds deletions (DeletionsHeld), what
-// each verified zone answers (verification) with, for a zone read through Azure Resource Manager,
-// the requests sent to it (requests), and whether this cluster's planned requests fit its share
-// of Resource Manager's limits (OverRequestBudget). It writes nothing else.
+// Reconcile reports the DNSConfiguration in status (decide.DNSConfigurationStatus): its controllers,
+// whether the DNSEndpoint API is installed (Ready), whether the mass-deletion guard holds deletions
+// (DeletionsHeld), what each verified zone answers (verification) with, for a zone read through
+// Azure Resource Manager, the requests sent to it (requests), whether this cluster's planned
+// requests fit its share of Resource Manager's limits (OverRequestBudget), and regional failover's
+// view (failover, Drained). It gathers those inputs and writes nothing else.
 func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &clusterv1alpha1.DNSConfiguration{}
 	if ok, err := fetch(ctx, r, req.NamespacedName, cfg); !ok {
 		return ctrl.Result{}, err
 	}
 	original := cfg.DeepCopy()
-	cfg.Status.Controllers = policy.Names(decide.ControllersOf(cfg))
 	held := r.Deletions.State(time.Now())
-	// Announced by end once the status is written (a Warning when the guard starts holding
-	// deletions, a Normal event when it no longer does: decide.StatusEvents).
-	meta.SetStatusCondition(&cfg.Status.Conditions, decide.DeletionsHeldCondition(held.Held, held.Until, cfg.Generation))
-	cfg.Status.Verification, cfg.Status.VerificationSummary = decide.ZoneVerification(cfg, r.countZone)
+	in := decide.DNSConfigurationInputs{Configuration: cfg, EndpointsAPIMissing: !r.APIs.Served(dnsEndpointKind),
+		Held: held.Held, HeldUntil: held.Until, Counts: r.counts(cfg), Now: time.Now()}
 	// Refreshed with the counts, once a window: no status write of their own in between.
-	r.setRequests(cfg, original)
-	meta.SetStatusCondition(&cfg.Status.Conditions, r.budgetCondition(cfg))
+	in.Requests = r.requests.lastFigures(cfg)
 	if r.Failover != nil {
-		if regions, known := r.Failover.Regions(); known {
-			cfg.Status.Failover = regions
-		}
-		if d, known := r.Failover.Drain(); known {
-			decide.SetOrRemoveCondition(&cfg.Status.Conditions, clusterv1alpha1.ConditionDrained, decide.DrainedCondition(d, cfg.Generation))
-		}
+		in.Regions, in.RegionsKnown = r.Failover.Regions()
+		in.Drain, in.DrainKnown = r.Failover.Drain()
 	}
+	// DeletionsHeld is announced by end once the status is written (a Warning when the guard starts
+	// holding deletions, a Normal event when it no longer does: decide.StatusEvents).
+	var outcome decide.Outcome
+	cfg.Status, outcome = decide.DNSConfigurationStatus(in)
 	// Looked at again once every held deletion has had its turn, so that the condition clears
 	// even when the last of them needed no reconcile (its object was deleted by someone else),
 	// and while zones are verified, to count them again.
@@ -86,14 +81,21 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if len(cfg.Status.Verification) > 0 {
 		rq.refresh = r.VerificationRefresh
 	}
-	return r.end(ctx, cfg, original, decide.DNSConfiguration(cfg, !r.APIs.Served(dnsEndpointKind)), rq, nil)
+	return r.end(ctx, cfg, original, outcome, rq, nil)
 }
 
-func (r *DNSConfigurationReconciler) countZone(controller string) verify.ZoneCounts {
+// counts are the verified zones' routes by state; nil when they are not counted.
+func (r *DNSConfigurationReconciler) counts(cfg *clusterv1alpha1.DNSConfiguration) map[string]verify.ZoneCounts {
 	if r.Zones == nil {
 		return nil
 	}
-	return r.Zones.Zone(controller)
+	out := map[string]verify.ZoneCounts{}
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		if decide.Verified(cfg, c.Name) {
+			out[c.Name] = r.Zones.Zone(c.Name)
+		}
+	}
+	return out
 }
 
 // SetupWithManager registers the controller: the DNSConfiguration itself, the DNSEndpoint API

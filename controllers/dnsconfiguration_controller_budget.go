@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/budget"
@@ -33,46 +31,32 @@ type requestKey struct {
 	controller, subscriptionID, resourceGroup, zone string
 }
 
-// setRequests sets status.verification[].requests of every zone read through Resource Manager:
-// a new figure once a window has passed since the zone's last one, else the last figure (the
-// status is not rewritten between two figures), or after a restart of the operator the one the
-// status already holds (original's), until the next. It reads no API.
-func (r *DNSConfigurationReconciler) setRequests(cfg, original *clusterv1alpha1.DNSConfiguration) {
-	held := map[string]*clusterv1alpha1.ZoneRequests{}
-	for _, v := range original.Status.Verification {
-		held[v.Controller] = v.Requests
-	}
-	azure := map[string]*clusterv1alpha1.AzurePrivateDNSVerification{}
-	for _, c := range cfg.Spec.ExternalDNSControllers {
-		if c.Verification != nil && c.Verification.AzurePrivateDNS != nil {
-			azure[c.Name] = c.Verification.AzurePrivateDNS
-		}
-	}
-	r.requests.mu.Lock()
-	defer r.requests.mu.Unlock()
-	now := r.requests.clock()
+// lastFigures are this process's last figures of the requests sent to each zone read through Resource
+// Manager (decide.DNSConfigurationStatus puts them in status.verification[].requests): a new one
+// once a window has passed since the zone's last, else the last (nil: none since this process
+// started). A zone no longer read through Resource Manager loses its samples. It reads no API.
+func (q *requestRates) lastFigures(cfg *clusterv1alpha1.DNSConfiguration) map[string]*clusterv1alpha1.ZoneRequests {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.clock()
+	out := map[string]*clusterv1alpha1.ZoneRequests{}
 	seen := map[requestKey]bool{}
-	for i := range cfg.Status.Verification {
-		v := &cfg.Status.Verification[i]
-		a, ok := azure[v.Controller]
-		if !ok {
-			v.Requests = nil
+	for _, c := range cfg.Spec.ExternalDNSControllers {
+		if c.Verification == nil || c.Verification.AzurePrivateDNS == nil {
 			continue
 		}
-		z := *zoneconfig.AzureZone(a)
-		key := requestKey{v.Controller, strings.ToLower(z.SubscriptionID), strings.ToLower(z.ResourceGroup), strings.ToLower(z.ZoneName)}
+		z := *zoneconfig.AzureZone(c.Verification.AzurePrivateDNS)
+		key := requestKey{c.Name, strings.ToLower(z.SubscriptionID), strings.ToLower(z.ResourceGroup), strings.ToLower(z.ZoneName)}
 		seen[key] = true
-		v.Requests = held[v.Controller].DeepCopy()
-		if figure := r.requests.observe(key, z, now); figure != nil {
-			v.Requests = figure.DeepCopy()
-		}
+		out[c.Name] = q.observe(key, z, now)
 	}
-	for key := range r.requests.samples {
+	for key := range q.samples {
 		if !seen[key] {
-			delete(r.requests.samples, key)
-			delete(r.requests.figures, key)
+			delete(q.samples, key)
+			delete(q.figures, key)
 		}
 	}
+	return out
 }
 
 // observe samples a zone's counters at now and returns its last figure: a new one when a window
@@ -127,22 +111,4 @@ func principalQuota(z azureprivatedns.Zone) budget.Quota {
 		}
 	}
 	return budget.Quota{}
-}
-
-// budgetCondition is the OverRequestBudget condition of the plan of this cluster's requests
-// (budget.PlanOf), each zone's record sets estimated from the routes verification counts in it
-// (unknown without counts).
-func (r *DNSConfigurationReconciler) budgetCondition(cfg *clusterv1alpha1.DNSConfiguration) metav1.Condition {
-	names := func(controller string) (int, bool) {
-		if r.Zones == nil {
-			return 0, false
-		}
-		for _, v := range cfg.Status.Verification {
-			if v.Controller == controller {
-				return int(v.Routes), true
-			}
-		}
-		return 0, false
-	}
-	return budget.Condition(budget.PlanOf(budget.InputOf(cfg, names)), cfg.Generation)
 }

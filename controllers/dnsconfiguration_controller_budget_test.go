@@ -18,6 +18,7 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/azureprivatedns"
 	"github.com/service-router/service-router-operator/internal/budget"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/prober"
 	operatorscheme "github.com/service-router/service-router-operator/internal/scheme"
 	"github.com/service-router/service-router-operator/internal/verify"
@@ -176,7 +177,7 @@ func TestDNSConfiguration_RequestsSurviveAFailedWrite(t *testing.T) {
 	original.Status.Verification = []clusterv1alpha1.ZoneVerificationStatus{{Controller: "external-dns-weu"}, {Controller: "external-dns-lab"}}
 	set := func(original *clusterv1alpha1.DNSConfiguration) *clusterv1alpha1.DNSConfiguration {
 		cfg := original.DeepCopy()
-		r.setRequests(cfg, original)
+		cfg.Status, _ = decide.DNSConfigurationStatus(decide.DNSConfigurationInputs{Configuration: original, Requests: r.requests.lastFigures(original)})
 		return cfg
 	}
 	set(original)

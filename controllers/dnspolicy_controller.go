@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,12 +39,7 @@ func (r *DNSPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.end(ctx, pol, original, decide.Outcome{}, requeue{}, err)
 	}
 	p := decide.Policy(in)
-	if !p.KeepActivation {
-		pol.Status.Active = p.Active
-		pol.Status.ActiveControllers = p.ActiveControllers
-		pol.Status.RecordTTL = int32(p.RecordTTL)
-		decide.SetOrRemoveCondition(&pol.Status.Conditions, routingv1alpha1.ConditionStandIn, p.StandIn)
-	}
+	pol.Status = decide.DNSPolicyStatus(pol.Status, p, time.Now())
 	return r.end(ctx, pol, original, p.Outcome, requeue{}, nil)
 }
 
