@@ -5,28 +5,14 @@
 -- argocd-cm health checks (and a safe part of os), not string.
 --
 --   Progressing  the operator has not yet reconciled the current spec (status.observedGeneration
---                or the Ready condition's observedGeneration is behind metadata.generation), or
---                Ready is missing or Unknown (a reconcile error the operator retries), or the
---                object waits for something that is expected to appear (Pending phase).
+--                or the Ready condition's observedGeneration is behind metadata.generation), Ready
+--                is missing, or Ready is not True and Stalled is not: the operator waits for
+--                something expected to appear or retries an error (condition Reconciling).
 --   Healthy      Ready=True; and a ServiceRoute that is not published on purpose because its
 --                namespace's DNSPolicy applies to other clusters (reason DNSPolicyInactive).
---   Degraded     Ready=False and someone has to change something: phase Failed, or a reason in
---                needsAction (conflicts, invalid names, missing controllers).
+--   Degraded     Stalled=True: nothing changes until someone changes a spec (the operator decides
+--                which reasons stall: internal/decide/progress.go).
 local hs = {}
-
--- Ready=False reasons that persist until a person acts, whatever the phase says.
-local needsAction = {
-  HostnameConflict = true,
-  OwnershipConflict = true,
-  DuplicatePolicy = true,
-  InvalidHostname = true,
-  CredentialNameMissing = true,
-  TargetHostnameTooLong = true,
-  GatewayNotFound = true,
-  NoActiveControllers = true,
-  RegionWithoutController = true,
-  AdoptedRegionWithoutController = true,
-}
 
 local function describe(condition)
   local text = condition.reason or "Ready"
@@ -45,10 +31,13 @@ if status == nil or status.observedGeneration == nil or status.observedGeneratio
 end
 
 local ready = nil
+local stalled = nil
 if status.conditions ~= nil then
   for _, condition in ipairs(status.conditions) do
     if condition.type == "Ready" then
       ready = condition
+    elseif condition.type == "Stalled" and condition.status == "True" then
+      stalled = condition
     end
   end
 end
@@ -68,17 +57,15 @@ if ready.status == "True" then
   hs.message = describe(ready)
   return hs
 end
-if ready.status == "False" then
-  if ready.reason == "DNSPolicyInactive" then
-    hs.status = "Healthy"
-    hs.message = "Not published from this cluster on purpose: " .. describe(ready)
-    return hs
-  end
-  if status.phase == "Failed" or needsAction[ready.reason] then
-    hs.status = "Degraded"
-    hs.message = describe(ready)
-    return hs
-  end
+if ready.status == "False" and ready.reason == "DNSPolicyInactive" then
+  hs.status = "Healthy"
+  hs.message = "Not published from this cluster on purpose: " .. describe(ready)
+  return hs
+end
+if stalled ~= nil and (stalled.observedGeneration == nil or stalled.observedGeneration >= generation) then
+  hs.status = "Degraded"
+  hs.message = describe(stalled)
+  return hs
 end
 hs.status = "Progressing"
 hs.message = describe(ready)

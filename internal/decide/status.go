@@ -13,7 +13,9 @@ import (
 // of an object with status (the operator's and the one preview predicts): on success the
 // outcome's phase and Ready condition, stamped with the current generation; on an error
 // Ready=Unknown, reason ReconcileError, with observedGeneration and the phase left where they
-// were, so that nobody takes the old status for the new spec. Ready stays the first condition.
+// were, so that nobody takes the old status for the new spec. Beside Ready, Reconciling or
+// Stalled says whether the object waits or needs a person (ProgressOf). Ready stays the first
+// condition.
 func SetOutcome(obj client.Object, o Outcome, err error) {
 	s := StatusOf(obj)
 	condition := metav1.Condition{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.Reason, Message: o.Message,
@@ -29,7 +31,22 @@ func SetOutcome(obj client.Object, o Outcome, err error) {
 		*s.ObservedGeneration = obj.GetGeneration()
 	}
 	meta.SetStatusCondition(s.Conditions, condition)
+	setProgress(s.Conditions, ProgressOf(o, err), condition, obj.GetGeneration())
 	readyFirst(*s.Conditions)
+}
+
+// setProgress sets the one of Reconciling and Stalled that p names, with Ready's reason and
+// message, and removes the other (both when p is Done): kstatus reads them as "abnormal-true"
+// conditions, present only while True.
+func setProgress(conditions *[]metav1.Condition, p Progress, ready metav1.Condition, generation int64) {
+	for _, t := range []Progress{Progressing, Stalled} {
+		if t != p {
+			meta.RemoveStatusCondition(conditions, string(t))
+			continue
+		}
+		meta.SetStatusCondition(conditions, metav1.Condition{Type: string(t), Status: metav1.ConditionTrue, Reason: ready.Reason,
+			Message: ready.Message, ObservedGeneration: generation})
+	}
 }
 
 // readyFirst moves the Ready condition to the front, where people and scripts look for it, when

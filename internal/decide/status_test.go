@@ -33,27 +33,48 @@ func TestSetOutcome_StampsTheGenerationOnlyOnSuccess(t *testing.T) {
 		wantPhase     routingv1alpha1.Phase
 		wantObserved  int64
 		wantCondition metav1.Condition
+		wantProgress  *metav1.Condition
 	}{
 		{"ready", Outcome{Phase: "Active", Ready: true, Reason: "ReconciliationSucceeded", Message: "ReconciliationSucceeded"}, nil,
-			routingv1alpha1.PhaseActive, 3, readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 3)},
-		{"not ready", Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "GatewayNotFound"}, nil,
-			routingv1alpha1.PhasePending, 3, readyCondition(metav1.ConditionFalse, "GatewayNotFound", 3)},
+			routingv1alpha1.PhaseActive, 3, readyCondition(metav1.ConditionTrue, "ReconciliationSucceeded", 3), nil},
+		{"waiting", Outcome{Phase: "Pending", Reason: "GatewayNotFound", Message: "GatewayNotFound"}, nil,
+			routingv1alpha1.PhasePending, 3, readyCondition(metav1.ConditionFalse, "GatewayNotFound", 3),
+			&metav1.Condition{Type: routingv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "GatewayNotFound", Message: "GatewayNotFound", ObservedGeneration: 3}},
+		{"needs a person", Outcome{Phase: "Failed", Reason: "HostnameConflict", Message: "HostnameConflict"}, nil,
+			routingv1alpha1.PhaseFailed, 3, readyCondition(metav1.ConditionFalse, "HostnameConflict", 3),
+			&metav1.Condition{Type: routingv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "HostnameConflict", Message: "HostnameConflict", ObservedGeneration: 3}},
+		{"not published here on purpose", Outcome{Phase: "Pending", Reason: "DNSPolicyInactive", Message: "DNSPolicyInactive"}, nil,
+			routingv1alpha1.PhasePending, 3, readyCondition(metav1.ConditionFalse, "DNSPolicyInactive", 3), nil},
 		{"an error keeps the phase and observedGeneration of the last success", Outcome{Phase: "Failed"}, errors.New("reading Gateway: timeout"),
 			routingv1alpha1.PhaseActive, 2, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: routingv1alpha1.ReasonReconcileError,
-				Message: "reading Gateway: timeout", ObservedGeneration: 2}},
+				Message: "reading Gateway: timeout", ObservedGeneration: 2},
+			&metav1.Condition{Type: routingv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: routingv1alpha1.ReasonReconcileError,
+				Message: "reading Gateway: timeout", ObservedGeneration: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			route := routeAtGeneration()
-			route.Status.Conditions = append([]metav1.Condition{published}, route.Status.Conditions...)
+			// Left by an earlier reconcile: each outcome sets its own and removes the other.
+			stale := []metav1.Condition{{Type: routingv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "LoadBalancerNotFound"},
+				{Type: routingv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "OwnershipConflict"}}
+			route.Status.Conditions = append(append([]metav1.Condition{published}, route.Status.Conditions...), stale...)
 			SetOutcome(route, tt.outcome, tt.err)
 			assert.Equal(t, tt.wantPhase, route.Status.Phase)
 			assert.Equal(t, tt.wantObserved, route.Status.ObservedGeneration)
-			require.Len(t, route.Status.Conditions, 2)
+			want := 2
+			if tt.wantProgress != nil {
+				want = 3
+			}
+			require.Len(t, route.Status.Conditions, want)
 			got := route.Status.Conditions[0]
 			got.LastTransitionTime = metav1.Time{}
 			assert.Equal(t, tt.wantCondition, got, "Ready first, where people and scripts look")
 			assert.Equal(t, published, route.Status.Conditions[1])
+			if tt.wantProgress != nil {
+				progress := route.Status.Conditions[2]
+				progress.LastTransitionTime = metav1.Time{}
+				assert.Equal(t, *tt.wantProgress, progress)
+			}
 		})
 	}
 }

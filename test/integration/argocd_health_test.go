@@ -125,7 +125,7 @@ func changeSpec(t *testing.T, o argoObject, value any, field ...string) *unstruc
 // TestArgoCDHealth_FollowsObservedGenerationAndReady runs config/argocd/health.lua on the live
 // objects of a scenario driven by the operator: Progressing while the operator has not reconciled
 // the current generation or waits for something, Healthy once converged (and for a route that is
-// not published on purpose), Degraded when someone has to fix something.
+// not published on purpose), Degraded when someone has to fix something (condition Stalled).
 func TestArgoCDHealth_FollowsObservedGenerationAndReady(t *testing.T) {
 	f := newFixture(t)
 	f.setIdentity(weuIdentity())
@@ -195,11 +195,15 @@ func TestArgoCDHealth_FollowsObservedGenerationAndReady(t *testing.T) {
 	assert.Contains(t, waitArgoHealth(t, policy, "Healthy"), routingv1alpha1.ReasonPolicyInactive)
 	f.updatePolicy(activeMode)
 
-	// Failures that need someone to act are Degraded, with the operator's reason and message.
+	// A route applied before its Gateway waits for it (phase Failed, but condition Reconciling):
+	// GitOps tools apply objects in no particular order.
 	f.route("", "lost-route", "lost", "missing-gateway")
 	f.waitRoute(f.ns, "lost-route", routingv1alpha1.PhaseFailed, routingv1alpha1.ReasonGatewayNotFound)
 	lost := argoObject{route.gvk, client.ObjectKey{Namespace: f.ns, Name: "lost-route"}}
-	assert.Contains(t, waitArgoHealth(t, lost, "Degraded"), "missing-gateway")
+	assert.Contains(t, waitArgoHealth(t, lost, "Progressing"), "missing-gateway")
+
+	// Failures that need someone to act (condition Stalled) are Degraded, with the operator's
+	// reason and message.
 
 	f.waitRoute(f.ns, "api-route", routingv1alpha1.PhaseActive, routingv1alpha1.ReasonReconciliationSucceeded)
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has a resolution of one second

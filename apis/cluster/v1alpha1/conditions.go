@@ -4,6 +4,16 @@ package v1alpha1
 // been validated and its values are in use by the other controllers.
 const ConditionReady = "Ready"
 
+// ConditionReconciling and ConditionStalled are the conditions kstatus-based tools (Flux,
+// cli-utils appliers) and the project's Argo CD health check read beside Ready, present only
+// while True (removed when Ready is True): Reconciling while the operator waits for something
+// expected to appear or retries an error (kstatus InProgress), Stalled while nothing changes until
+// a person does (kstatus Failed). Both carry the Ready condition's reason and message.
+const (
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
 // Phase is the coarse lifecycle state shown in `kubectl get`.
 // +kubebuilder:validation:Enum=Pending;Active;Failed
 type Phase string

@@ -4,6 +4,16 @@ package v1alpha1
 // the object asks for has been generated.
 const ConditionReady = "Ready"
 
+// ConditionReconciling and ConditionStalled are the conditions kstatus-based tools (Flux,
+// cli-utils appliers) and the project's Argo CD health check read beside Ready, present only
+// while True (removed when Ready is True): Reconciling while the operator waits for something
+// expected to appear or retries an error (kstatus InProgress), Stalled while nothing changes until
+// a person does (kstatus Failed). Both carry the Ready condition's reason and message.
+const (
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
 // Phase is the coarse lifecycle state shown in `kubectl get`. Inactive is used only by
 // DNSPolicy: the policy is valid but does not apply to this cluster.
 // +kubebuilder:validation:Enum=Pending;Active;Failed;Inactive
