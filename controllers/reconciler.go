@@ -117,12 +117,6 @@ func (b base) end(ctx context.Context, obj, original client.Object, o decide.Out
 		return b.finish(rq, err)
 	}
 	decide.SetOutcome(obj, o, err)
-	if b.Versions.Superseded(original) {
-		// Our previous status write replaced this very copy: the cache is behind, and that
-		// write's own event runs this reconcile again on the fresh copy, whether this one found
-		// the status changed or not (the API server has the written one, not this copy's).
-		return b.finish(rq, err)
-	}
 	wrote, writeErr := b.writeStatus(ctx, obj, original)
 	if wrote {
 		recordStatusEvents(b.Recorder, obj, original)
@@ -131,14 +125,24 @@ func (b base) end(ctx context.Context, obj, original client.Object, o decide.Out
 }
 
 // writeStatus writes obj's status when it differs from original's (the cache's copy), as a merge
-// patch locked to original's resourceVersion. wrote says whether the API server took it. An
-// optimistic-lock conflict, an event of somebody else's change that went by unseen while the
-// write was in flight, or an unchanged status compared with a copy the cache no longer holds
-// (stillCached), comes back as errCacheLag: the cache is behind, and a short retry settles it.
+// patch locked to original's resourceVersion; ownwrite's Next decides. wrote says whether the API
+// server took it. A copy our previous status write replaced is not written again: the API server
+// has what that write sent, and that write's own event runs the reconcile again on the fresh
+// copy, whether this one found the status changed or not. A copy the cache no longer holds, an
+// optimistic-lock conflict, or an event of somebody else's change that went by unseen while the
+// write was in flight, comes back as errCacheLag: the cache is behind, and a short retry settles
+// it.
 func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wrote bool, err error) {
 	before, after := decide.StatusOf(original).Value, decide.StatusOf(obj).Value
-	if equality.Semantic.DeepEqual(before, after) {
-		return false, b.stillCached(ctx, original)
+	cached, err := b.Cached.Version(ctx, original)
+	if err != nil {
+		return false, err
+	}
+	switch b.Versions.Next(original, cached, !equality.Semantic.DeepEqual(before, after)) {
+	case ownwrite.Skip, ownwrite.Unchanged:
+		return false, nil
+	case ownwrite.RetryLater:
+		return false, errCacheLag
 	}
 	uid, replaced := original.GetUID(), original.GetResourceVersion()
 	b.Versions.Writing(uid, replaced)
@@ -154,24 +158,6 @@ func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wro
 		return true, errCacheLag // somebody else's change went by unseen: look again
 	}
 	return true, nil
-}
-
-// stillCached returns errCacheLag when the cache now holds another version of obj than the copy
-// the reconcile read. A decision that writes nothing because it matches that copy is right only
-// while the copy is current: the event of the operator's own previous write may have arrived
-// while the reconcile ran, and, dropped as an echo (ownwrite.EchoFilter), it runs nothing again.
-// The API server would keep what that write sent — a route kept saying DNSConfigurationNotFound
-// after dns-config came back. (Anybody else's change raises an event of its own; the retry then
-// costs one reconcile.)
-func (b base) stillCached(ctx context.Context, obj client.Object) error {
-	version, err := b.Cached.Version(ctx, obj)
-	switch {
-	case err != nil:
-		return err
-	case version != "" && version != obj.GetResourceVersion():
-		return errCacheLag
-	}
-	return nil
 }
 
 // finish maps the end of a reconcile to its result: errors go to the rate-limited queue, cache

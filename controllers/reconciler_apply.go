@@ -8,10 +8,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/service-router/service-router-operator/internal/apply"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/ownwrite"
 )
 
 // The write step of every reconciler: the only code that creates, updates or deletes generated
@@ -23,19 +25,27 @@ import (
 // cache (the cache holds only managed objects) to tell cache lag, adoption and conflict apart.
 // Errors of single objects do not stop the others; cache lag comes back as errCacheLag.
 func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T], desired, current []T, n core.Notice[T]) (core.Written[T], error) {
+	ch := apply.Diff(k, desired, current)
+	updating := make(map[types.UID]bool, len(ch.Update))
+	for _, obj := range ch.Update {
+		updating[obj.GetUID()] = true
+	}
 	for _, obj := range current {
-		if w.Versions.Superseded(obj) {
+		cached, err := w.Cached.Version(ctx, obj)
+		if err != nil {
+			return core.Written[T]{}, err
+		}
+		switch w.Versions.Next(obj, cached, updating[obj.GetUID()]) {
+		case ownwrite.Skip:
 			// A copy our last write replaced: the API server has what that write sent, whatever
 			// this reconcile decides from the copy; that write's event runs it again.
 			return core.Written[T]{}, errCacheLag
-		}
-		if err := w.stillCached(ctx, obj); err != nil {
+		case ownwrite.RetryLater:
 			// The cache moved on since the copy was read (an echo of our write may have gone
 			// by meanwhile): an object left alone as "already as desired" might not be.
-			return core.Written[T]{}, err
+			return core.Written[T]{}, errCacheLag
 		}
 	}
-	ch := apply.Diff(k, desired, current)
 	out := core.Written[T]{Applied: ch.Unchanged, Conflicts: ch.Conflicts}
 	defer func() {
 		for _, obj := range out.Applied {

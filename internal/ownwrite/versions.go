@@ -118,40 +118,47 @@ func (v *Versions) Created(obj client.Object, ok bool) bool {
 	key := createKeyOf(obj)
 	c := v.creating[key]
 	delete(v.creating, key)
+	own := c.uid == obj.GetUID() && c.rv == obj.GetResourceVersion()
 	switch {
 	case !ok:
 		return true
-	case c.seen:
-		return c.uid == obj.GetUID() && c.rv == obj.GetResourceVersion()
+	case c.seen && own:
+		return true // the echo came first and went by: nothing left to wait for
 	}
 	if obj.GetUID() != "" {
+		// Remembered even when the event dropped meanwhile was not the create's own (as in
+		// Wrote): the echo is still to come.
 		v.writes[obj.GetUID()] = ownWrite{produced: obj.GetResourceVersion()}
 	}
-	return true
+	return !c.seen
 }
 
 // Wrote records that a write turned the object uid from version replaced (empty for a create)
 // into version produced. It returns false when an event that arrived while the write was in
-// flight, and was dropped, carried another version than the write produced: somebody else's
-// change, which the caller must reconcile again.
+// flight, and was dropped, carried another version than the write produced: most likely an event
+// older than the write whose handler ran late (client-go updates the store first), but possibly
+// somebody else's change, which the caller must reconcile again. The write is remembered all the
+// same: its echo is still to come, and the copy it replaced, still in the store, must not be
+// taken for a current one by the caller's next look.
 func (v *Versions) Wrote(uid types.UID, replaced, produced string) bool {
 	if v == nil || uid == "" {
 		return true
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if w := v.writes[uid]; w.inFlight && w.seen != "" {
-		delete(v.writes, uid) // the echo came first and went by: nothing left to wait for
-		return w.seen == produced
-	}
-	if produced == replaced {
+	w := v.writes[uid]
+	seenOther := w.inFlight && w.seen != "" && w.seen != produced
+	switch {
+	case produced == replaced:
 		// The API server found nothing to change and raised no event: remembering the write
 		// would take the current copy for a replaced one and wait for an echo that never comes.
 		delete(v.writes, uid)
-		return true
+	case w.inFlight && w.seen == produced:
+		delete(v.writes, uid) // the echo came first and went by: nothing left to wait for
+	default:
+		v.writes[uid] = ownWrite{replaced: replaced, produced: produced}
 	}
-	v.writes[uid] = ownWrite{replaced: replaced, produced: produced}
-	return true
+	return !seenOther
 }
 
 // Superseded reports whether obj, as read from the cache, is a version the operator's own write
@@ -204,9 +211,17 @@ func (v *Versions) Echo(obj client.Object) bool {
 		return true
 	case w.inFlight:
 		return false
+	case rv != w.produced:
+		// Neither the version the write replaced nor its own: an event older than the write.
+		// The watch is in order, but client-go updates the cache's store before it hands an event
+		// to the handlers, so a reconcile may read, and write over, a version whose event (and
+		// those before it) the filter has not judged yet. The write's echo is still to come:
+		// forgetting the write here would take the replaced copy, still in the store, for a
+		// current one, and write again into a conflict (the model, model_test.go, found it).
+		return false
 	}
 	delete(v.writes, obj.GetUID())
-	return rv == w.produced && !w.rerun
+	return !w.rerun
 }
 
 // EchoFilter is the watch filter that drops the echoes of the operator's own writes (Echo) and
@@ -227,4 +242,43 @@ func (v *Versions) Forget(obj client.Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.writes, obj.GetUID())
+}
+
+// Decision is what a reconcile does with the copy of an object it read from the cache, once it
+// knows whether what it decided differs from that copy (Next).
+type Decision int
+
+const (
+	// Write: the copy is the cache's current one and differs from what the reconcile decided:
+	// write, with the copy's resourceVersion as the optimistic lock (Writing, then Wrote or
+	// Failed).
+	Write Decision = iota
+	// Unchanged: the copy is the cache's current one and already says what the reconcile
+	// decided: nothing to write.
+	Unchanged
+	// Skip: the operator's own previous write replaced the copy (Superseded): the API server has
+	// what that write sent, and that write's event runs the reconcile again on the fresh copy.
+	Skip
+	// RetryLater: the cache moved on since the copy was read. A write would meet an
+	// optimistic-lock conflict, and "nothing to write" may be wrong: the event that moved the
+	// cache may have been the echo of our own previous write, dropped (EchoFilter), which runs
+	// nothing again. Look again shortly.
+	RetryLater
+)
+
+// Next is the one decision every write of the operator takes before it writes an object it read
+// from the cache: read is the copy the reconcile decided from, cached the resourceVersion the
+// cache holds now under its name ("" when it holds none), changed whether the reconcile's
+// decision differs from read. The controllers (status writes and generated objects' writes) and
+// the model of its interleavings (model_test.go) call it alike.
+func (v *Versions) Next(read client.Object, cached string, changed bool) Decision {
+	switch {
+	case v.Superseded(read):
+		return Skip
+	case cached != "" && cached != read.GetResourceVersion():
+		return RetryLater
+	case changed:
+		return Write
+	}
+	return Unchanged
 }

@@ -53,10 +53,15 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 		prepare func(v *Versions)
 		event   string
 		want    bool // the event passes
+		// kept: the write is still remembered after the event.
+		kept bool
 	}{
 		{name: "nothing written: every event passes", prepare: func(*Versions) {}, event: "2", want: true},
 		{name: "the echo of our write is dropped", prepare: func(v *Versions) { v.Wrote("u", "1", "2") }, event: "2", want: false},
-		{name: "another version (somebody else wrote after us) passes", prepare: func(v *Versions) { v.Wrote("u", "1", "2") }, event: "3", want: true},
+		{
+			name:    "another version passes, and the write is remembered until its echo (an event older than the write, handed to the filter after the store moved on)",
+			prepare: func(v *Versions) { v.Wrote("u", "3", "4") }, event: "2", want: true, kept: true,
+		},
 		{
 			name: "the echo passes when a reconcile read the replaced copy and skipped its write",
 			prepare: func(v *Versions) {
@@ -76,6 +81,9 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 			v := NewVersions()
 			tt.prepare(v)
 			assert.Equal(t, tt.want, update(EchoFilter(v), routeAt("u", "1"), routeAt("u", tt.event)))
+			if tt.kept {
+				assert.False(t, update(EchoFilter(v), routeAt("u", tt.event), routeAt("u", "4")), "the echo that follows is dropped")
+			}
 			// Once the event went by, the write is forgotten: a later event of the same version
 			// (a relist) passes, and the memory does not grow with the writes.
 			assert.True(t, update(EchoFilter(v), routeAt("u", "1"), routeAt("u", tt.event)), "the next event passes")
@@ -113,8 +121,10 @@ func TestOwnEchoes_EventsWhileTheWriteIsInFlight(t *testing.T) {
 	assert.Empty(t, v.writes, "nothing left to wait for")
 
 	v.Writing("u", "1")
-	assert.False(t, update(p, "2"))
-	assert.False(t, v.Wrote("u", "1", "3"), "the dropped event was somebody else's: the caller looks again")
+	assert.False(t, update(p, "0"), "an event older than the write, its handler late")
+	assert.False(t, v.Wrote("u", "1", "3"), "the dropped event was not the write's own: the caller looks again")
+	assert.True(t, v.Superseded(routeAt("u", "1")), "and the copy the write replaced, still in the store, is not taken for a current one")
+	assert.True(t, update(p, "3"), "the echo runs the reconcile that skipped its write")
 	assert.Empty(t, v.writes)
 
 	v.Writing("u", "1")
