@@ -40,7 +40,7 @@ func TestLayout_NoTwoFilesUseEachOther(t *testing.T) {
 // Every file of the package is named for its owner: the kit, a reconciler (<kind>_controller*.go)
 // or one shared concern.
 func TestLayout_FilesAreNamedForTheirOwner(t *testing.T) {
-	shared := []string{"cache.go", "indexes.go", "inputs.go", "optional_apis.go", "reads.go", "setup.go", "verification.go", "watches.go"}
+	shared := []string{"cache.go", "indexes.go", "inputs.go", "optional_apis.go", "reads.go", "setup.go", "watches.go"}
 	kinds := []string{"clusteridentity", "dnsconfiguration", "dnspolicy", "gateway", "ingressdns", "serviceroute"}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -30,6 +30,13 @@ type cacheReads struct {
 	servers answerServers
 }
 
+// zoneResults is what the reconcilers read of the verification (verify.Tracker): the last
+// result per zone.
+type zoneResults interface {
+	Route(verify.RouteKey) (verify.Observation, bool)
+	Target(source string) (verify.Observation, bool)
+}
+
 // answerServers attributes a zone's answer to the cluster serving it (failoverloop.Loop.Attribute).
 type answerServers interface {
 	Attribute(controller, answer string) string
@@ -39,6 +46,11 @@ var _ core.RouteReads = cacheReads{}
 
 func (c cacheReads) Singletons(ctx context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {
 	return getSingletons(ctx, c.Cached)
+}
+
+// Configuration is the DNSConfiguration, for the verification loop (internal/verifyloop).
+func (c cacheReads) Configuration(ctx context.Context) (*clusterv1alpha1.DNSConfiguration, error) {
+	return getConfiguration(ctx, c.Cached)
 }
 
 func (c cacheReads) EndpointsServed() bool { return c.apis.Served(dnsEndpointKind) }

@@ -25,6 +25,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/ownwrite"
 	"github.com/service-router/service-router-operator/internal/prober"
 	"github.com/service-router/service-router-operator/internal/verify"
+	"github.com/service-router/service-router-operator/internal/verifyloop"
 )
 
 // Options tune the controllers.
@@ -107,13 +108,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		ConflictRetry: opts.ConflictRetryInterval, Deletions: deletions, Versions: ownwrite.NewVersions(), Lookups: lookups,
 		Cached: cacheview.Reader{Cache: mgr.GetCache()}, Writer: w}
 	ingressConflicts := metrics.NewConflictSet()
-	zones := newVerification(mgr.GetClient(), mgr.GetCache(), apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
+	zones := verifyloop.New(mgr.GetClient(), mgr.GetCache(), cacheReads{base: b}, apis, opts.Verification, opts.VerificationLimits, metrics.ObservePublished, metrics.CountQuery)
 	if err := mgr.Add(zones); err != nil {
 		return fmt.Errorf("adding the publication verification: %w", err)
 	}
-	fo := failoverloop.New(mgr.GetClient(), cacheReads{base: b}, recorder, zones.tracker, zones.routeEvents, opts.FailoverClockOffset)
+	fo := failoverloop.New(mgr.GetClient(), cacheReads{base: b}, recorder, zones.Tracker, zones.RouteEvents, opts.FailoverClockOffset)
 	// A zone both verify and fail over is listed once: failover takes verification's listings.
-	zones.prober.Listed = fo.Listed
+	zones.Prober.Listed = fo.Listed
 	if err := mgr.Add(fo); err != nil {
 		return fmt.Errorf("adding regional failover: %w", err)
 	}
@@ -123,14 +124,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}{
 		{"clusteridentity", (&ClusterIdentityReconciler{base: b}).SetupWithManager},
 		{"dnsconfiguration", func(mgr ctrl.Manager) error {
-			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.tracker, Failover: fo,
+			return (&DNSConfigurationReconciler{base: b, APIs: apis, Zones: zones.Tracker, Failover: fo,
 				VerificationRefresh: opts.Verification.WithDefaults().SummaryInterval}).SetupWithManager(mgr, guardChanges, fo.Changes())
 		}},
 		{"dnspolicy", (&DNSPolicyReconciler{base: b}).SetupWithManager},
 		{"serviceroute", (&ServiceRouteReconciler{base: b, APIs: apis, Workers: opts.ServiceRouteWorkers,
-			Zones: zones.tracker, ZoneChanges: zones.routeEvents, Servers: fo}).SetupWithManager},
+			Zones: zones.Tracker, ZoneChanges: zones.RouteEvents, Servers: fo}).SetupWithManager},
 		{"gateway", (&GatewayReconciler{base: b, APIs: apis, HostBudget: opts.IstioGatewayMaxBytes,
-			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce), Zones: zones.tracker, ZoneChanges: zones.gatewayEvents}).SetupWithManager},
+			Window: coalesce.New[types.NamespacedName](opts.GatewayCoalesce), Zones: zones.Tracker, ZoneChanges: zones.GatewayEvents}).SetupWithManager},
 		{"ingressdns", (&IngressDNSReconciler{base: b, APIs: apis, Conflicts: ingressConflicts}).SetupWithManager},
 	}
 	for _, s := range setups {

@@ -1,6 +1,6 @@
 // Package zoneconfig turns a zone's settings in the DNSConfiguration into the settings of the
 // clients that read and write it, so that every reader of a zone reads the same zone: publication
-// verification's prober (controllers/verification.go), regional failover's loop
+// verification's prober (internal/verifyloop), regional failover's loop
 // (internal/failoverloop, whose whole readings verification's listings stand in for) and the
 // DNSConfiguration's request figures (controllers/dnsconfiguration_controller_budget.go). Pure.
 package zoneconfig

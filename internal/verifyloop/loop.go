@@ -1,4 +1,12 @@
-package controllers
+// Package verifyloop connects publication verification to the cluster, on the leader: it feeds
+// the tracker (internal/verify, which decides what each record's answer means) with every managed
+// DNSEndpoint of a verified zone, keeps one prober loop (internal/prober, which asks the zones) per
+// zone with verification settings in the DNSConfiguration, and turns the state changes they find
+// into reconcile requests for the routes and Gateways concerned. It is the I/O around those two,
+// beside them rather than in either: the tracker stays pure and the prober knows no Kubernetes
+// object. The controllers construct it (controllers/setup.go) and read its results through the
+// tracker.
+package verifyloop
 
 import (
 	"context"
@@ -8,6 +16,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,12 +34,6 @@ import (
 	"github.com/service-router/service-router-operator/internal/zoneconfig"
 )
 
-// zoneResults is what the reconcilers read of the verification: the last result per zone.
-type zoneResults interface {
-	Route(verify.RouteKey) (verify.Observation, bool)
-	Target(source string) (verify.Observation, bool)
-}
-
 // verificationEvents is how many state changes may wait for the controllers' queues before the
 // prober waits for them.
 const verificationEvents = 1024
@@ -41,20 +44,24 @@ const configurationResync = 30 * time.Second
 
 func randomFraction() float64 { return rand.Float64() }
 
-// verification connects the prober to the cluster. It feeds the tracker with every managed
-// DNSEndpoint of a verified zone (informer events: what the operator published, including what
-// ExternalDNS has processed), keeps one prober loop per zone with verification settings in the
-// DNSConfiguration, and turns the state changes the prober finds into reconcile requests for the
-// routes and gateways concerned (channel sources). It runs on the leader only.
-type verification struct {
-	reader    client.Reader
-	informers cache.Informers
-	apis      *OptionalAPIs
-	tracker   *verify.Tracker
-	prober    *prober.Prober
+// Loop connects the prober to the cluster. It feeds the tracker with every managed DNSEndpoint of
+// a verified zone (informer events: what the operator published, including what ExternalDNS has
+// processed), keeps one prober loop per zone with verification settings in the DNSConfiguration,
+// and turns the state changes the prober finds into reconcile requests for the routes and
+// gateways concerned (channel sources). It runs on the leader only.
+type Loop struct {
+	// Tracker holds the results the reconcilers read; Prober asks the zones; RouteEvents and
+	// GatewayEvents are the reconcile requests of the routes and the entry points (mapped to their
+	// Gateways by the Gateway controller) whose state changed.
+	Tracker                    *verify.Tracker
+	Prober                     *prober.Prober
+	RouteEvents, GatewayEvents chan event.GenericEvent
 
-	routeEvents, gatewayEvents chan event.GenericEvent
-	configChanged              chan struct{}
+	reader        client.Reader
+	informers     cache.Informers
+	config        ConfigurationReader
+	apis          APIs
+	configChanged chan struct{}
 
 	// ctx is Start's, set before any event handler or prober loop runs.
 	ctx context.Context
@@ -65,22 +72,39 @@ type verification struct {
 	watching bool
 }
 
-func newVerification(reader client.Reader, informers cache.Informers, apis *OptionalAPIs, settings verify.Settings, limits prober.Limits,
-	observe func(string, time.Duration), counted func(string, string)) *verification {
-	v := &verification{reader: reader, informers: informers, apis: apis,
-		routeEvents: make(chan event.GenericEvent, verificationEvents), gatewayEvents: make(chan event.GenericEvent, verificationEvents),
+// ConfigurationReader reads the DNSConfiguration, as the reconcilers read it (the controllers'
+// informer cache); nil when it does not exist.
+type ConfigurationReader interface {
+	Configuration(ctx context.Context) (*clusterv1alpha1.DNSConfiguration, error)
+}
+
+// APIs starts what needs an optional API once it is served (controllers' OptionalAPIs).
+type APIs interface {
+	WhenServed(gvk schema.GroupVersionKind, start func() error) error
+}
+
+// dnsEndpointKind is ExternalDNS's DNSEndpoint, an optional API: the loop watches it once served.
+var dnsEndpointKind = externaldnsv1alpha1.GroupVersion.WithKind("DNSEndpoint")
+
+// New is the loop over the DNSEndpoints reader lists and informers watch, the zones config
+// configures, with the tracker's and the prober's settings and limits; observe and counted are
+// the metrics of a publication and of a query.
+func New(reader client.Reader, informers cache.Informers, config ConfigurationReader, apis APIs, settings verify.Settings, limits prober.Limits,
+	observe func(string, time.Duration), counted func(string, string)) *Loop {
+	v := &Loop{reader: reader, informers: informers, config: config, apis: apis,
+		RouteEvents: make(chan event.GenericEvent, verificationEvents), GatewayEvents: make(chan event.GenericEvent, verificationEvents),
 		configChanged: make(chan struct{}, 1)}
-	v.tracker = verify.NewTracker(settings, randomFraction, observe)
-	v.prober = prober.New(v.tracker, limits, v.send, counted)
+	v.Tracker = verify.NewTracker(settings, randomFraction, observe)
+	v.Prober = prober.New(v.Tracker, limits, v.send, counted)
 	return v
 }
 
 // NeedLeaderElection makes only the leader verify: the reconcilers that read the results run
 // there, and standbys send no queries.
-func (v *verification) NeedLeaderElection() bool { return true }
+func (v *Loop) NeedLeaderElection() bool { return true }
 
 // Start runs the verification until ctx ends.
-func (v *verification) Start(ctx context.Context) error {
+func (v *Loop) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("verification")
 	v.ctx = ctx
 	inf, err := v.informers.GetInformer(ctx, &clusterv1alpha1.DNSConfiguration{})
@@ -104,7 +128,7 @@ func (v *verification) Start(ctx context.Context) error {
 		return err
 	}
 	done := make(chan struct{})
-	go func() { _ = v.prober.Start(ctx); close(done) }()
+	go func() { _ = v.Prober.Start(ctx); close(done) }()
 	ticker := time.NewTicker(configurationResync)
 	defer ticker.Stop()
 	for {
@@ -123,17 +147,17 @@ func (v *verification) Start(ctx context.Context) error {
 // configure makes the prober's zones match the DNSConfiguration's verification settings.
 // Newly verified zones get every DNSEndpoint they have, as found at start; removed zones are
 // forgotten (their routes show Unverified, being reconciled for the configuration change).
-func (v *verification) configure(ctx context.Context) {
-	cfg, err := getConfiguration(ctx, v.reader)
+func (v *Loop) configure(ctx context.Context) {
+	cfg, err := v.config.Configuration(ctx)
 	if err != nil {
 		ctrl.Log.WithName("verification").Error(err, "reading the DNSConfiguration; the verified zones stay as they are")
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	added, removed := v.prober.SetZones(zonesOf(cfg))
+	added, removed := v.Prober.SetZones(zonesOf(cfg))
 	for _, c := range removed {
-		v.tracker.DropController(c)
+		v.Tracker.DropController(c)
 	}
 	if v.watching {
 		for _, c := range added {
@@ -172,7 +196,7 @@ func zonesOf(cfg *clusterv1alpha1.DNSConfiguration) []prober.Zone {
 }
 
 // resync tells the tracker about every DNSEndpoint of a zone that just became verified; v.mu is held.
-func (v *verification) resync(ctx context.Context, controller string) {
+func (v *Loop) resync(ctx context.Context, controller string) {
 	list := &externaldnsv1alpha1.DNSEndpointList{}
 	if err := v.reader.List(ctx, list, client.MatchingLabels{naming.LabelController: controller}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.Log.WithName("verification").Error(err, "listing the DNSEndpoints of a newly verified zone; they are checked when they next change", "controller", controller)
@@ -185,7 +209,7 @@ func (v *verification) resync(ctx context.Context, controller string) {
 
 // watchEndpoints feeds the tracker from the DNSEndpoint informer; existing objects arrive as the
 // initial list.
-func (v *verification) watchEndpoints(ctx context.Context) error {
+func (v *Loop) watchEndpoints(ctx context.Context) error {
 	inf, err := v.informers.GetInformer(ctx, &externaldnsv1alpha1.DNSEndpoint{})
 	if err != nil {
 		return err
@@ -216,52 +240,52 @@ func (v *verification) watchEndpoints(ctx context.Context) error {
 	return err
 }
 
-func (v *verification) locked(fn func()) {
+func (v *Loop) locked(fn func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	fn()
 }
 
 // set tells the tracker what a DNSEndpoint publishes; v.mu is held.
-func (v *verification) set(ep *externaldnsv1alpha1.DNSEndpoint, initial bool) {
+func (v *Loop) set(ep *externaldnsv1alpha1.DNSEndpoint, initial bool) {
 	controller := ep.Labels[naming.LabelController]
-	if !v.prober.Verified(controller) {
+	if !v.Prober.Verified(controller) {
 		return
 	}
 	processed := ep.Status.ObservedGeneration == ep.Generation
 	now := time.Now()
 	var changes []verify.Change
 	if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
-		changes = v.tracker.SetRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}, ep.Spec.Endpoints, processed, initial, now)
+		changes = v.Tracker.SetRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}, ep.Spec.Endpoints, processed, initial, now)
 	} else if pair, ok := desired.IngressOfLabels(ep.Labels); ok {
-		changes = v.tracker.SetTarget(controller, pair, ep.Namespace+"/"+ep.Name, ep.Spec.Endpoints, processed, initial, now)
+		changes = v.Tracker.SetTarget(controller, pair, ep.Namespace+"/"+ep.Name, ep.Spec.Endpoints, processed, initial, now)
 	}
-	v.prober.Wake(controller)
+	v.Prober.Wake(controller)
 	v.send(changes)
 }
 
 // remove tells the tracker a DNSEndpoint is gone; v.mu is held.
-func (v *verification) remove(ep *externaldnsv1alpha1.DNSEndpoint) {
+func (v *Loop) remove(ep *externaldnsv1alpha1.DNSEndpoint) {
 	controller := ep.Labels[naming.LabelController]
 	if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
-		v.send(v.tracker.DeleteRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}))
+		v.send(v.Tracker.DeleteRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}))
 	} else if _, ok := desired.IngressOfLabels(ep.Labels); ok {
-		v.send(v.tracker.DeleteTarget(ep.Namespace+"/"+ep.Name, time.Now()))
+		v.send(v.Tracker.DeleteTarget(ep.Namespace+"/"+ep.Name, time.Now()))
 	}
 }
 
 // send turns state changes into reconcile requests: the route, or the Gateways of the entry
 // point (mapped through the gateway.ingress index by the Gateway controller).
-func (v *verification) send(changes []verify.Change) {
+func (v *Loop) send(changes []verify.Change) {
 	ctx := v.ctx
 	for _, c := range changes {
 		var ch chan event.GenericEvent
 		var obj client.Object
 		switch {
 		case c.Route != nil:
-			ch, obj = v.routeEvents, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: c.Route.Namespace, Name: c.Route.Name}}
+			ch, obj = v.RouteEvents, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: c.Route.Namespace, Name: c.Route.Name}}
 		case c.Gateway != nil:
-			ch, obj = v.gatewayEvents, &routingv1alpha1.Gateway{Spec: routingv1alpha1.GatewaySpec{Controller: c.Gateway.Controller, TargetPostfix: c.Gateway.TargetPostfix}}
+			ch, obj = v.GatewayEvents, &routingv1alpha1.Gateway{Spec: routingv1alpha1.GatewaySpec{Controller: c.Gateway.Controller, TargetPostfix: c.Gateway.TargetPostfix}}
 		default:
 			continue
 		}
