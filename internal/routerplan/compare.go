@@ -458,17 +458,22 @@ func specs[T metav1.Object](objs []T, spec func(T) any) map[string]any {
 func compareGateways(current *World, p Prediction) []GatewayChange {
 	before := map[string]GatewayState{}
 	for _, gw := range Live(current.Gateways) {
-		s := GatewayState{Exists: true}
-		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil {
-			s.Ready, s.Reason, s.Message = string(c.Status), c.Reason, c.Message
-		}
-		before[key(gw)] = s
+		before[key(gw)] = gatewayStateOf(gw.Status)
 	}
 	after := map[string]GatewayState{}
 	for k, o := range p.Gateways {
-		after[k] = GatewayState{Exists: true, Ready: string(conditionStatus(o.Ready)), Reason: o.Reason, Message: o.Message}
+		after[k] = gatewayStateOf(o.Status)
 	}
 	return changes(before, after, func(b, a GatewayState) bool {
 		return b.Exists == a.Exists && b.Ready == a.Ready && b.Reason == a.Reason
 	}, func(k string, b, a GatewayState) GatewayChange { return GatewayChange{Gateway: k, Before: b, After: a} })
+}
+
+// gatewayStateOf is a Gateway's Ready condition as its status has it.
+func gatewayStateOf(s routingv1alpha1.GatewayStatus) GatewayState {
+	out := GatewayState{Exists: true}
+	if c := meta.FindStatusCondition(s.Conditions, routingv1alpha1.ConditionReady); c != nil {
+		out.Ready, out.Reason, out.Message = string(c.Status), c.Reason, c.Message
+	}
+	return out
 }

@@ -49,8 +49,8 @@ type Prediction struct {
 	ReferenceGrants    []*gwv1.ReferenceGrant
 	// Routes are the routes' outcomes and statuses, by namespace/name.
 	Routes map[string]RouteOutcome
-	// Gateways are the Gateways' outcomes, by namespace/name.
-	Gateways map[string]decide.GatewayPlan
+	// Gateways are the Gateways' outcomes and statuses, by namespace/name.
+	Gateways map[string]GatewayOutcome
 	// OperatorDeletes are the deletions the operator itself asks for (they pass the guard), by
 	// kind and namespace/name; GarbageCollected are the generated objects the garbage collector
 	// removes with their deleted owner (not guarded).
@@ -67,26 +67,42 @@ type RouteOutcome struct {
 	Status routingv1alpha1.ServiceRouteStatus
 }
 
-// hostLimitRounds bounds the rounds of route and Gateway decisions: a Gateway's host cutoff
+// GatewayOutcome is what a Gateway's reconcile decides and leaves in its status.
+type GatewayOutcome struct {
+	decide.Outcome
+	// Status is the Gateway's status after its reconcile (target, address, host limit, zones,
+	// conditions): core.Gateway's, ended by decide.SetOutcome.
+	Status routingv1alpha1.GatewayStatus
+}
+
+// hostLimitRounds bounds the rounds of route and Gateway reconciles: a Gateway's host cutoff
 // feeds its routes' decisions and their statuses feed the cutoff. The operator converges in
 // two rounds (the left-off routes stay candidates, so the cutoff does not move when their records
 // go); more are a safety margin.
 const hostLimitRounds = 5
 
-// Predict runs the operator's decisions over w until they settle, as the reconcilers would: each
-// ServiceRoute (decide.Route, its DNSEndpoints through apply.Diff), each Gateway (decide.GatewayHosts,
-// decide.Gateway) and each entry point's address records (decide.Ingress). w is not changed.
+// Predict runs the operator's reconciles over w until they settle, as the operator would, each
+// the one internal/core runs for the operator: each ServiceRoute's (core.Route), each Gateway's
+// (core.Gateway) and each entry point's (core.Addresses), with their writes recorded in the
+// prediction. Every status predicted is the one the core leaves, ended by decide.SetOutcome. w is
+// not changed.
 func Predict(w *World, s Settings) Prediction {
 	w = w.DeepCopy()
 	if s.HostBudget == 0 {
 		s.HostBudget = decide.DefaultIstioGatewayBudget
 	}
-	out := Prediction{IstioHosts: map[string][]string{}, Routes: map[string]RouteOutcome{}, Gateways: map[string]decide.GatewayPlan{}}
+	out := Prediction{IstioHosts: map[string][]string{}, Routes: map[string]RouteOutcome{}, Gateways: map[string]GatewayOutcome{}}
 	routes := Live(w.Routes)
 	gateways := Live(w.Gateways)
 	endpoints := byKeyOf(w.Endpoints)
 	out.GarbageCollected = collectGone(w, "DNSEndpoint", endpoints, "ServiceRoute", routes)
+	api := newGatewayAPIObjects(w)
+	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
+	istio := byKeyOf(w.IstioGateways)
+	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, "Gateway", gateways)...)
 	ix := newIndex(w, routes, gateways, endpoints)
+	rd := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api, istio: istio}
+	out.OperatorDeletes = append(out.OperatorDeletes, forget(rd, gateways)...)
 	var routeDeletes []string
 	for round := 0; round < hostLimitRounds; round++ {
 		routeDeletes = nil
@@ -100,12 +116,16 @@ func Predict(w *World, s Settings) Prediction {
 		for _, r := range routes {
 			r.Status = out.Routes[key(r)].Status
 		}
+		// The Gateways' reconciles over them, their writes discarded (the last ones are made
+		// below): the statuses they leave, whose cutoffs the next round's routes read. A Gateway
+		// whose ClusterIdentity is missing keeps its status (decide.GatewayPlan.Keep).
 		moved := false
+		scratch := rd.scratch(next)
 		for _, gw := range gateways {
-			admitted := decide.GatewayHosts(gw, ix.routesByGateway[gatewayKey(gw)], s.HostBudget)
-			if !equality.Semantic.DeepEqual(admitted.Limit, gw.Status.HostLimit) {
-				gw.Status.HostLimit, moved = admitted.Limit, true
-			}
+			before := gw.Status.HostLimit
+			var discarded []string
+			gw.Status = reconcileGateway(scratch, gw, s.HostBudget, &discarded).Status
+			moved = moved || !equality.Semantic.DeepEqual(before, gw.Status.HostLimit)
 		}
 		if !moved || round == hostLimitRounds-1 {
 			endpoints = next
@@ -113,21 +133,19 @@ func Predict(w *World, s Settings) Prediction {
 		}
 	}
 	out.OperatorDeletes = append(out.OperatorDeletes, routeDeletes...)
-	api := newGatewayAPIObjects(w)
-	out.GarbageCollected = append(out.GarbageCollected, api.collect(w, gateways)...)
-	istio := byKeyOf(w.IstioGateways)
-	out.GarbageCollected = append(out.GarbageCollected, collectGone(w, "Istio Gateway", istio, "Gateway", gateways)...)
-	rd := worldReads{w: w, ix: ix, gateways: gateways, endpoints: endpoints, api: api, istio: istio}
-	out.OperatorDeletes = append(out.OperatorDeletes, forget(rd, gateways)...)
+	rd.endpoints = endpoints
+	// The entry points' address records, then the Gateways, whose statuses report those records
+	// per zone (the operator's Gateway reconcile follows the records' changes).
+	for _, pair := range desired.EntryPoints(gateways, slices.Collect(maps.Values(endpoints))) {
+		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(rd, pair, endpoints)...)
+	}
 	for _, gw := range gateways {
-		out.OperatorDeletes = append(out.OperatorDeletes, predictGateway(rd, gw, s.HostBudget, &out)...)
+		o := reconcileGateway(rd, gw, s.HostBudget, &out.OperatorDeletes)
+		out.Gateways[key(gw)] = o
 	}
 	api.into(&out)
 	for k, ig := range istio {
 		out.IstioHosts[k] = istioHosts(ig)
-	}
-	for _, pair := range desired.EntryPoints(gateways, slices.Collect(maps.Values(endpoints))) {
-		out.OperatorDeletes = append(out.OperatorDeletes, predictAddresses(rd, pair, endpoints)...)
 	}
 	out.Endpoints = slices.SortedFunc(maps.Values(endpoints), byKey)
 	slices.Sort(out.OperatorDeletes)
@@ -170,13 +188,6 @@ func writeChanges[T client.Object](kind string, ch apply.Changes[T], next map[st
 		applied = append(applied, obj)
 	}
 	return applied
-}
-
-func conditionStatus(ready bool) metav1.ConditionStatus {
-	if ready {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }
 
 // predictAddresses is the IngressDNS reconcile of one (controller, targetPostfix) pair,

@@ -13,19 +13,20 @@ import (
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 )
 
-// predictGateway is the Gateway reconcile, core.Gateway as the operator runs it, over the world
-// (rd) with its writes recorded in the prediction's Istio Gateways and Gateway API objects. It
-// returns the deletions the writes ask for.
-func predictGateway(rd worldReads, gw *routingv1alpha1.Gateway, budget int, out *Prediction) []string {
-	var deletes []string
-	wr := core.GatewayWriters{Istio: record(rd.istio, &deletes), Gateways: record(rd.api.gateways, &deletes), ListenerSets: record(rd.api.sets, &deletes),
-		HTTPRoutes: record(rd.api.routes, &deletes), ReferenceGrants: record(rd.api.grants, &deletes)}
-	res, _ := core.Gateway(context.Background(), rd, wr, gw.DeepCopy(), budget) // the world's reads and writes do not fail
-	out.Gateways[key(gw)] = res.Plan
-	return deletes
+// reconcileGateway is the Gateway reconcile, core.Gateway as the operator runs it, over the world
+// (rd) with its writes recorded in rd's Istio Gateways and Gateway API objects and its deletions
+// in deletes, ended as the operator ends it (decide.SetOutcome). gw is not changed.
+func reconcileGateway(rd worldReads, gw *routingv1alpha1.Gateway, budget int, deletes *[]string) GatewayOutcome {
+	wr := core.GatewayWriters{Istio: record(rd.istio, deletes), Gateways: record(rd.api.gateways, deletes), ListenerSets: record(rd.api.sets, deletes),
+		HTTPRoutes: record(rd.api.routes, deletes), ReferenceGrants: record(rd.api.grants, deletes)}
+	gw = gw.DeepCopy()
+	res, err := core.Gateway(context.Background(), rd, wr, gw, budget) // the world's reads and writes do not fail
+	decide.SetOutcome(gw, res.Plan.Outcome, err)
+	return GatewayOutcome{Outcome: res.Plan.Outcome, Status: gw.Status}
 }
 
 // gatewayAPIObjects are the managed Gateway API objects as the prediction changes them, by
@@ -118,6 +119,12 @@ func forget(rd worldReads, gateways []*routingv1alpha1.Gateway) []string {
 		_ = core.ForgetGateway(context.Background(), rd, record(rd.api.grants, &deletes), k.Namespace, k.Name) // the world's reads and writes do not fail
 	}
 	return deletes
+}
+
+// clone is a copy whose maps can be written without changing a's (the objects are replaced, never
+// changed, by the writes).
+func (a *gatewayAPIObjects) clone() *gatewayAPIObjects {
+	return &gatewayAPIObjects{gateways: maps.Clone(a.gateways), sets: maps.Clone(a.sets), routes: maps.Clone(a.routes), grants: maps.Clone(a.grants)}
 }
 
 // into puts the objects as the prediction leaves them into out, sorted.

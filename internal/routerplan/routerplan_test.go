@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,9 +83,8 @@ func converge(t *testing.T, w *World) *World {
 			ig.UID = types.UID("ig-" + key(gw))
 			out.IstioGateways = append(out.IstioGateways, ig)
 		}
-		gw.Status.HostLimit = nil
 		if o, ok := p.Gateways[key(gw)]; ok {
-			meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{Type: routingv1alpha1.ConditionReady, Status: conditionStatus(o.Ready), Reason: o.Reason, Message: o.Message})
+			gw.Status = o.Status
 		}
 	}
 	for _, r := range out.Routes {
@@ -360,6 +358,33 @@ func TestPredict_HostLimitLeavesTheYoungestRoutesOffAndTheirRecordsGo(t *testing
 	assert.Equal(t, routingv1alpha1.ReasonGatewayHostLimit, p.Routes["app/r2"].Reason)
 	assert.NotContains(t, keys(p.Endpoints), "app/r2-external-dns-weu")
 	assert.Contains(t, keys(p.Endpoints), "app/r1-external-dns-weu")
+}
+
+// The Gateway's status is core.Gateway's: with its ClusterIdentity missing the Gateway keeps its
+// status, host limit included (decide.GatewayPlan.Keep), even though its routes, now
+// ClusterIdentityNotFound, no longer wait for room.
+func TestPredict_HostLimitKeptWhileTheClusterIdentityIsMissing(t *testing.T) {
+	admitted := converge(t, baseWorld(3))
+	hosts := admitted.IstioGateways[0].Spec.Servers[0].Hosts
+	budget := 4096
+	for _, h := range hosts[:2] {
+		budget += len("app") + 1 + len(h) + 3
+	}
+	s := Settings{HostBudget: budget, Guard: guard.DefaultSettings}
+	limited := admitted.DeepCopy()
+	p := Predict(limited, s)
+	limit := p.Gateways["istio-system/gw"].Status.HostLimit
+	require.NotNil(t, limit)
+	limited.Gateways[0].Status = p.Gateways["istio-system/gw"].Status
+	for _, r := range limited.Routes {
+		r.Status = p.Routes[key(r)].Status
+	}
+	limited.Identity = nil
+	p = Predict(limited, s)
+	gw := p.Gateways["istio-system/gw"]
+	assert.Equal(t, routingv1alpha1.ReasonClusterIdentityNotFound, gw.Reason)
+	assert.Equal(t, limit, gw.Status.HostLimit, "the host limit moved while the ClusterIdentity is missing")
+	assert.Equal(t, routingv1alpha1.ReasonClusterIdentityNotFound, p.Routes["app/r2"].Reason)
 }
 
 func TestPredict_HostnameConflictOldestAllowedClaimWins(t *testing.T) {

@@ -185,6 +185,13 @@ type worldReads struct {
 	istio     map[string]*istionetworkingv1.Gateway
 }
 
+// scratch is r reading endpoints, with Istio Gateways and Gateway API objects of its own: what
+// its reconciles write there is discarded.
+func (r worldReads) scratch(endpoints map[string]*externaldnsv1alpha1.DNSEndpoint) worldReads {
+	r.endpoints, r.api, r.istio = endpoints, r.api.clone(), maps.Clone(r.istio)
+	return r
+}
+
 var _ core.RouteReads = worldReads{}
 
 func (r worldReads) Singletons(context.Context) (*clusterv1alpha1.ClusterIdentity, *clusterv1alpha1.DNSConfiguration, error) {

@@ -30,7 +30,9 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/cmd/kubectl-router/app"
 	"github.com/service-router/service-router-operator/internal/decide"
+	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/guard"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/routerplan"
 	"github.com/service-router/service-router-operator/internal/testenv"
 )
@@ -94,6 +96,8 @@ spec: {serviceName: %s, gatewayName: gw, gatewayNamespace: %s, environment: dev,
 		{"adopted region added", false, []string{identity("aks01", "example.com", "neu")}, true},
 		{"adopted region removed", false, []string{identity("aks01", "example.com")}, true},
 		{"controller removed from dns-config", false, []string{controllers("weu", "neu")}, true},
+		// The Gateway's zones are its address records' (written by the entry point's reconcile).
+		{"controller added to dns-config: a zone more for the routes and the Gateway", false, []string{controllers("weu", "neu", "eus")}, true},
 		{"domain change", false, []string{identity("aks01", "example.org")}, true},
 		{"Gateway allowedRoutes narrowed", false, []string{gateway("Same")}, true},
 		{"Gateway allowedRoutes widened again", false, []string{gateway("All")}, true},
@@ -178,6 +182,9 @@ spec: {serviceName: svc-%s, gatewayName: gw, gatewayNamespace: %s, environment: 
 		{"three routes on a Gateway with room for two: the third is left off", false, setup, true},
 		{"an admitted route deleted: the one left off is admitted", true, []string{route("a")}, true},
 		{"a younger route: left off", false, []string{route("d")}, true},
+		// The routes say ClusterIdentityNotFound and no longer wait for room, but the Gateway
+		// keeps its whole status, host limit included, until the identity is back.
+		{"the ClusterIdentity deleted: the Gateway keeps its host limit", true, setup[:1], true},
 	})
 }
 
@@ -280,6 +287,19 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 	}, waitTimeout)
 
 	stop()
+	// Two grants an earlier release wrote, before grants carried the Gateway's name in an
+	// annotation, for Gateways deleted since: one whose label names its Gateway in full (the
+	// operator finds it gone and removes the grant), one whose label was shortened (nothing leads
+	// back to its Gateway: the operator leaves it, and so must the plan).
+	written0 := &gwv1.ReferenceGrant{}
+	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: written[0]}, written0))
+	long := "a-gateway-whose-name-is-long-enough-to-shorten-its-grant-label"
+	for name, gateway := range map[string]string{"older-grant": "gone", "older-grant-shortened": long} {
+		require.NoError(t, env.Client.Create(f.ctx, &gwv1.ReferenceGrant{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.gatewayNS, Name: name,
+				Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue, desired.LabelGateway: desired.GatewayLabelValue(gatewayNS, gateway)}},
+			Spec: written0.Spec}))
+	}
 	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNS, Name: "gw"}}))
 	waitFor(t, "the Gateway and what it owns gone", func() string {
 		list := &gwv1.GatewayList{}
@@ -289,20 +309,29 @@ func TestPlan_GatewayDeletedWhileTheOperatorWasDown(t *testing.T) {
 		}
 		return ""
 	}, waitTimeout)
-	require.Equal(t, written, grants(), "the garbage collector leaves the grant in the other namespace")
+	require.ElementsMatch(t, append(slices.Clone(written), "older-grant", "older-grant-shortened"), grants(),
+		"the garbage collector leaves the grants in the other namespace")
 
 	result, prediction, err := routerplan.PredictFor(f.ctx, viewer, nil, false, f.ns, routerplan.DefaultSettings)
 	require.NoError(t, err)
 	require.Contains(t, prediction.OperatorDeletes, "ReferenceGrant "+f.gatewayNS+"/"+written[0], "the plan:\n%s", tableOf(t, result))
-	require.Empty(t, prediction.ReferenceGrants)
+	var planned []string
+	for _, g := range prediction.ReferenceGrants {
+		if g.Namespace == f.gatewayNS {
+			planned = append(planned, g.Name)
+		}
+	}
 
 	startOperator(t, env.Config)
-	waitFor(t, "the operator to delete the orphaned grant, as planned", func() string {
-		if left := grants(); len(left) > 0 {
-			return fmt.Sprintf("still there: %v", left)
+	waitFor(t, "the operator to delete the orphaned grants, as planned", func() string {
+		if left := grants(); !slices.Equal(left, planned) {
+			return fmt.Sprintf("grants %v, planned %v", left, planned)
 		}
 		return ""
 	}, waitTimeout)
+	time.Sleep(time.Second) // and stays there
+	require.Equal(t, planned, grants(), "the grants the plan keeps")
+	require.Equal(t, []string{"older-grant-shortened"}, planned, "a grant that leads back to no Gateway is kept")
 	require.Equal(t, f.predicted(prediction), f.observed())
 }
 
@@ -417,7 +446,7 @@ func (f *fixture) predicted(p routerplan.Prediction) string {
 	}
 	listeners := f.listenerLines(p.GatewayAPIGateways, p.ListenerSets)
 	if gw, ok := p.Gateways[f.gatewayNS+"/gw"]; ok {
-		listeners = append(listeners, "gateway gw "+gw.Reason)
+		listeners = append(listeners, gatewayLines(gw.Status)...)
 	}
 	return f.describe(eps, p.IstioHosts[f.gatewayNS+"/gw"], routes, listeners)
 }
@@ -509,16 +538,31 @@ func (f *fixture) observed() string {
 	listeners := f.observedListeners()
 	gw := &routingv1alpha1.Gateway{}
 	switch err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.gatewayNS, Name: "gw"}, gw); {
+	case err == nil && gw.Status.ObservedGeneration == gw.Generation:
+		listeners = append(listeners, gatewayLines(gw.Status)...)
 	case err == nil:
-		reason := "(status of an older generation)"
-		if c := meta.FindStatusCondition(gw.Status.Conditions, routingv1alpha1.ConditionReady); c != nil && gw.Status.ObservedGeneration == gw.Generation {
-			reason = c.Reason
-		}
-		listeners = append(listeners, "gateway gw "+reason)
+		listeners = append(listeners, "gateway gw (status of an older generation)")
 	case client.IgnoreNotFound(err) != nil:
 		require.NoError(f.t, err)
 	}
 	return f.describe(eps, hosts, routes, listeners)
+}
+
+// gatewayLines are what preview-equals-reality compares of the Gateway gw's status: its Ready
+// reason, its host limit and its zones.
+func gatewayLines(s routingv1alpha1.GatewayStatus) []string {
+	reason := "-"
+	if c := meta.FindStatusCondition(s.Conditions, routingv1alpha1.ConditionReady); c != nil {
+		reason = c.Reason
+	}
+	out := []string{"gateway gw " + reason, "gateway gw published " + s.Published + " " + publishedReason(s.Conditions)}
+	if l := s.HostLimit; l != nil {
+		out = append(out, fmt.Sprintf("gateway gw hostLimit admitted=%d leftOff=%d firstLeftOff=%s", l.Admitted, l.LeftOff, l.FirstLeftOff))
+	}
+	for _, z := range s.Zones {
+		out = append(out, fmt.Sprintf("gateway gw zone %s %s %s", z.Controller, z.Region, z.State))
+	}
+	return out
 }
 
 // publishedReason is the reason of the Published condition ("-" without one).
