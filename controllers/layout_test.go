@@ -1,12 +1,15 @@
 package controllers
 
 import (
+	"bufio"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,6 +56,80 @@ func TestLayout_FilesAreNamedForTheirOwner(t *testing.T) {
 		}
 		assert.True(t, owned, "%s: name it for the reconciler it serves (<kind>_controller_<topic>.go) or add it to the shared files", f)
 	}
+}
+
+// maxLines bounds the package outside its tests: the reconcilers are drivers of their cores
+// (internal/core, internal/decide), and what runs beside them (regional failover's loop,
+// publication verification's) lives in packages of its own. A file that would take the package
+// over the bound belongs in internal/.
+const maxLines = 3000
+
+func TestLayout_UnderMaxLines(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	total := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fh, err := os.Open(f)
+		require.NoError(t, err)
+		s := bufio.NewScanner(fh)
+		for s.Scan() {
+			total++
+		}
+		require.NoError(t, s.Err())
+		require.NoError(t, fh.Close())
+	}
+	assert.Less(t, total, maxLines, "controllers/ has %d lines outside tests: move what is not a reconciler's driver into internal/", total)
+	assert.Greater(t, total, 1000, "the count sees the package's files")
+}
+
+// The import graph keeps one direction: the packages the controllers and the commands call never
+// import them, and a package of decisions never imports the loop that drives it. (Go refuses a
+// cycle; this keeps the direction a reader expects where one more import would not yet be one.)
+func TestLayout_ImportsGoOneWay(t *testing.T) {
+	const module = "github.com/service-router/service-router-operator"
+	callers := []string{module, module + "/controllers", module + "/cmd"}
+	drivers := map[string][]string{ // a package -> the packages that drive it, which it must not import
+		"internal/failover":   {"internal/failoverloop", "internal/zonewriter"},
+		"internal/verify":     {"internal/verifyloop", "internal/prober"},
+		"internal/prober":     {"internal/verifyloop", "internal/failoverloop"},
+		"internal/zonewriter": {"internal/failoverloop"},
+		"internal/decide":     {"internal/core", "internal/routerplan"},
+		"internal/core":       {"internal/routerplan"},
+	}
+	var wrong []string
+	imports := 0
+	for _, root := range []string{"../internal", "../apis"} {
+		require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			pkg := filepath.ToSlash(filepath.Dir(strings.TrimPrefix(path, "../")))
+			for _, spec := range f.Imports {
+				imports++
+				imported, _ := strconv.Unquote(spec.Path.Value)
+				for _, c := range callers {
+					if imported == c || (c != module && strings.HasPrefix(imported, c+"/")) {
+						wrong = append(wrong, path+" imports its caller "+imported)
+					}
+				}
+				for _, d := range drivers[pkg] {
+					if imported == module+"/"+d {
+						wrong = append(wrong, path+" imports "+d+", which drives it")
+					}
+				}
+			}
+			return nil
+		}))
+	}
+	assert.Empty(t, wrong)
+	assert.Greater(t, imports, 100, "the check sees the imports")
 }
 
 // fileUses maps each non-test file of the package to the files whose package-level declarations it
