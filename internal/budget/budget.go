@@ -116,7 +116,7 @@ const (
 	WriteShare = WritesPerMinute * ClusterShare
 )
 
-// The defaults of spec.failover that the plan needs: those of controllers/failover.go
+// The defaults of spec.failover that the plan needs: those of internal/failoverloop/loop.go
 // (failoverSettingsOf) and failover.DefaultSettings.
 const (
 	DefaultProbeInterval     = 5 * time.Second

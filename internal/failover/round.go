@@ -3,7 +3,7 @@ package failover
 import "time"
 
 // RoundInput is what one failover round knows once it has read the zones and probed the regions:
-// the operator's loop (controllers/failover.go) gathers it, Round decides, and the loop carries
+// the operator's loop (internal/failoverloop/loop.go) gathers it, Round decides, and the loop carries
 // out the decision (the writes into the zones, the DNSEndpoints' marks, the Events, the status).
 type RoundInput struct {
 	Now time.Time

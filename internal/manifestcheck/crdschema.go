@@ -110,8 +110,9 @@ func SchemasOf(crds ...*apiextensionsv1.CustomResourceDefinition) (Schemas, erro
 	return out, nil
 }
 
-// newCRDSchema is what customresource_handler.go does with a version's schema: the internal
-// form, its structural schema with defaults pruned, the OpenAPI validator and the CEL rules.
+// newCRDSchema is what apiextensions-apiserver's customresource_handler.go does with a version's
+// schema: the internal form, its structural schema with defaults pruned, the OpenAPI validator
+// and the CEL rules.
 func newCRDSchema(v1 *apiextensionsv1.CustomResourceValidation, namespaced bool) (*crdSchema, error) {
 	internal := &apiextensions.CustomResourceValidation{}
 	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v1, internal, nil); err != nil {

@@ -182,7 +182,7 @@ func RFC2136Stats() prober.TransferStats { return rfc2136Transfers.Stats() }
 
 // readings remember the last complete transfer of each zone, by server, zone and TSIG key name.
 // They are the package's, not the RFC2136's: an RFC2136 is a value, built anew for every failover
-// round (controllers/failover.go), and a writer of the same server, zone and key reads the same
+// round (internal/failoverloop/loop.go), and a writer of the same server, zone and key reads the same
 // zone. The key's name is part of the key so that a writer is never answered another's transfer
 // on the strength of a SOA query alone: its SOA query is signed with its own key, which the server
 // checks (a wrong secret fails the query, and the transfer follows, and fails). An entry not read
@@ -235,7 +235,7 @@ func (c *readingCache) put(k readingKey, serial uint32, reading failover.ZoneRea
 }
 
 // cloneReading copies a reading's maps and the slices they hold, so that the remembered reading
-// stays as the transfer left it whatever a caller does with its own. controllers/failover.go and
+// stays as the transfer left it whatever a caller does with its own. internal/failoverloop/loop.go and
 // internal/failover only set the struct's own fields (Controller, Region, Owner, TXTPrefix) and
 // read the maps; a heartbeat's own slices (Targets) are shared, nothing writes into them.
 func cloneReading(r failover.ZoneReading) failover.ZoneReading {
