@@ -61,9 +61,10 @@ func (r *DNSConfigurationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	original := cfg.DeepCopy()
-	held := r.Deletions.State(time.Now())
+	now := time.Now()
+	held := r.Deletions.State(now)
 	in := decide.DNSConfigurationInputs{Configuration: cfg, EndpointsAPIMissing: !r.APIs.Served(dnsEndpointKind),
-		Held: held.Held, HeldUntil: held.Until, Counts: r.counts(cfg), Now: time.Now()}
+		Held: held.Held, HeldUntil: held.Until, Counts: r.counts(cfg), Now: now}
 	// Refreshed with the counts, once a window: no status write of their own in between.
 	in.Requests = r.requests.lastFigures(cfg)
 	if r.Failover != nil {
