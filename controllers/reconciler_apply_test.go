@@ -174,6 +174,7 @@ func TestApplyChanges_CacheLagIsARetryNotAConflict(t *testing.T) {
 		}
 		w, c := writeWorld(t, counting, ours("api", "old"))
 		stale := current(t, c, "api")
+		w.Versions.Writing(stale[0].UID, stale[0].ResourceVersion)
 		w.Versions.Wrote(stale[0].UID, stale[0].ResourceVersion, stale[0].ResourceVersion+"0") // our write made a newer one
 		_, err := applyChanges(context.Background(), w, configMapKind, []*corev1.ConfigMap{ours("web", "1")}, stale, silent)
 		assert.ErrorIs(t, err, errCacheLag)

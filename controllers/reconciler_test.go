@@ -138,6 +138,7 @@ func TestEnd_WritesTheStatusOnceAndAnnouncesItOnlyAfterTheWrite(t *testing.T) {
 			}
 			versions := ownwrite.NewVersions()
 			if tt.superseded {
+				versions.Writing(original.UID, original.ResourceVersion)
 				versions.Wrote(original.UID, original.ResourceVersion, "11")
 			}
 			cached := original.DeepCopy()

@@ -118,23 +118,20 @@ func (v *Versions) Created(obj client.Object, ok bool) bool {
 	key := createKeyOf(obj)
 	c := v.creating[key]
 	delete(v.creating, key)
-	own := c.uid == obj.GetUID() && c.rv == obj.GetResourceVersion()
 	switch {
 	case !ok:
 		return true
-	case c.seen && own:
-		return true // the echo came first and went by: nothing left to wait for
+	case c.seen:
+		return c.uid == obj.GetUID() && c.rv == obj.GetResourceVersion()
 	}
 	if obj.GetUID() != "" {
-		// Remembered even when the event dropped meanwhile was not the create's own (as in
-		// Wrote): the echo is still to come.
 		v.writes[obj.GetUID()] = ownWrite{produced: obj.GetResourceVersion()}
 	}
-	return !c.seen
+	return true
 }
 
-// Wrote records that a write turned the object uid from version replaced (empty for a create)
-// into version produced. It returns false when an event that arrived while the write was in
+// Wrote records that a write turned the object uid from version replaced into version produced
+// (Writing came first). It returns false when an event that arrived while the write was in
 // flight, and was dropped, carried another version than the write produced: most likely an event
 // older than the write whose handler ran late (client-go updates the store first), but possibly
 // somebody else's change, which the caller must reconcile again. The write is remembered all the
@@ -146,7 +143,12 @@ func (v *Versions) Wrote(uid types.UID, replaced, produced string) bool {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	w := v.writes[uid]
+	w, ok := v.writes[uid]
+	if !ok {
+		// Forgotten in flight: the object's deletion went by (Forget) and runs the reconcile
+		// again; remembering the write now would keep it for an object that is gone.
+		return true
+	}
 	seenOther := w.inFlight && w.seen != "" && w.seen != produced
 	switch {
 	case produced == replaced:

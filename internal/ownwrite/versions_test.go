@@ -12,6 +12,12 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 )
 
+// wrote records a write as the controllers do: Writing when it is sent, Wrote when it is answered.
+func wrote(v *Versions, uid types.UID, replaced, produced string) {
+	v.Writing(uid, replaced)
+	v.Wrote(uid, replaced, produced)
+}
+
 func routeAt(uid, rv string) *routingv1alpha1.ServiceRoute {
 	return &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), ResourceVersion: rv}}
 }
@@ -20,23 +26,23 @@ func TestWrittenVersions_OnlyTheCopyOurWriteReplacedIsStale(t *testing.T) {
 	at := func(rv string) *routingv1alpha1.ServiceRoute { return routeAt("u", rv) }
 	v := NewVersions()
 	assert.False(t, v.Superseded(at("1")), "nothing written yet")
-	v.Wrote("u", "1", "2") // our write turned version 1 into 2
+	wrote(v, "u", "1", "2") // our write turned version 1 into 2
 	assert.True(t, v.Superseded(at("1")), "the cache still has the copy our write replaced")
 	assert.True(t, v.Superseded(at("1")), "still, until the cache moves on")
 	assert.False(t, v.Superseded(at("2")), "the cache caught up")
 	assert.False(t, v.Superseded(at("1")), "forgotten once the cache moved on")
 
-	v.Wrote("u", "5", "6")
+	wrote(v, "u", "5", "6")
 	assert.False(t, v.Superseded(routeAt("other", "5")), "another object")
 
-	v.Wrote("u", "", "7") // a create replaced nothing
+	wrote(v, "u", "", "7") // a create replaced nothing
 	assert.False(t, v.Superseded(routeAt("u", "")), "a create supersedes no copy")
 
-	v.Wrote("u", "8", "8") // the API server changed nothing: no new version, no event
+	wrote(v, "u", "8", "8") // the API server changed nothing: no new version, no event
 	assert.False(t, v.Superseded(at("8")), "a write that changed nothing replaced no copy: waiting for its echo would wait forever")
 
 	var none *Versions
-	none.Wrote("u", "1", "2")
+	wrote(none, "u", "1", "2")
 	assert.False(t, none.Superseded(at("1")), "no memory: never stale")
 	assert.False(t, none.Echo(at("2")), "no memory: no echo")
 }
@@ -57,22 +63,22 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 		kept bool
 	}{
 		{name: "nothing written: every event passes", prepare: func(*Versions) {}, event: "2", want: true},
-		{name: "the echo of our write is dropped", prepare: func(v *Versions) { v.Wrote("u", "1", "2") }, event: "2", want: false},
+		{name: "the echo of our write is dropped", prepare: func(v *Versions) { wrote(v, "u", "1", "2") }, event: "2", want: false},
 		{
 			name:    "another version passes, and the write is remembered until its echo (an event older than the write, handed to the filter after the store moved on)",
-			prepare: func(v *Versions) { v.Wrote("u", "3", "4") }, event: "2", want: true, kept: true,
+			prepare: func(v *Versions) { wrote(v, "u", "3", "4") }, event: "2", want: true, kept: true,
 		},
 		{
 			name: "the echo passes when a reconcile read the replaced copy and skipped its write",
 			prepare: func(v *Versions) {
-				v.Wrote("u", "1", "2")
+				wrote(v, "u", "1", "2")
 				assert.True(t, v.Superseded(routeAt("u", "1")))
 			},
 			event: "2", want: true,
 		},
 		{
 			name:    "the echo of a create is dropped",
-			prepare: func(v *Versions) { v.Wrote("u", "", "2") },
+			prepare: func(v *Versions) { wrote(v, "u", "", "2") },
 			event:   "2", want: false,
 		},
 	}
@@ -95,13 +101,18 @@ func TestOwnEchoes_DropOnlyTheEventOfOurOwnWrite(t *testing.T) {
 func TestOwnEchoes_CreatesAndDeletes(t *testing.T) {
 	v := NewVersions()
 	p := EchoFilter(v)
-	v.Wrote("u", "", "2")
+	wrote(v, "u", "", "2")
 	assert.False(t, p.Create(event.CreateEvent{Object: routeAt("u", "2")}), "the echo of our own create")
 	assert.True(t, p.Create(event.CreateEvent{Object: routeAt("u", "2")}), "a create nobody remembers writing")
 
-	v.Wrote("u", "2", "3")
+	wrote(v, "u", "2", "3")
 	assert.True(t, p.Delete(event.DeleteEvent{Object: routeAt("u", "3")}), "deletions always pass")
 	assert.Empty(t, v.writes, "a deleted object is forgotten")
+
+	v.Writing("u", "3")
+	assert.True(t, p.Delete(event.DeleteEvent{Object: routeAt("u", "3")}))
+	assert.True(t, v.Wrote("u", "3", "4"), "a write answered after its object's deletion went by")
+	assert.Empty(t, v.writes, "is not remembered for an object that is gone")
 }
 
 // An echo may outrun the answer to the write that caused it: an event that arrives while the
