@@ -9,7 +9,7 @@ import (
 )
 
 // Drain is where a drain of this cluster's region stands, as regional failover's leader last saw
-// it (controllers' Failover.Drain).
+// it (failoverloop.Loop.Drain).
 type Drain struct {
 	// Draining is DNSConfiguration.spec.failover.drain; Returning says it ended while names were
 	// away (the Drained condition was set) and they are coming back.

@@ -34,7 +34,7 @@ type ReadSettings struct {
 // new cluster is known, and probed, within it) and the whole zone a heartbeat reading after
 // publication verification's latest settled listing (verificationSettled + 10 % jitter): where
 // verification lists the zone (Azure), failover takes that listing as its whole reading
-// (controllers' Failover.Listed) and reads the zone whole itself only when verification did not;
+// (failoverloop.Loop.Listed) and reads the zone whole itself only when verification did not;
 // the whole zone every heartbeatStaleAfter while names are held.
 func DefaultReadSettings(heartbeatStaleAfter, verificationSettled time.Duration) ReadSettings {
 	return ReadSettings{WitnessInterval: heartbeatStaleAfter, FullInterval: verificationSettled*11/10 + heartbeatStaleAfter, InPlayInterval: heartbeatStaleAfter}
