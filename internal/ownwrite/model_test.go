@@ -227,7 +227,8 @@ func (s *state) actions() []action {
 	}
 	if s.relists > 0 && (s.server.rv != 0 || s.cached().rv != 0) {
 		// (An object created and deleted while the watch was broken raises no event at all, for
-		// any controller: the owner's periodic resync is what finds it missing. Left out.)
+		// any watch: the owner's periodic resync, every 10 hours by controller-runtime's default,
+		// is what finds it missing. Left out.)
 		out = append(out, action{name: "relist", do: (*state).relist})
 	}
 	if s.retry {
