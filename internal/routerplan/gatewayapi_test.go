@@ -8,10 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // gatewayYAML is the Gateway gw of baseWorld with the given extra spec fields.
@@ -213,4 +216,39 @@ func TestWriteTable_GatewayAPIHostsAndObjects(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
+}
+
+// A deleted Gateway's ReferenceGrants go as the operator removes them: by the Gateway's key when
+// the manifests delete it (the operator hears of the deletion), and for a Gateway already gone
+// only when the grant leads back to it (desired.OrphanedGrantOwner). A grant an earlier release
+// wrote without the annotation, whose label was shortened, leads nowhere and stays.
+func TestPredict_ReferenceGrantsForgottenByTheOperatorsRule(t *testing.T) {
+	long := strings.Repeat("g", 60)
+	olderGrant := func(name, gateway string) *gwv1.ReferenceGrant {
+		return &gwv1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{naming.LabelManagedBy: naming.ManagedByValue, desired.LabelGateway: desired.GatewayLabelValue("istio-system", gateway)}}}
+	}
+	w := baseWorld(1)
+	w.Namespaces["certs"] = Namespace{Labels: map[string]string{"kubernetes.io/metadata.name": "certs"}}
+	w.Gateways[0].Spec.Backend, w.Gateways[0].Spec.IngressNamespace = routingv1alpha1.BackendGatewayAPI, "certs"
+	w = converge(t, w)
+	w.ReferenceGrants = append(w.ReferenceGrants, olderGrant("traced", "gone"), olderGrant("untraceable", long))
+	require.Greater(t, len(desired.GatewayLabelValue("istio-system", long)), 62, "a shortened label")
+
+	p := Predict(w, DefaultSettings)
+	assert.Equal(t, []string{"ReferenceGrant certs/traced"}, p.OperatorDeletes, "a Gateway already gone: only the grant that leads back to it")
+	assert.ElementsMatch(t, []string{"certs/service-router.istio-system.gw", "certs/untraceable"}, keys(p.ReferenceGrants))
+
+	// A Gateway the manifests delete: its grant goes by the Gateway's key, even one whose label
+	// was shortened and that carries no annotation.
+	w = baseWorld(0)
+	w.Namespaces["certs"] = Namespace{Labels: map[string]string{"kubernetes.io/metadata.name": "certs"}}
+	w.Gateways[0].Name = long
+	w.Gateways[0].Spec.Backend, w.Gateways[0].Spec.IngressNamespace = routingv1alpha1.BackendGatewayAPI, "certs"
+	w = converge(t, w)
+	require.Len(t, w.ReferenceGrants, 1)
+	delete(w.ReferenceGrants[0].Annotations, desired.AnnotationGateway)
+	_, p = planOf(t, w, true, DefaultSettings, strings.Replace(gatewayYAML(""), "name: gw,", "name: "+long+",", 1))
+	assert.Equal(t, []string{"ReferenceGrant " + key(w.ReferenceGrants[0])}, p.OperatorDeletes)
+	assert.Empty(t, p.ReferenceGrants)
 }
