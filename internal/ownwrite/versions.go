@@ -267,7 +267,9 @@ const (
 	// RetryLater: the cache moved on since the copy was read. A write would meet an
 	// optimistic-lock conflict, and "nothing to write" may be wrong: the event that moved the
 	// cache may have been the echo of our own previous write, dropped (EchoFilter), which runs
-	// nothing again. Look again shortly.
+	// nothing again (a route kept saying DNSConfigurationNotFound after dns-config came back:
+	// CI). Look again shortly; anybody else's change raises an event of its own, and the retry
+	// costs one reconcile.
 	RetryLater
 )
 
