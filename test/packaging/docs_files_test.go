@@ -93,3 +93,41 @@ func missingFile(name, in string, isGo bool, exists, names map[string]bool) bool
 	return !exists[filepath.Join(filepath.Dir(in), name)] && !names[name]
 }
 
+
+// The code layout tables of docs/ARCHITECTURE.md and docs/DEVELOPMENT.md name every package under
+// internal/ (ARCHITECTURE as internal/<name>; DEVELOPMENT also in a row's short list, `<name>`),
+// so that a package added or renamed is described where a newcomer looks first.
+func TestDocs_CodeLayoutNamesEveryPackage(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(repoRoot, "internal"))
+	require.NoError(t, err)
+	layout := func(doc, heading string) string {
+		data, err := os.ReadFile(filepath.Join(repoRoot, "docs", doc))
+		require.NoError(t, err)
+		text := string(data)
+		if heading != "" {
+			start := strings.Index(text, heading)
+			require.GreaterOrEqual(t, start, 0, "%s has %q", doc, heading)
+			text = text[start:]
+		}
+		var rows []string
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "| `") {
+				rows = append(rows, line)
+			} else if len(rows) > 0 && !strings.HasPrefix(line, "|") {
+				break // the end of the first table
+			}
+		}
+		return strings.Join(rows, "\n")
+	}
+	architecture, development := layout("ARCHITECTURE.md", "## Code layout"), layout("DEVELOPMENT.md", "")
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := "internal/" + e.Name()
+		assert.Contains(t, architecture, "`"+name+"`", "docs/ARCHITECTURE.md's code layout describes %s", name)
+		devRows := regexp.MustCompile("(?m)^\\| `internal/[^|]*`" + regexp.QuoteMeta(e.Name()) + "`")
+		assert.True(t, strings.Contains(development, "`"+name+"`") || devRows.MatchString(development),
+			"docs/DEVELOPMENT.md's layout table names %s", name)
+	}
+}
