@@ -93,7 +93,6 @@ func missingFile(name, in string, isGo bool, exists, names map[string]bool) bool
 	return !exists[filepath.Join(filepath.Dir(in), name)] && !names[name]
 }
 
-
 // The code layout tables of docs/ARCHITECTURE.md and docs/DEVELOPMENT.md name every package under
 // internal/ (ARCHITECTURE as internal/<name>; DEVELOPMENT also in a row's short list, `<name>`),
 // so that a package added or renamed is described where a newcomer looks first.
