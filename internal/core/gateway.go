@@ -70,12 +70,12 @@ func Gateway(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routin
 	admitted := decide.GatewayHosts(gw, read.routes, budget)
 	in.Hosts, in.HostLimit, in.RouteHosts = admitted.Hosts, admitted.Limit, admitted.RouteHosts
 	res := GatewayResult{Plan: decide.Gateway(in), HostBytes: admitted.Bytes * max(decide.IstioHostLists(gw), 1)}
-	if res.Plan.Outcome, res.Written, err = writeBackends(ctx, rd, wr, gw, res.Plan); err != nil {
+	if res.Plan.Outcome, res.Written, err = writeBackends(ctx, rd, wr, gw, res.Plan, read.istio); err != nil {
 		return res, err
 	}
 	if !res.Plan.Keep {
 		zones := decide.GatewayZones(read.configuration, res.Plan.Target, read.addresses, rd.TargetZone)
-		gw.Status = decide.GatewayStatus(gw, res.Plan, in.HostLimit, read.istio, zones)
+		gw.Status = decide.GatewayStatus(gw, res.Plan, in.HostLimit, read.analysed(), zones)
 	}
 	return res, nil
 }
@@ -89,8 +89,19 @@ type gatewayRead struct {
 	routes        []*routingv1alpha1.ServiceRoute
 	configuration *clusterv1alpha1.DNSConfiguration
 	addresses     []*externaldnsv1alpha1.DNSEndpoint
-	// istio is the generated Istio Gateway as read (nil: none), for istiod's analysis of it.
-	istio *istionetworkingv1.Gateway
+	// istio is the managed Istio Gateway of gw's name as read (none, or one; nothing read while
+	// its API is not served), for the Istio write (syncIstio) and, with the Istio backend, for
+	// istiod's analysis of it (the status).
+	istio []*istionetworkingv1.Gateway
+}
+
+// analysed is the generated Istio Gateway whose istiod analysis the status shows: the one read,
+// with the Istio backend only (nil: none).
+func (r gatewayRead) analysed() *istionetworkingv1.Gateway {
+	if len(r.istio) != 1 || decide.UsesGatewayAPI(r.inputs.Gateway) {
+		return nil
+	}
+	return r.istio[0]
 }
 
 // gatherGateway reads a Gateway's inputs.
@@ -120,16 +131,12 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 		decider = gw // not read yet: it is the only one the reconcile knows of
 	}
 	in.IngressDecider = decider
-	if !decide.UsesGatewayAPI(gw) {
-		if !in.IstioAPIMissing {
-			generated, err := rd.IstioGateway(ctx, keyOf(gw))
-			if err != nil {
-				return read, err
-			}
-			if len(generated) == 1 {
-				read.istio = generated[0]
-			}
+	if !in.IstioAPIMissing {
+		if read.istio, err = rd.IstioGateway(ctx, keyOf(gw)); err != nil {
+			return read, err
 		}
+	}
+	if !decide.UsesGatewayAPI(gw) {
 		addrs, serviceName, err := entryPointService(ctx, rd, decider)
 		if addrs != nil {
 			in.Service, in.ServiceName = &addrs.Addresses, serviceName
@@ -154,13 +161,15 @@ func gatherGateway(ctx context.Context, rd GatewayReads, gw *routingv1alpha1.Gat
 }
 
 // writeBackends writes the objects of the backend in use, then removes the other's, unless the
-// first write met a foreign object: a switch never leaves the hosts unserved.
-func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, p decide.GatewayPlan) (decide.Outcome, []decide.Written, error) {
+// first write met a foreign object: a switch never leaves the hosts unserved. istioCurrent is the
+// Istio Gateway gatherGateway read.
+func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *routingv1alpha1.Gateway, p decide.GatewayPlan,
+	istioCurrent []*istionetworkingv1.Gateway) (decide.Outcome, []decide.Written, error) {
 	type backend struct {
 		sync  bool
 		write func() (decide.Written, error)
 	}
-	istio := backend{p.SyncIstio, func() (decide.Written, error) { return syncIstio(ctx, rd, wr.Istio, gw, p) }}
+	istio := backend{p.SyncIstio, func() (decide.Written, error) { return syncIstio(ctx, wr.Istio, gw, p, istioCurrent) }}
 	api := backend{p.SyncGatewayAPI, func() (decide.Written, error) { return syncGatewayAPI(ctx, rd, wr, gw, p.GatewayAPI) }}
 	order := []backend{istio, api}
 	if decide.UsesGatewayAPI(gw) {
@@ -185,13 +194,10 @@ func writeBackends(ctx context.Context, rd GatewayReads, wr GatewayWriters, gw *
 	return outcome, written, nil
 }
 
-// syncIstio makes the generated Istio Gateway match the plan (none when it has no hosts or the
-// backend is the Gateway API).
-func syncIstio(ctx context.Context, rd GatewayReads, istio Apply[*istionetworkingv1.Gateway], gw *routingv1alpha1.Gateway, p decide.GatewayPlan) (decide.Written, error) {
-	current, err := rd.IstioGateway(ctx, keyOf(gw))
-	if err != nil {
-		return decide.Written{}, err
-	}
+// syncIstio makes the generated Istio Gateway, current as read, match the plan (none when it has
+// no hosts or the backend is the Gateway API).
+func syncIstio(ctx context.Context, istio Apply[*istionetworkingv1.Gateway], gw *routingv1alpha1.Gateway, p decide.GatewayPlan,
+	current []*istionetworkingv1.Gateway) (decide.Written, error) {
 	var want []*istionetworkingv1.Gateway
 	if len(p.Hosts) > 0 && !decide.UsesGatewayAPI(gw) {
 		want = append(want, desired.IstioGateway(gw, p.Hosts))

@@ -33,11 +33,9 @@ func WithGatewayAPI(in GatewayInputs, sets []*gwv1.ListenerSet, current []*gwv1.
 			in.ListenerSets = append(in.ListenerSets, s)
 		}
 	}
-	if len(current) == 1 && desired.GatewayAPIGatewayKind(gw.Name).Ownership(current[0]) == apply.Owned {
-		in.GatewayAPIGateway = current[0]
-	}
-	if addrs := GatewayAPIAddresses(gw, current); addrs != nil {
-		in.Service = addrs
+	if generated := ownedGatewayAPIGateway(gw, current); generated != nil {
+		addrs := ingress.GatewayAddresses(generated.Status.Addresses)
+		in.GatewayAPIGateway, in.Service = generated, &addrs
 		in.ServiceName = "Gateway API Gateway " + gw.Namespace + "/" + gw.Name
 	}
 	return in
@@ -47,11 +45,21 @@ func WithGatewayAPI(in GatewayInputs, sets []*gwv1.ListenerSet, current []*gwv1.
 // GatewayAPI backend's load balancer) from current, the managed Gateway API Gateway of gw's name
 // if any: nil when it does not exist yet or is not the operator's.
 func GatewayAPIAddresses(gw *routingv1alpha1.Gateway, current []*gwv1.Gateway) *ingress.Addresses {
+	generated := ownedGatewayAPIGateway(gw, current)
+	if generated == nil {
+		return nil
+	}
+	a := ingress.GatewayAddresses(generated.Status.Addresses)
+	return &a
+}
+
+// ownedGatewayAPIGateway is the Gateway API Gateway generated for gw in current (none, or the
+// managed one of gw's name): nil when it does not exist yet or is not the operator's.
+func ownedGatewayAPIGateway(gw *routingv1alpha1.Gateway, current []*gwv1.Gateway) *gwv1.Gateway {
 	if len(current) == 0 || desired.GatewayAPIGatewayKind(gw.Name).Ownership(current[0]) != apply.Owned {
 		return nil
 	}
-	a := ingress.GatewayAddresses(current[0].Status.Addresses)
-	return &a
+	return current[0]
 }
 
 // maxListenerConflicts is how many conflicts a Gateway's status lists (the CRD's maxItems).
