@@ -319,10 +319,11 @@ func overlayNamespace(w *World, u *unstructured.Unstructured, del bool) string {
 		w.Policies = slices.DeleteFunc(w.Policies, func(o *routingv1alpha1.DNSPolicy) bool { return other(o) })
 		w.Routes = slices.DeleteFunc(w.Routes, func(o *routingv1alpha1.ServiceRoute) bool { return other(o) })
 		w.Gateways = slices.DeleteFunc(w.Gateways, func(o *routingv1alpha1.Gateway) bool {
-			if other(o) {
+			gone := other(o)
+			if gone {
 				w.DeletedGateways = append(w.DeletedGateways, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
 			}
-			return other(o)
+			return gone
 		})
 		w.Services = slices.DeleteFunc(w.Services, func(o *corev1.Service) bool { return other(o) })
 		return "delete"
