@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,25 +29,22 @@ var (
 	failed     = gitopsHealth{status.FailedStatus, "Degraded"}
 )
 
-// waitGitOpsHealth waits until both kstatus and the Argo CD check say want of o, and returns
-// both messages (kstatus's is the Stalled or Reconciling condition's message; Argo CD's starts
-// with the reason).
-func waitGitOpsHealth(t *testing.T, state string, o kstatusObject, want gitopsHealth) string {
+// waitGitOpsHealth waits until both kstatus and the Argo CD check say want of o and their
+// messages (kstatus's is the Stalled or Reconciling condition's message; Argo CD's starts with the
+// reason) say says: an object already in want's state for another reason is waited for too.
+func waitGitOpsHealth(t *testing.T, state string, o kstatusObject, want gitopsHealth, says string) {
 	t.Helper()
-	var message string
-	waitFor(t, fmt.Sprintf("%s: %s is %s / %s", state, o, want.kstatus, want.argo), func() string {
+	waitFor(t, fmt.Sprintf("%s: %s is %s / %s saying %q", state, o, want.kstatus, want.argo, says), func() string {
 		res := kstatusOf(t, o)
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(o.gvk)
 		require.NoError(t, env.Client.Get(t.Context(), o.key, u))
 		argo, argoMessage := argoHealth(t, u)
-		message = res.Message + " | " + argoMessage
-		if res.Status != want.kstatus || argo != want.argo {
+		if res.Status != want.kstatus || argo != want.argo || !strings.Contains(res.Message+" | "+argoMessage, says) {
 			return fmt.Sprintf("kstatus %s (%s), Argo CD %s (%s)", res.Status, res.Message, argo, argoMessage)
 		}
 		return ""
 	})
-	return message
 }
 
 // TestGitOpsHealth_EveryKindInEveryState drives each of the five kinds through the states a
@@ -72,61 +70,60 @@ func TestGitOpsHealth_EveryKindInEveryState(t *testing.T) {
 	// Progressing: the Gateway's load balancer and the route's DNSPolicy do not exist yet.
 	f.gateway("default-gateway", "internal")
 	f.route("", "api-route", "api", "default-gateway")
-	waitGitOpsHealth(t, "progressing", gateway, inProgress)
-	waitGitOpsHealth(t, "progressing", route, inProgress)
+	waitGitOpsHealth(t, "progressing", gateway, inProgress, "")
+	waitGitOpsHealth(t, "progressing", route, inProgress, "")
 
 	// Ready.
 	svc := f.ingressService(lbIP...)
 	f.policy(activeMode)
 	for _, o := range all {
-		waitGitOpsHealth(t, "ready", o, current)
+		waitGitOpsHealth(t, "ready", o, current, "")
 	}
 
 	// Failed: only a person can resolve these, and the message says what to change.
-	require.Contains(t, waitGitOpsHealth(t, "an older route holds the hostname", func() kstatusObject {
+	waitGitOpsHealth(t, "an older route holds the hostname", func() kstatusObject {
 		time.Sleep(1100 * time.Millisecond) // creationTimestamp has a resolution of one second
 		other := newNamespace(t, "other")
 		f.route(other, "api-copy", "api", "default-gateway")
 		return kstatusObject{"", route.gvk, client.ObjectKey{Namespace: other, Name: "api-copy"}, "copied ServiceRoute"}
-	}(), failed), "claimed by an older ServiceRoute")
+	}(), failed, "claimed by an older ServiceRoute")
 	duplicate := f.namedPolicy("dns-copy", activeMode)
-	require.Contains(t, waitGitOpsHealth(t, "a second DNSPolicy in the namespace", kstatusObject{"", policy.gvk, client.ObjectKeyFromObject(duplicate), "second DNSPolicy"}, failed),
-		"delete this one")
+	waitGitOpsHealth(t, "a second DNSPolicy in the namespace", kstatusObject{"", policy.gvk, client.ObjectKeyFromObject(duplicate), "second DNSPolicy"}, failed, "delete this one")
 	require.NoError(t, env.Client.Delete(f.ctx, duplicate))
 	time.Sleep(1100 * time.Millisecond)
 	second := &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: f.gatewayNS},
 		Spec: routingv1alpha1.GatewaySpec{Controller: f.controller, CredentialName: "cert", TargetPostfix: "internal", IngressNamespace: newNamespace(t, "ingress")}}
 	require.NoError(t, env.Client.Create(f.ctx, second))
-	require.Contains(t, waitGitOpsHealth(t, "a Gateway taking the entry point's Service from another namespace",
-		kstatusObject{"", gateway.gvk, client.ObjectKeyFromObject(second), "second Gateway"}, failed), "default-gateway")
+	waitGitOpsHealth(t, "a Gateway taking the entry point's Service from another namespace",
+		kstatusObject{"", gateway.gvk, client.ObjectKeyFromObject(second), "second Gateway"}, failed, "default-gateway")
 	require.NoError(t, env.Client.Delete(f.ctx, second))
 	f.setIdentity(weuIdentity("sea")) // sea has no ExternalDNS controller
-	require.Contains(t, waitGitOpsHealth(t, "an adopted region without a controller", identity, failed), "sea")
+	waitGitOpsHealth(t, "an adopted region without a controller", identity, failed, "sea")
 	f.setIdentity(weuIdentity())
 	// (A DNSConfiguration has no failed state: admission refuses what the operator would.)
 	for _, o := range all {
-		waitGitOpsHealth(t, "ready again", o, current)
+		waitGitOpsHealth(t, "ready again", o, current, "")
 	}
 
 	// Deleted inputs are waited for.
 	f.deleteDNSConfiguration()
 	for _, o := range []kstatusObject{identity, policy, route} {
-		require.Contains(t, waitGitOpsHealth(t, "DNSConfiguration deleted", o, inProgress), clusterv1alpha1.ReasonDNSConfigurationNotFound)
+		waitGitOpsHealth(t, "DNSConfiguration deleted", o, inProgress, clusterv1alpha1.ReasonDNSConfigurationNotFound)
 	}
 	f.setControllers("weu")
 	require.NoError(t, env.Client.Delete(f.ctx, svc))
-	require.Contains(t, waitGitOpsHealth(t, "ingress Service deleted", gateway, inProgress), routingv1alpha1.ReasonLoadBalancerNotFound)
+	waitGitOpsHealth(t, "ingress Service deleted", gateway, inProgress, routingv1alpha1.ReasonLoadBalancerNotFound)
 	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "dns"}}))
-	require.Contains(t, waitGitOpsHealth(t, "DNSPolicy deleted", route, inProgress), routingv1alpha1.ReasonDNSPolicyNotFound)
+	waitGitOpsHealth(t, "DNSPolicy deleted", route, inProgress, routingv1alpha1.ReasonDNSPolicyNotFound)
 	f.policy(activeMode)
 	require.NoError(t, env.Client.Delete(f.ctx, &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: f.gatewayNS, Name: "default-gateway"}}))
-	require.Contains(t, waitGitOpsHealth(t, "Gateway deleted", route, inProgress), routingv1alpha1.ReasonGatewayNotFound)
+	waitGitOpsHealth(t, "Gateway deleted", route, inProgress, routingv1alpha1.ReasonGatewayNotFound)
 
 	// Everything back: ready again, with neither Reconciling nor Stalled left behind.
 	f.gateway("default-gateway", "internal")
 	f.ingressService(lbIP...)
 	for _, o := range all {
-		waitGitOpsHealth(t, "inputs restored", o, current)
+		waitGitOpsHealth(t, "inputs restored", o, current, "")
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(o.gvk)
 		require.NoError(t, env.Client.Get(t.Context(), o.key, u))
