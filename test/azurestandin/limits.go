@@ -25,6 +25,31 @@ type Limits struct {
 	// Provider is Microsoft.Network's window per subscription and region (the stand-in is one
 	// region).
 	Provider Window
+	// Zone is Private DNS's own limits on each private zone's record-set operations, on top of the
+	// rules above.
+	Zone ZoneLimits
+}
+
+// ZoneWindow is the span of ZoneLimits: Azure states them per minute.
+const ZoneWindow = time.Minute
+
+// ZoneLimits are Azure Private DNS's limits on the record-set operations of each private zone,
+// as MicrosoftDocs/azure-docs includes/dns-limits.md documents them ("Private DNS resource record
+// operations per zone": create 60, update 60, delete 60, get 200 and list 100 a minute), counted
+// per zone whoever sends them (every principal and subscription together). A field is the most
+// requests of that operation one zone admits in any ZoneWindow; 0 is no limit for it. Which
+// operation a request is: a GET of one record set is a get; each page of a listing of the zone's
+// record sets (all, by type or by name suffix) is a list; a PUT or PATCH of a record set that does
+// not exist yet is a create, of one that exists an update; a DELETE is a delete. Requests on the
+// zone itself or on the zones of a resource group are not record operations and count for none.
+//
+// The limits are modelled as a sliding window of one minute per zone and operation, the strictest
+// reading of "N per minute": Azure does not say how it counts them, and a sliding window admits at
+// most N in every span of 60 seconds, where a fixed window (reset on the minute) admits up to 2N
+// across a boundary and a token bucket of N refilled N a minute admits up to 2N in a minute after
+// a quiet one. A client that stays within the stand-in therefore stays within any of them.
+type ZoneLimits struct {
+	Creates, Updates, Deletes, Gets, Lists int
 }
 
 // Bucket is a token bucket: a request takes a token, Refill tokens come back every second, up to
@@ -43,13 +68,18 @@ type Window struct {
 }
 
 // DocumentedLimits are Azure's: per principal 250 reads refilled at 25 a second, 200 writes and
-// 200 deletes refilled at 10 a second; 15 times that per subscription; and Microsoft.Network's
-// 10,000 reads and 1,000 writes and deletes per 5 minutes. Start enforces them.
+// 200 deletes refilled at 10 a second; 15 times that per subscription; Microsoft.Network's
+// 10,000 reads and 1,000 writes and deletes per 5 minutes; and per private zone, 60 creates, 60
+// updates, 60 deletes, 200 gets and 100 lists of record sets a minute. Start enforces them.
 var DocumentedLimits = Limits{
 	Reads: Bucket{Size: 250, Refill: 25}, Writes: Bucket{Size: 200, Refill: 10}, Deletes: Bucket{Size: 200, Refill: 10},
 	Global:   15,
 	Provider: Window{Duration: 5 * time.Minute, Reads: 10000, Writes: 1000},
+	Zone:     DocumentedZoneLimits,
 }
+
+// DocumentedZoneLimits are Private DNS's per-zone limits (ZoneLimits), part of DocumentedLimits.
+var DocumentedZoneLimits = ZoneLimits{Creates: 60, Updates: 60, Deletes: 60, Gets: 200, Lists: 100}
 
 // operation is a Resource Manager operation type: each has its buckets and its remaining header.
 type operation int
@@ -78,6 +108,34 @@ func (o operation) remainingHeader() string {
 	return "x-ms-ratelimit-remaining-subscription-" + [...]string{"reads", "writes", "deletes"}[o]
 }
 
+// zoneOperation is a request's operation on a zone's record sets, as Private DNS's per-zone
+// limits count them (ZoneLimits); zoneNone for a request that is none.
+type zoneOperation int
+
+const (
+	zoneNone zoneOperation = iota
+	zoneCreate
+	zoneUpdate
+	zoneDelete
+	zoneGet
+	zoneList
+)
+
+func (o zoneOperation) String() string {
+	return [...]string{"none", "create", "update", "delete", "get", "list"}[o]
+}
+
+// most is the limit of operation o in a zone (0: none).
+func (z ZoneLimits) most(o zoneOperation) int {
+	return [...]int{0, z.Creates, z.Updates, z.Deletes, z.Gets, z.Lists}[o]
+}
+
+// zoneRequest is the zone a request operates on and how.
+type zoneRequest struct {
+	zone zoneKey
+	op   zoneOperation
+}
+
 func (l Limits) bucket(o operation) Bucket { return [...]Bucket{l.Reads, l.Writes, l.Deletes}[o] }
 
 func (b Bucket) limited() bool { return b.Size > 0 && b.Refill > 0 }
@@ -87,6 +145,9 @@ type limiter struct {
 	limits  Limits
 	buckets map[bucketKey]*bucket
 	windows map[windowKey][]time.Time
+	// zoneWindows are the times of the requests each zone admitted, by operation, within the last
+	// ZoneWindow.
+	zoneWindows map[zoneRequest][]time.Time
 }
 
 // bucketKey names a bucket: a principal's, or the subscription's global one.
@@ -108,7 +169,7 @@ type windowKey struct {
 }
 
 func newLimiter(l Limits) limiter {
-	return limiter{limits: l, buckets: map[bucketKey]*bucket{}, windows: map[windowKey][]time.Time{}}
+	return limiter{limits: l, buckets: map[bucketKey]*bucket{}, windows: map[windowKey][]time.Time{}, zoneWindows: map[zoneRequest][]time.Time{}}
 }
 
 // decision is the limits' answer to a request.
@@ -120,10 +181,13 @@ type decision struct {
 	retryAfter int
 	// refused says which rules refused and why.
 	refused []string
+	// zoneLimited says a per-zone limit was among them.
+	zoneLimited bool
 }
 
-// admit decides a request of principal in subscription at now, taking its tokens if admitted.
-func (l *limiter) admit(now time.Time, subscription, principal string, o operation) decision {
+// admit decides a request of principal in subscription at now, operating as zr on a zone's
+// record sets, taking its tokens if admitted.
+func (l *limiter) admit(now time.Time, subscription, principal string, o operation, zr zoneRequest) decision {
 	var taking []*bucket
 	var wait time.Duration
 	var refused []string
@@ -170,6 +234,24 @@ func (l *limiter) admit(now time.Time, subscription, principal string, o operati
 			refuse(admitted[len(admitted)-most].Add(w.Duration).Sub(now), fmt.Sprintf("the Microsoft.Network provider window (%d %s in %s) is full", most, what, w.Duration))
 		}
 	}
+	// Private DNS's limit of the zone and operation, a sliding window (see ZoneLimits).
+	zoneMost := l.limits.Zone.most(zr.op)
+	limitedZone := zr.op != zoneNone && zoneMost > 0
+	if limitedZone {
+		admitted := l.zoneWindows[zr]
+		i := 0
+		for i < len(admitted) && !admitted[i].After(now.Add(-ZoneWindow)) {
+			i++
+		}
+		admitted = admitted[i:]
+		l.zoneWindows[zr] = admitted
+		if len(admitted) >= zoneMost {
+			d.zoneLimited = true
+			refuse(admitted[len(admitted)-zoneMost].Add(ZoneWindow).Sub(now), fmt.Sprintf(
+				"the Private DNS zone '%s' limit of %d record set %ss a minute (Private DNS resource record operations per zone) is reached",
+				zr.zone.name, zoneMost, zr.op))
+		}
+	}
 	if len(refused) > 0 {
 		d.refused = refused
 		d.retryAfter = max(1, int(math.Ceil(wait.Seconds())))
@@ -184,6 +266,9 @@ func (l *limiter) admit(now time.Time, subscription, principal string, o operati
 	}
 	if limitedWindow {
 		l.windows[wk] = append(l.windows[wk], now)
+	}
+	if limitedZone {
+		l.zoneWindows[zr] = append(l.zoneWindows[zr], now)
 	}
 	return d
 }
@@ -223,6 +308,36 @@ type Usage struct {
 	Zones map[string]Tallies
 	// Subscriptions are by subscription ID (lower case).
 	Subscriptions map[string]Tallies
+	// ZoneOperations are the zones' record-set requests by Private DNS operation, by zone name
+	// (lower case), as the per-zone limits count them (ZoneLimits).
+	ZoneOperations map[string]ZoneTallies
+}
+
+// ZoneTallies are one zone's record-set requests by Private DNS operation (ZoneLimits): Throttled
+// counts every 429, ZoneLimited those a per-zone limit refused (alone or with another rule).
+type ZoneTallies struct {
+	Create, Update, Delete, Get, List Tally
+	ZoneLimited                       int
+}
+
+// Writes is the zone's creates, updates and deletes.
+func (z ZoneTallies) Writes() Tally {
+	return Tally{Admitted: z.Create.Admitted + z.Update.Admitted + z.Delete.Admitted, Throttled: z.Create.Throttled + z.Update.Throttled + z.Delete.Throttled}
+}
+
+func (z *ZoneTallies) add(o zoneOperation, admitted, zoneLimited bool) {
+	if o == zoneNone {
+		return
+	}
+	tally := [...]*Tally{nil, &z.Create, &z.Update, &z.Delete, &z.Get, &z.List}[o]
+	if admitted {
+		tally.Admitted++
+	} else {
+		tally.Throttled++
+	}
+	if zoneLimited {
+		z.ZoneLimited++
+	}
 }
 
 // Tallies are requests by operation type.
@@ -262,14 +377,14 @@ func (t Tallies) plus(u Tallies) Tallies {
 }
 
 // SetLimits replaces the limits the stand-in enforces (Limits{} enforces none); every bucket
-// starts full again and the window empty.
+// starts full again and the windows (the provider's and the zones') empty.
 func (s *Server) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limiter = newLimiter(l)
 }
 
-// SetClock sets the clock the limits run on (buckets refill and the window slides by it), for
+// SetClock sets the clock the limits run on (buckets refill and the windows slide by it), for
 // tests that move time themselves; nil is the real clock. Tokens expire by the real clock.
 func (s *Server) SetClock(now func() time.Time) {
 	if now == nil {
@@ -284,7 +399,10 @@ func (s *Server) SetClock(now func() time.Time) {
 func (s *Server) Usage() Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := Usage{Principals: map[string]Tallies{}, Zones: map[string]Tallies{}, Subscriptions: map[string]Tallies{}}
+	u := Usage{Principals: map[string]Tallies{}, Zones: map[string]Tallies{}, Subscriptions: map[string]Tallies{}, ZoneOperations: map[string]ZoneTallies{}}
+	for zone, t := range s.zoneUsage {
+		u.ZoneOperations[zone] = t
+	}
 	for k, t := range s.usage {
 		u.Principals[k.principal] = u.Principals[k.principal].plus(t)
 		u.Zones[k.zone] = u.Zones[k.zone].plus(t)
@@ -298,6 +416,7 @@ func (s *Server) ResetUsage() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usage = map[usageKey]Tallies{}
+	s.zoneUsage = map[string]ZoneTallies{}
 }
 
 // scope is the subscription and the zone (lower case; "" for none) a Resource Manager path names.

@@ -13,9 +13,11 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/privatedns/armprivatedns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 )
 
 // fakeClock is the limits' clock, moved only by the test: buckets refill and the window slides
@@ -43,6 +45,18 @@ func startOnClock(t *testing.T) (*Server, *fakeClock) {
 	s := start(t)
 	clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	s.SetClock(clock.now)
+	return s, clock
+}
+
+// resourceManagerLimits are the documented limits but Private DNS's per-zone ones, for the tests
+// of Resource Manager's rules: they send more requests to one zone in a minute than it admits.
+var resourceManagerLimits = func() Limits { l := DocumentedLimits; l.Zone = ZoneLimits{}; return l }()
+
+// startOnClockWithoutZoneLimits is startOnClock enforcing resourceManagerLimits.
+func startOnClockWithoutZoneLimits(t *testing.T) (*Server, *fakeClock) {
+	t.Helper()
+	s, clock := startOnClock(t)
+	s.SetLimits(resourceManagerLimits)
 	return s, clock
 }
 
@@ -114,7 +128,7 @@ func countdown(size, n int) []string {
 }
 
 func TestStandIn_ReadBucketHolds250AndRefills25ASecond(t *testing.T) {
-	s, clock := startOnClock(t)
+	s, clock := startOnClockWithoutZoneLimits(t)
 	c := newClients(t, s, ClientSecret)
 
 	passed, remaining := burst(t, 250, func() answer { return read(t, c) })
@@ -151,7 +165,7 @@ func TestStandIn_ReadBucketHolds250AndRefills25ASecond(t *testing.T) {
 }
 
 func TestStandIn_WritesAndDeletesHaveBucketsOf200Refilling10ASecond(t *testing.T) {
-	s, clock := startOnClock(t)
+	s, clock := startOnClockWithoutZoneLimits(t)
 	c := newClients(t, s, ClientSecret)
 
 	passed, remaining := burst(t, 200, func() answer { return write(t, c) })
@@ -180,7 +194,7 @@ func TestStandIn_WritesAndDeletesHaveBucketsOf200Refilling10ASecond(t *testing.T
 // them empty the subscription's global bucket (15 times 250 reads), which then refuses the
 // sixteenth although its own bucket is full.
 func TestStandIn_PrincipalsHaveBucketsOfTheirOwnAndShareTheGlobalOne(t *testing.T) {
-	s, clock := startOnClock(t)
+	s, clock := startOnClockWithoutZoneLimits(t)
 	principals := make([]clients, 16)
 	ids := make([]string, 16)
 	for i := range principals {
@@ -227,7 +241,7 @@ func TestStandIn_PrincipalsHaveBucketsOfTheirOwnAndShareTheGlobalOne(t *testing.
 // reading as fast as their buckets allow make 10,000 reads in 71 s, and the next is refused until
 // 5 minutes after the first ones.
 func TestStandIn_ProviderWindowRefusesThe10001stReadIn5Minutes(t *testing.T) {
-	s, clock := startOnClock(t)
+	s, clock := startOnClockWithoutZoneLimits(t)
 	principals := make([]clients, 5)
 	for i := range principals {
 		id := fmt.Sprintf("00000000-0000-0000-0000-0000000002%02d", i)
@@ -299,7 +313,7 @@ func TestStandIn_NoLimits(t *testing.T) {
 	assert.Equal(t, 250, passed)
 	assert.Zero(t, s.Count("throttled"))
 
-	s.SetLimits(DocumentedLimits)
+	s.SetLimits(resourceManagerLimits)
 	passed, _ = burst(t, 251, func() answer { return read(t, c) })
 	assert.Equal(t, 250, passed, "SetLimits starts with full buckets")
 }
@@ -321,7 +335,7 @@ func TestStandIn_InjectedThrottlingTakesNoTokens(t *testing.T) {
 
 // The token endpoint is not Resource Manager: a principal whose reads are spent still gets tokens.
 func TestStandIn_TokensAreNeverThrottled(t *testing.T) {
-	s, _ := startOnClock(t)
+	s, _ := startOnClockWithoutZoneLimits(t)
 	c := newClients(t, s, ClientSecret)
 	_, err := c.zones.NewListByResourceGroupPager(rg, nil).NextPage(context.Background())
 	require.NoError(t, err)
@@ -344,4 +358,155 @@ func TestStandIn_TokensAreNeverThrottled(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, refused.status, "a new client gets its token, and its read is refused")
 	assert.Equal(t, 302, s.Count("token"))
 	assert.Equal(t, Tallies{Read: Tally{Admitted: 250, Throttled: 2}}, s.Usage().Principals[ClientID], "token requests are not in the usage")
+}
+
+// zoneLimitCase is one of Private DNS's per-zone limits: prepare sets the zone up outside the
+// limits (as the portal would), request makes one request of the operation, and other one of
+// another operation, counted apart.
+type zoneLimitCase struct {
+	name         string
+	limit        int
+	prepare      func(t *testing.T, s *Server)
+	request      func(t *testing.T, c clients, i int) answer
+	other        func(t *testing.T, c clients) answer
+	operationOf  func(ZoneTallies) Tally
+	limitMessage string
+}
+
+// zoneLimitCases are the documented per-zone limits, a case each.
+func zoneLimitCases() []zoneLimitCase {
+	ctx := context.Background()
+	put := func(t *testing.T, c clients, name string) answer {
+		var resp *http.Response
+		_, err := c.records.CreateOrUpdate(policy.WithCaptureResponse(ctx, &resp), rg, zoneName, armprivatedns.RecordTypeA, name, aSet("10.0.0.1"), nil)
+		return answerOf(t, resp, err, "x-ms-ratelimit-remaining-subscription-writes")
+	}
+	del := func(t *testing.T, c clients, name string) answer {
+		var resp *http.Response
+		_, err := c.records.Delete(policy.WithCaptureResponse(ctx, &resp), rg, zoneName, armprivatedns.RecordTypeA, name, nil)
+		return answerOf(t, resp, err, "x-ms-ratelimit-remaining-subscription-deletes")
+	}
+	var pager *runtime.Pager[armprivatedns.RecordSetsClientListResponse]
+	// listPage is the next page of a listing of the zone at one record set a page (4 record sets:
+	// a listing is 4 pages), a new listing once one ends: each page is one list request.
+	listPage := func(t *testing.T, c clients) answer {
+		if pager == nil || !pager.More() {
+			pager = c.records.NewListPager(rg, zoneName, &armprivatedns.RecordSetsClientListOptions{Top: ptr.To[int32](1)})
+		}
+		var resp *http.Response
+		_, err := pager.NextPage(policy.WithCaptureResponse(ctx, &resp))
+		return answerOf(t, resp, err, "x-ms-ratelimit-remaining-subscription-reads")
+	}
+	prepareRecords := func(prefix string, n int) func(t *testing.T, s *Server) {
+		return func(t *testing.T, s *Server) {
+			for i := range n {
+				require.NoError(t, s.SetA(sub, rg, zoneName, fmt.Sprintf("%s%d", prefix, i), "10.0.0.1"))
+			}
+		}
+	}
+	return []zoneLimitCase{
+		{name: "create", limit: 60, prepare: prepareRecords("existing", 1),
+			request:      func(t *testing.T, c clients, i int) answer { return put(t, c, fmt.Sprintf("new%d", i)) },
+			other:        func(t *testing.T, c clients) answer { return put(t, c, "existing0") },
+			operationOf:  func(z ZoneTallies) Tally { return z.Create },
+			limitMessage: "the Private DNS zone 'example.internal' limit of 60 record set creates a minute (Private DNS resource record operations per zone) is reached"},
+		{name: "update", limit: 60, prepare: prepareRecords("existing", 1),
+			request:      func(t *testing.T, c clients, _ int) answer { return put(t, c, "existing0") },
+			other:        func(t *testing.T, c clients) answer { return put(t, c, "new") },
+			operationOf:  func(z ZoneTallies) Tally { return z.Update },
+			limitMessage: "limit of 60 record set updates a minute"},
+		{name: "delete", limit: 60, prepare: prepareRecords("existing", 200),
+			request:      func(t *testing.T, c clients, i int) answer { return del(t, c, fmt.Sprintf("existing%d", i)) },
+			other:        func(t *testing.T, c clients) answer { return put(t, c, "existing199") },
+			operationOf:  func(z ZoneTallies) Tally { return z.Delete },
+			limitMessage: "limit of 60 record set deletes a minute"},
+		{name: "get", limit: 200, prepare: prepareRecords("existing", 3),
+			request:      func(t *testing.T, c clients, _ int) answer { return read(t, c) },
+			other:        func(t *testing.T, c clients) answer { return listPage(t, c) },
+			operationOf:  func(z ZoneTallies) Tally { return z.Get },
+			limitMessage: "limit of 200 record set gets a minute"},
+		{name: "list: each page of a listing is one request", limit: 100, prepare: prepareRecords("existing", 3),
+			request:      func(t *testing.T, c clients, _ int) answer { return listPage(t, c) },
+			other:        func(t *testing.T, c clients) answer { return read(t, c) },
+			operationOf:  func(z ZoneTallies) Tally { return z.List },
+			limitMessage: "limit of 100 record set lists a minute"},
+	}
+}
+
+// Each of Private DNS's per-zone limits admits exactly its number of requests in a minute, refuses
+// the next with 429 and a Retry-After until the oldest of them is a minute old, leaves the other
+// operations and the other zones alone, and admits again as the window slides.
+func TestStandIn_ZoneLimitsAdmitTheirNumberInAnyMinute(t *testing.T) {
+	for i := range zoneLimitCases() {
+		tc := zoneLimitCases()[i] // cases of their own: the list case keeps its listing between requests
+		t.Run(tc.name, func(t *testing.T) {
+			s, clock := startOnClock(t)
+			tc.prepare(t, s)
+			c := newClients(t, s, ClientSecret)
+
+			// the first request at 0 s, the others at 20 s: the window slides in two steps
+			require.Less(t, tc.request(t, c, 0).status, 300)
+			clock.advance(20 * time.Second)
+			for i := 1; i < tc.limit; i++ {
+				a := tc.request(t, c, i)
+				require.Less(t, a.status, 300, "request %d of %d in the minute: %s", i+1, tc.limit, a.error)
+			}
+			clock.advance(10 * time.Second)
+			refused := tc.request(t, c, tc.limit)
+			assert.Equal(t, http.StatusTooManyRequests, refused.status, "request %d in a minute", tc.limit+1)
+			assert.Equal(t, "30", refused.retryAfter, "until the first request is a minute old")
+			assert.Contains(t, refused.error, "TooManyRequests")
+			assert.Contains(t, refused.error, tc.limitMessage)
+			assert.Less(t, tc.other(t, c).status, 300, "another operation has a limit of its own")
+
+			clock.advance(29 * time.Second)
+			assert.Equal(t, "1", tc.request(t, c, tc.limit).retryAfter, "a second before the first request leaves the window")
+			clock.advance(time.Second)
+			assert.Less(t, tc.request(t, c, tc.limit).status, 300, "the first request left the window: one more")
+			again := tc.request(t, c, tc.limit+1)
+			assert.Equal(t, http.StatusTooManyRequests, again.status)
+			assert.Equal(t, "20", again.retryAfter, "until the requests made at 20 s are a minute old")
+			clock.advance(20 * time.Second)
+			for i := range tc.limit - 1 {
+				a := tc.request(t, c, tc.limit+1+i)
+				require.Less(t, a.status, 300, "request %d after the window slid: %s", i+1, a.error)
+			}
+
+			usage := s.Usage().ZoneOperations[zoneName]
+			assert.Equal(t, Tally{Admitted: 2 * tc.limit, Throttled: 3}, tc.operationOf(usage))
+			assert.Equal(t, 3, usage.ZoneLimited, "the zone's throttled requests")
+			assert.Equal(t, 3, s.Count("throttled"))
+		})
+	}
+}
+
+// The per-zone limits count each zone apart, whoever sends the requests: two principals share a
+// zone's 200 gets, and another zone has 200 of its own.
+func TestStandIn_ZoneLimitsArePerZoneForEveryPrincipal(t *testing.T) {
+	s, _ := startOnClock(t)
+	s.CreateZone(sub, rg, "other.internal")
+	s.AddServicePrincipal("00000000-0000-0000-0000-000000000301", "secret")
+	first, second := newClients(t, s, ClientSecret), newClientsAs(t, s, "00000000-0000-0000-0000-000000000301", "secret")
+	passed, _ := burst(t, 100, func() answer { return read(t, first) })
+	require.Equal(t, 100, passed)
+	passed, _ = burst(t, 101, func() answer { return read(t, second) })
+	assert.Equal(t, 100, passed, "the second principal has the zone's other 100 gets")
+	_, err := second.records.Get(context.Background(), rg, "other.internal", armprivatedns.RecordTypeSOA, "@", nil)
+	assert.NoError(t, err, "another zone has its own limit")
+	usage := s.Usage()
+	assert.Equal(t, Tally{Admitted: 200, Throttled: 1}, usage.ZoneOperations[zoneName].Get)
+	assert.Equal(t, Tally{Admitted: 1}, usage.ZoneOperations["other.internal"].Get)
+	assert.Zero(t, usage.ZoneOperations["other.internal"].ZoneLimited)
+}
+
+// Zero is no limit, as for the other rules.
+func TestStandIn_ZoneLimitZeroIsNoLimit(t *testing.T) {
+	s, _ := startOnClock(t)
+	limits := DocumentedLimits
+	limits.Zone.Gets = 0
+	s.SetLimits(limits)
+	c := newClients(t, s, ClientSecret)
+	passed, _ := burst(t, 250, func() answer { return read(t, c) })
+	assert.Equal(t, 250, passed, "only the principal's read bucket counts")
+	assert.Zero(t, s.Usage().ZoneOperations[zoneName].ZoneLimited)
 }

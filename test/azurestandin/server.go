@@ -7,11 +7,12 @@
 // documented request limits (DocumentedLimits, changed by SetLimits, on a clock SetClock may
 // replace): a token bucket per subscription, principal and operation type (250 reads refilled at
 // 25 a second, 200 writes and 200 deletes at 10), the subscription's global buckets 15 times as
-// large, and Microsoft.Network's 10,000 reads and 1,000 writes and deletes per 5 minutes; a
-// refused request gets 429 TooManyRequests, Retry-After and a message naming the rule, and every
+// large, Microsoft.Network's 10,000 reads and 1,000 writes and deletes per 5 minutes, and Private
+// DNS's limits per zone (60 record set creates, 60 updates, 60 deletes, 200 gets and 100 list
+// pages a minute, ZoneLimits); a refused request gets 429 TooManyRequests, Retry-After and a message naming the rule, and every
 // answer the x-ms-ratelimit-remaining-subscription-* header of the principal's bucket. A test
 // may also inject 429s (Throttle, ThrottleReads). Usage counts what was admitted and throttled
-// by principal, zone and subscription. It is also the token authority (never throttled): an AD
+// by principal, zone and subscription, and by zone and Private DNS operation. It is also the token authority (never throttled): an AD
 // FS-style (Azure Stack Hub, tenant "adfs") OpenID configuration and a client-credentials token
 // endpoint, so that the real Azure SDK clients authenticate with an azure.json's aadClientId and
 // aadClientSecret (ClientID, or a principal AddServicePrincipal added), or as a workload identity
@@ -78,6 +79,8 @@ type Server struct {
 	limiter limiter
 	now     func() time.Time
 	usage   map[usageKey]Tallies
+	// zoneUsage is usage by zone (lower case) and Private DNS operation.
+	zoneUsage map[string]ZoneTallies
 	// secrets are the service principals added beside ClientID (client ID → secret).
 	secrets map[string]string
 	// issuers are the OIDC issuers whose tokens may be exchanged (key ID → key); federated the
@@ -130,7 +133,7 @@ func StartOn(dir, ip string) (*Server, error) {
 	s := &Server{URL: fmt.Sprintf("https://%s/", ln.Addr().String()), CAFile: caFile, listener: ln, pool: pool,
 		zones: map[zoneKey]*zone{}, tokens: map[string]issued{}, counts: map[string]int{},
 		issuers: map[string]map[string]*rsa.PublicKey{}, federated: map[string][]FederatedCredential{},
-		limiter: newLimiter(DocumentedLimits), now: time.Now, usage: map[usageKey]Tallies{}, secrets: map[string]string{}}
+		limiter: newLimiter(DocumentedLimits), now: time.Now, usage: map[usageKey]Tallies{}, zoneUsage: map[string]ZoneTallies{}, secrets: map[string]string{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
@@ -330,14 +333,18 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		t.next--
 	}
 	retryAfter := t.retryAfter
+	zr := s.zoneRequestOf(r)
 	d := decision{remaining: -1}
 	if !injected {
-		d = s.limiter.admit(s.now(), sub, tok.clientID, op)
+		d = s.limiter.admit(s.now(), sub, tok.clientID, op, zr)
 	}
 	k := usageKey{subscription: sub, principal: tok.clientID, zone: zoneName}
 	tallies := s.usage[k]
 	tallies.add(op, d.admitted)
 	s.usage[k] = tallies
+	zoneTallies := s.zoneUsage[zoneName]
+	zoneTallies.add(zr.op, d.admitted, d.zoneLimited)
+	s.zoneUsage[zoneName] = zoneTallies
 	if !d.admitted {
 		s.counts["throttled"]++
 	}
@@ -360,6 +367,39 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set(op.remainingHeader(), strconv.Itoa(d.remaining))
 	}
 	return true
+}
+
+// zoneRequestOf is the Private DNS operation a request makes on a zone's record sets (ZoneLimits),
+// with s.mu held: whether a PUT or PATCH creates or updates depends on the record set existing
+// now. A request on no existing zone, or on a zone itself, is zoneNone.
+func (s *Server) zoneRequestOf(r *http.Request) zoneRequest {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) < 9 || len(parts) > 10 || !strings.EqualFold(parts[6], "privateDnsZones") {
+		return zoneRequest{}
+	}
+	k := zoneKey{strings.ToLower(parts[1]), strings.ToLower(parts[3]), strings.ToLower(parts[7])}
+	z := s.zones[k]
+	if z == nil {
+		return zoneRequest{}
+	}
+	if len(parts) == 9 {
+		if r.Method == http.MethodGet {
+			return zoneRequest{zone: k, op: zoneList}
+		}
+		return zoneRequest{}
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return zoneRequest{zone: k, op: zoneGet}
+	case http.MethodDelete:
+		return zoneRequest{zone: k, op: zoneDelete}
+	case http.MethodPut, http.MethodPatch:
+		if z.records[rsKey{strings.ToLower(parts[9]), strings.ToUpper(parts[8])}] == nil {
+			return zoneRequest{zone: k, op: zoneCreate}
+		}
+		return zoneRequest{zone: k, op: zoneUpdate}
+	}
+	return zoneRequest{}
 }
 
 // armError writes Resource Manager's error body.
