@@ -18,6 +18,13 @@
 // the principal and subscription together: this cluster, the other clusters of the fleet and
 // ExternalDNS.
 //
+// Azure Private DNS also limits each private zone, whoever sends the requests (MicrosoftDocs/
+// azure-docs includes/dns-limits.md, "Private DNS resource record operations per zone"): 60
+// record-set creates, 60 updates, 60 deletes, 200 gets and 100 lists a minute, each page of a
+// listing one list. Every read planned below is a page of a listing, every write at rest a
+// heartbeat rewritten (an update); a zone's limits are shared by every cluster of the fleet and
+// every ExternalDNS instance writing it (ExternalDNSListsPerSync, ExternalDNSInterval).
+//
 // # Formulas
 //
 // Per zone read through Resource Manager, for one cluster, a minute (60 s); R the zone's record
@@ -41,6 +48,10 @@
 //	verification changing  = ⌈R / pageSize⌉ × 60 s / interval: at most one listing per interval
 //	                         while records change
 //
+//	while names move       = 60 s / P heartbeat listings (every round while a probe fails)
+//	                         + ⌈R / 1000⌉ × 60 s / W (the whole zone every heartbeatStaleAfter
+//	                         while a lost region's names may move) + verification changing
+//
 // The heartbeat components count only in zones with failover settings. At rest a zone's reads are
 // heartbeat reads + whole readings + verification settled, its writes the heartbeat writes; while
 // records change, verification changing takes the place of verification settled. Not at rest, and
@@ -57,6 +68,10 @@
 // fleet's clusters × zones once there are more than 16 of them at the default 10 s.
 //
 // # The cluster's share
+//
+// In each zone, Condition also flags a cluster that plans more than its share (ClusterShare) of
+// Private DNS's per-zone limits: more than 50 list requests a minute while records change or
+// while names move, or more than 30 heartbeat updates.
 //
 // Condition flags a subscription in which this cluster alone plans more than ClusterShare (half)
 // of what the subscription sustains: more than 750 reads a minute while records change, or more
@@ -97,6 +112,51 @@ const (
 	NetworkWindow          = 5 * time.Minute
 	networkWindowInMinutes = 5
 )
+
+// Azure Private DNS's own limits on each private zone's record-set operations, a minute, whoever
+// sends them (MicrosoftDocs/azure-docs includes/dns-limits.md, "Private DNS resource record
+// operations per zone"), on top of the subscription's: a listing takes one list per page, a PUT
+// of a record set that does not exist yet is a create, of one that exists an update. Every
+// cluster of a fleet and every ExternalDNS instance writing a zone share them.
+const (
+	ZoneCreatesPerMinute = 60
+	ZoneUpdatesPerMinute = 60
+	ZoneDeletesPerMinute = 60
+	ZoneGetsPerMinute    = 200
+	ZoneListsPerMinute   = 100
+)
+
+// ZoneListShare and ZoneUpdateShare are one cluster's share of a zone's lists and updates a
+// minute (ClusterShare of them: 50 and 30), as for the subscription's limits.
+const (
+	ZoneListShare   = ZoneListsPerMinute * ClusterShare
+	ZoneUpdateShare = ZoneUpdatesPerMinute * ClusterShare
+)
+
+// ExternalDNSPageSize is the record sets a request of ExternalDNS's azure-private-dns provider
+// lists (v0.22.0 sets no $top: Resource Manager's default).
+const ExternalDNSPageSize = 100
+
+// ExternalDNSListsPerSync is the list requests one ExternalDNS instance sends a zone of
+// recordSets record sets (and its SOA record set) each synchronization: it lists the zone whole,
+// whatever changed. 61 for a zone of 3,000 names (6,000 record sets). Its listing of the resource
+// group's zones, one more request, is not a record-set operation and counts for no zone.
+func ExternalDNSListsPerSync(recordSets int) int { return pages(recordSets+1, ExternalDNSPageSize) }
+
+// ExternalDNSInterval is the shortest --interval at which instances ExternalDNS instances (one
+// per cluster writing the zone) synchronizing a zone of recordSets record sets keep it within
+// ZoneListsPerMinute together with operatorLists, the fleet's operators' lists a minute in it (a
+// fleet Plan's zone AtRest().Reads): ok false when the operators leave ExternalDNS nothing.
+// Rounded up to the minute, as one sets it. Every event-driven synchronization (--events) costs a
+// listing on top.
+func ExternalDNSInterval(instances, recordSets int, operatorLists float64) (interval time.Duration, ok bool) {
+	left := ZoneListsPerMinute - operatorLists
+	if left <= 0 {
+		return 0, false
+	}
+	minutes := float64(instances*ExternalDNSListsPerSync(recordSets)) / left
+	return time.Duration(math.Ceil(minutes)) * time.Minute, true
+}
 
 // ReadsPerMinute is the reads a minute a subscription sustains for one principal: the smaller of
 // the principal's refill (1,500) and the network provider's (2,000).
@@ -189,6 +249,10 @@ type ZonePlan struct {
 	Zone
 	HeartbeatWrites, HeartbeatReads, WholeReadings float64
 	VerificationSettled, VerificationChanging      float64
+	// HeartbeatReadsWhileProbesFail and WholeReadingsWhileNamesMove are failover's readings while
+	// a region's probes fail (its heartbeats every round) and while its names may move (the whole
+	// zone every heartbeatStaleAfter).
+	HeartbeatReadsWhileProbesFail, WholeReadingsWhileNamesMove float64
 	// LowerBound says the record sets are unknown: each listing was counted as one request.
 	LowerBound bool
 }
@@ -203,6 +267,18 @@ func (z ZonePlan) AtRest() Rate {
 func (z ZonePlan) Changing() Rate {
 	return Rate{Reads: z.HeartbeatReads + z.WholeReadings + z.VerificationChanging, Writes: z.HeartbeatWrites}
 }
+
+// WhileNamesMove is the zone's requests while a region is lost and its names may move: failover
+// reads the heartbeats every round and the zone whole every heartbeatStaleAfter, and verification
+// lists it every interval (records change). The ownership passes' reads and writes, one of each
+// per name passed, come on top.
+func (z ZonePlan) WhileNamesMove() Rate {
+	return Rate{Reads: z.HeartbeatReadsWhileProbesFail + z.WholeReadingsWhileNamesMove + z.VerificationChanging, Writes: z.HeartbeatWrites}
+}
+
+// Every read the operator plans of a zone is a listing (a page is a list request: Private DNS's
+// per-zone lists), and every write at rest rewrites the heartbeat, which exists after its first
+// write (an update).
 
 // SubscriptionPlan is the requests a minute of every zone of one subscription.
 type SubscriptionPlan struct {
@@ -264,6 +340,8 @@ func PlanOf(in Input) Plan {
 			if witness < wholeEvery {
 				zp.HeartbeatReads = perMinute(witness) - perMinute(wholeEvery)
 			}
+			zp.HeartbeatReadsWhileProbesFail = perMinute(f.ProbeInterval)
+			zp.WholeReadingsWhileNamesMove = float64(pages(z.RecordSets, WholePageSize)) * perMinute(witness)
 		}
 		p.Zones = append(p.Zones, zp)
 	}
@@ -283,6 +361,7 @@ func Fleet(in Input, clusters int) Plan {
 		z := &p.Zones[i]
 		z.HeartbeatWrites, z.HeartbeatReads, z.WholeReadings = z.HeartbeatWrites*n, z.HeartbeatReads*n, z.WholeReadings*n
 		z.VerificationSettled, z.VerificationChanging = z.VerificationSettled*n, z.VerificationChanging*n
+		z.HeartbeatReadsWhileProbesFail, z.WholeReadingsWhileNamesMove = z.HeartbeatReadsWhileProbesFail*n, z.WholeReadingsWhileNamesMove*n
 	}
 	p.Subscriptions = subscriptions(p.Zones)
 	return p

@@ -132,3 +132,74 @@ func TestLimits_AreTheDocumentedOnes(t *testing.T) {
 	assert.InDelta(t, 100.0, WriteShare, 0)
 	assert.Equal(t, NetworkWindow, networkWindowInMinutes*time.Minute)
 }
+
+// While a region is lost one cluster lists each zone's heartbeats every probe round and the zone
+// whole every heartbeatStaleAfter; verification lists it every interval, records changing.
+func TestPlanOf_WhileNamesMove(t *testing.T) {
+	z := PlanOf(Input{Zones: []Zone{zone("weu", 3000, true)}}).Zones[0]
+	assert.InDelta(t, 12.0, z.HeartbeatReadsWhileProbesFail, 1e-9, "60 / 5 s")
+	assert.InDelta(t, 12.0, z.WholeReadingsWhileNamesMove, 1e-9, "6 pages × 60 / 30 s")
+	assert.InDelta(t, 36.0, z.WhileNamesMove().Reads, 1e-9)
+	assert.Zero(t, PlanOf(Input{Zones: []Zone{zone("weu", 3000, false)}}).Zones[0].HeartbeatReadsWhileProbesFail, "no failover, no heartbeats")
+}
+
+func TestZoneLimits_AreTheDocumentedOnes(t *testing.T) {
+	assert.Equal(t, []int{60, 60, 60, 200, 100}, []int{ZoneCreatesPerMinute, ZoneUpdatesPerMinute, ZoneDeletesPerMinute, ZoneGetsPerMinute, ZoneListsPerMinute})
+	assert.InDelta(t, 50.0, ZoneListShare, 0)
+	assert.InDelta(t, 30.0, ZoneUpdateShare, 0)
+}
+
+// ExternalDNS lists a zone of 3,000 names (6,000 record sets and the SOA) in 61 requests; the
+// interval that keeps a zone within 100 lists a minute grows with the clusters writing it, as
+// the fleet's operators take their part, until they leave it nothing.
+func TestExternalDNSInterval_KeepsTheZoneWithin100ListsAMinute(t *testing.T) {
+	assert.Equal(t, 61, ExternalDNSListsPerSync(6000))
+	assert.Equal(t, 1, ExternalDNSListsPerSync(0), "the SOA record set alone")
+	var zones []Zone
+	for _, c := range []string{"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9"} {
+		zones = append(zones, zone(c, 3000, true))
+	}
+	for _, tc := range []struct {
+		clusters      int
+		operatorLists float64
+		interval      time.Duration
+		ok            bool
+	}{
+		{1, 3.0, time.Minute, true},       // 61 / 97
+		{2, 6.0, 2 * time.Minute, true},   // 122 / 94 = 1.3
+		{6, 18.0, 5 * time.Minute, true},  // 366 / 82 = 4.5
+		{10, 30.0, 9 * time.Minute, true}, // 610 / 70 = 8.7
+		{20, 60.0, 31 * time.Minute, true},
+		{33, 99.0, 2013 * time.Minute, true},
+		{34, 102.0, 0, false}, // the operators' own lists alone are over 100 a minute
+	} {
+		z := Fleet(Input{Zones: zones}, tc.clusters).Zones[0]
+		require.InDelta(t, tc.operatorLists, z.AtRest().Reads, 1e-6, "%d clusters", tc.clusters)
+		interval, ok := ExternalDNSInterval(tc.clusters, z.RecordSets, z.AtRest().Reads)
+		assert.Equal(t, tc.ok, ok, "%d clusters", tc.clusters)
+		assert.Equal(t, tc.interval, interval, "%d clusters", tc.clusters)
+		if ok {
+			lists := z.AtRest().Reads + float64(tc.clusters*61)/interval.Minutes()
+			assert.LessOrEqual(t, lists, 100.0, "%d clusters", tc.clusters)
+			assert.Greater(t, z.AtRest().Reads+float64(tc.clusters*61)/(interval-time.Minute).Minutes(), 100.0,
+				"%d clusters: a minute shorter crosses the limit", tc.clusters)
+		}
+	}
+}
+
+// A fleet shares each zone's limits: 20 clusters at rest list a zone of 3,000 names 60 times a
+// minute and update it 10 times, within 100 and 60; while a region is lost (every survivor
+// listing its heartbeats every probe round and the zone whole every heartbeatStaleAfter) 720
+// times, more than seven times the limit.
+func TestFleet_PerZoneFigures(t *testing.T) {
+	var zones []Zone
+	for _, c := range []string{"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9"} {
+		zones = append(zones, zone(c, 3000, true))
+	}
+	z := Fleet(Input{Zones: zones}, 20).Zones[0]
+	assert.InDelta(t, 60.0, z.AtRest().Reads, 1e-6)
+	assert.InDelta(t, 10.0, z.AtRest().Writes, 1e-6, "heartbeats every 2 minutes")
+	assert.InDelta(t, 720.0, z.WhileNamesMove().Reads, 1e-6)
+	one := Fleet(Input{Zones: zones[:1]}, 11).Zones[0]
+	assert.InDelta(t, 66.0, one.AtRest().Writes, 1e-6, "11 clusters in one zone at 10 s: over its 60 updates a minute")
+}
