@@ -308,9 +308,17 @@ type Usage struct {
 	Zones map[string]Tallies
 	// Subscriptions are by subscription ID (lower case).
 	Subscriptions map[string]Tallies
-	// ZoneOperations are the zones' record-set requests by Private DNS operation, by zone name
-	// (lower case), as the per-zone limits count them (ZoneLimits).
-	ZoneOperations map[string]ZoneTallies
+	// ZoneOperations are the zones' record-set requests by Private DNS operation, as the per-zone
+	// limits count them (ZoneLimits), by zone: zones of one name in several resource groups apart.
+	ZoneOperations map[ZoneID]ZoneTallies
+}
+
+// ZoneID names a private zone: its subscription, resource group and name, in lower case.
+type ZoneID struct{ Subscription, ResourceGroup, Name string }
+
+// ZoneIDOf is the ZoneID of a zone as CreateZone names it.
+func ZoneIDOf(subscriptionID, resourceGroup, name string) ZoneID {
+	return ZoneID{strings.ToLower(subscriptionID), strings.ToLower(resourceGroup), strings.ToLower(name)}
 }
 
 // ZoneTallies are one zone's record-set requests by Private DNS operation (ZoneLimits): Throttled
@@ -399,9 +407,9 @@ func (s *Server) SetClock(now func() time.Time) {
 func (s *Server) Usage() Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := Usage{Principals: map[string]Tallies{}, Zones: map[string]Tallies{}, Subscriptions: map[string]Tallies{}, ZoneOperations: map[string]ZoneTallies{}}
-	for zone, t := range s.zoneUsage {
-		u.ZoneOperations[zone] = t
+	u := Usage{Principals: map[string]Tallies{}, Zones: map[string]Tallies{}, Subscriptions: map[string]Tallies{}, ZoneOperations: map[ZoneID]ZoneTallies{}}
+	for k, t := range s.zoneUsage {
+		u.ZoneOperations[ZoneID{k.subscription, k.resourceGroup, k.name}] = t
 	}
 	for k, t := range s.usage {
 		u.Principals[k.principal] = u.Principals[k.principal].plus(t)
@@ -416,7 +424,7 @@ func (s *Server) ResetUsage() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usage = map[usageKey]Tallies{}
-	s.zoneUsage = map[string]ZoneTallies{}
+	s.zoneUsage = map[zoneKey]ZoneTallies{}
 }
 
 // scope is the subscription and the zone (lower case; "" for none) a Resource Manager path names.

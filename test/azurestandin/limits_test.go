@@ -472,7 +472,7 @@ func TestStandIn_ZoneLimitsAdmitTheirNumberInAnyMinute(t *testing.T) {
 				require.Less(t, a.status, 300, "request %d after the window slid: %s", i+1, a.error)
 			}
 
-			usage := s.Usage().ZoneOperations[zoneName]
+			usage := s.Usage().ZoneOperations[ZoneIDOf(sub, rg, zoneName)]
 			assert.Equal(t, Tally{Admitted: 2 * tc.limit, Throttled: 3}, tc.operationOf(usage))
 			assert.Equal(t, 3, usage.ZoneLimited, "the zone's throttled requests")
 			assert.Equal(t, 3, s.Count("throttled"))
@@ -494,9 +494,9 @@ func TestStandIn_ZoneLimitsArePerZoneForEveryPrincipal(t *testing.T) {
 	_, err := second.records.Get(context.Background(), rg, "other.internal", armprivatedns.RecordTypeSOA, "@", nil)
 	assert.NoError(t, err, "another zone has its own limit")
 	usage := s.Usage()
-	assert.Equal(t, Tally{Admitted: 200, Throttled: 1}, usage.ZoneOperations[zoneName].Get)
-	assert.Equal(t, Tally{Admitted: 1}, usage.ZoneOperations["other.internal"].Get)
-	assert.Zero(t, usage.ZoneOperations["other.internal"].ZoneLimited)
+	assert.Equal(t, Tally{Admitted: 200, Throttled: 1}, usage.ZoneOperations[ZoneIDOf(sub, rg, zoneName)].Get)
+	assert.Equal(t, Tally{Admitted: 1}, usage.ZoneOperations[ZoneIDOf(sub, rg, "other.internal")].Get)
+	assert.Zero(t, usage.ZoneOperations[ZoneIDOf(sub, rg, "other.internal")].ZoneLimited)
 }
 
 // Zero is no limit, as for the other rules.
@@ -508,5 +508,5 @@ func TestStandIn_ZoneLimitZeroIsNoLimit(t *testing.T) {
 	c := newClients(t, s, ClientSecret)
 	passed, _ := burst(t, 250, func() answer { return read(t, c) })
 	assert.Equal(t, 250, passed, "only the principal's read bucket counts")
-	assert.Zero(t, s.Usage().ZoneOperations[zoneName].ZoneLimited)
+	assert.Zero(t, s.Usage().ZoneOperations[ZoneIDOf(sub, rg, zoneName)].ZoneLimited)
 }

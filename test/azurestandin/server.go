@@ -79,8 +79,8 @@ type Server struct {
 	limiter limiter
 	now     func() time.Time
 	usage   map[usageKey]Tallies
-	// zoneUsage is usage by zone (lower case) and Private DNS operation.
-	zoneUsage map[string]ZoneTallies
+	// zoneUsage is usage by zone and Private DNS operation.
+	zoneUsage map[zoneKey]ZoneTallies
 	// secrets are the service principals added beside ClientID (client ID → secret).
 	secrets map[string]string
 	// issuers are the OIDC issuers whose tokens may be exchanged (key ID → key); federated the
@@ -133,7 +133,7 @@ func StartOn(dir, ip string) (*Server, error) {
 	s := &Server{URL: fmt.Sprintf("https://%s/", ln.Addr().String()), CAFile: caFile, listener: ln, pool: pool,
 		zones: map[zoneKey]*zone{}, tokens: map[string]issued{}, counts: map[string]int{},
 		issuers: map[string]map[string]*rsa.PublicKey{}, federated: map[string][]FederatedCredential{},
-		limiter: newLimiter(DocumentedLimits), now: time.Now, usage: map[usageKey]Tallies{}, zoneUsage: map[string]ZoneTallies{}, secrets: map[string]string{}}
+		limiter: newLimiter(DocumentedLimits), now: time.Now, usage: map[usageKey]Tallies{}, zoneUsage: map[zoneKey]ZoneTallies{}, secrets: map[string]string{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
@@ -342,9 +342,11 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	tallies := s.usage[k]
 	tallies.add(op, d.admitted)
 	s.usage[k] = tallies
-	zoneTallies := s.zoneUsage[zoneName]
-	zoneTallies.add(zr.op, d.admitted, d.zoneLimited)
-	s.zoneUsage[zoneName] = zoneTallies
+	if zr.op != zoneNone {
+		zoneTallies := s.zoneUsage[zr.zone]
+		zoneTallies.add(zr.op, d.admitted, d.zoneLimited)
+		s.zoneUsage[zr.zone] = zoneTallies
+	}
 	if !d.admitted {
 		s.counts["throttled"]++
 	}
