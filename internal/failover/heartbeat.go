@@ -51,12 +51,12 @@ func TXTStrings(value string) []string {
 
 // HeartbeatValue is the heartbeat's TXT value: when it was written (At), what the cluster's own
 // probe of its own gateway found (GatewayAnswers), how often the cluster writes it (Interval,
-// from which readers judge its freshness: HeartbeatSettings.StaleAfter), the ExternalDNS owner ID
-// of the cluster's instance for the zone (Owner), its gateway target hostnames, whose addresses
-// the zone publishes (Targets), those addresses (Addresses), which the other clusters probe, and
-// drain=true while the cluster asks for its names to move to their stand-ins (Draining; a reader
-// of an earlier version ignores it, and judges the region by its probes alone),
-// e.g. "at=2026-11-27T03:00:00Z gateway=answers interval=10s owner=external-dns-weu-aks01
+// from which readers judge its freshness, up to a bound they compute: Settings.StaleAfter), the
+// ExternalDNS owner ID of the cluster's instance for the zone (Owner), its gateway target
+// hostnames, whose addresses the zone publishes (Targets), those addresses (Addresses), which the
+// other clusters probe, and drain=true while the cluster asks for its names to move to their
+// stand-ins (Draining; a reader of an earlier version ignores it, and judges the region by its
+// probes alone), e.g. "at=2026-11-27T03:00:00Z gateway=answers interval=10s owner=external-dns-weu-aks01
 // addresses=10.0.0.1 targets=aks01-weu-internal.example.com". Carrying the addresses lets a reader
 // that reads only the heartbeats (ReadPlan's witness reading) probe without reading the zone's
 // address records. Addresses, then targets, that would make it longer than maxHeartbeat (about 25
@@ -192,12 +192,49 @@ const StaleIntervals = 3
 // show them, this one included) writing into each of zones zones. It is the same for every
 // cluster of a fleet that reads the same zones, and each writer states its own in its heartbeat,
 // so readers judge freshness by what the writer does (Settings.StaleAfter), not by what they
-// assume. zones is 0 without a zone read through Resource Manager (RFC 2136 zones have no request
-// budget): the configured interval.
+// assume — up to the longest interval the same rule gives for their own count of the fleet
+// (Settings.MaxInterval). zones is 0 without a zone read through Resource Manager (RFC 2136 zones
+// have no request budget): the configured interval.
 func HeartbeatInterval(configured time.Duration, clusters, zones int, writesPerMinute float64) time.Duration {
 	if zones == 0 || writesPerMinute <= 0 {
 		return configured
 	}
 	sized := time.Duration(float64(clusters*zones) / writesPerMinute * float64(time.Minute)).Round(time.Second)
 	return max(configured, sized)
+}
+
+// Fleet is the fleet as one reader counts it from the zones it reads (CountFleet): what bounds the
+// interval it believes a heartbeat states (Settings.MaxInterval). A zero Fleet is no count at all.
+type Fleet struct {
+	// Clusters are the clusters with a heartbeat record in any of the zones; Zones the zones.
+	Clusters, Zones int
+}
+
+// CountFleet counts the fleet in the zones this cluster reads: every cluster named by a heartbeat
+// record in any of them (read this round or kept from before, malformed or not, this cluster's own
+// included), as a writer counts the clusters it sizes its interval for (HeartbeatInterval), and
+// every zone, where a writer counts only those read through Resource Manager: the reader does not
+// know which are (a ZoneReading does not say), and counting more only widens the bound.
+func CountFleet(zones []ZoneReading) Fleet {
+	clusters := map[string]bool{}
+	for _, z := range zones {
+		for _, beats := range z.Beats {
+			for _, b := range beats {
+				if b.Cluster != "" {
+					clusters[b.Cluster] = true
+				}
+			}
+		}
+	}
+	return Fleet{Clusters: len(clusters), Zones: len(zones)}
+}
+
+// withMargin is the most clusters a writer may count where this reader counts f.Clusters: a quarter
+// more, and at least two. A writer counts from its own readings, which may be ahead of this one's (a
+// cluster that just joined, a zone this one leaves out for a while: ZoneBackoff) or hold clusters a
+// zone shows only to it. A writer that counts more than that still stays fresh while its interval
+// is shorter than StaleIntervals of the bound (it counts fewer than three times as many), only with
+// fewer of its writes allowed to go missing.
+func (f Fleet) withMargin() int {
+	return f.Clusters + max(2, (f.Clusters+3)/4)
 }

@@ -158,13 +158,15 @@ func TestHeartbeatInterval(t *testing.T) {
 
 // A heartbeat says how often it is written, and readers judge it fresh for three of its intervals
 // when that is longer than heartbeatStaleAfter: a heartbeat spaced to fit the budget is not stale
-// between two writes.
+// between two writes. Its reader counts the fleet it is written for (20 clusters × 10 zones: 2
+// minutes, within the 2m30s that count allows).
 func TestStaleAfter_FollowsTheWritersInterval(t *testing.T) {
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	hb, ok := ParseHeartbeat("weu", HeartbeatValue(Heartbeat{At: at, GatewayAnswers: true, Interval: 2 * time.Minute}))
 	if !ok || hb.Interval != 2*time.Minute {
 		t.Fatalf("interval not read back: %+v", hb)
 	}
+	hb.Fleet = Fleet{Clusters: 20, Zones: 10}
 	s := DefaultSettings
 	if got := s.StaleAfter(hb); got != 6*time.Minute {
 		t.Errorf("StaleAfter = %v, want 6m", got)
@@ -178,5 +180,64 @@ func TestStaleAfter_FollowsTheWritersInterval(t *testing.T) {
 	}
 	if j := JudgeRegion(at.Add(7*time.Minute), probes, []Heartbeat{hb}, s); j.State != Lost {
 		t.Errorf("7 minutes after: %s (%s), want Lost", j.State, j.Reason)
+	}
+}
+
+// How long a heartbeat vouches for its writer is bounded by what its reader computes: the writers'
+// own rule (HeartbeatInterval) for a quarter more clusters than the reader counts (at least two
+// more) in every zone it reads, from heartbeatInterval or, not given, heartbeatStaleAfter; three of
+// that at most, whatever the heartbeat states.
+func TestSettings_MaxInterval(t *testing.T) {
+	wired := DefaultSettings
+	wired.HeartbeatInterval = 10 * time.Second
+	for _, tt := range []struct {
+		name            string
+		s               Settings
+		fleet           Fleet
+		wantMax, wantSB time.Duration // MaxInterval, StaleBound
+	}{
+		{"no count (a heartbeat not followed): the settings alone", DefaultSettings, Fleet{}, 30 * time.Second, 90 * time.Second},
+		{"the defaults, 2 clusters × 3 zones: 4 × 3 / 100 a minute is 7s, heartbeatStaleAfter stands", DefaultSettings, Fleet{2, 3}, 30 * time.Second, 90 * time.Second},
+		{"heartbeatInterval given: 10s, stale after 30s whatever is stated", wired, Fleet{2, 3}, 10 * time.Second, 30 * time.Second},
+		{"20 clusters × 10 zones: counted as 25, 2m30s (writers state 2m)", DefaultSettings, Fleet{20, 10}, 150 * time.Second, 450 * time.Second},
+		{"the same, heartbeatInterval given", wired, Fleet{20, 10}, 150 * time.Second, 450 * time.Second},
+		{"5 clusters × 10 zones: counted as 7, 42s", DefaultSettings, Fleet{5, 10}, 42 * time.Second, 126 * time.Second},
+		{"100 clusters × 10 zones: counted as 125, 12m30s", DefaultSettings, Fleet{100, 10}, 750 * time.Second, 2250 * time.Second},
+	} {
+		if got := tt.s.MaxInterval(tt.fleet); got != tt.wantMax {
+			t.Errorf("%s: MaxInterval = %v, want %v", tt.name, got, tt.wantMax)
+		}
+		if got := tt.s.StaleBound(tt.fleet); got != tt.wantSB {
+			t.Errorf("%s: StaleBound = %v, want %v", tt.name, got, tt.wantSB)
+		}
+		// Every writer of the fleet counted as the reader counts it, or a few more, states an
+		// interval the reader believes: no writer that writes is ever stale for its own rule.
+		for _, more := range []int{0, 1, 2} {
+			if stated := HeartbeatInterval(10*time.Second, tt.fleet.Clusters+more, tt.fleet.Zones, HeartbeatWritesPerMinute); tt.s.StaleAfter(Heartbeat{Interval: stated, Fleet: tt.fleet}) < StaleIntervals*stated {
+				t.Errorf("%s: a writer counting %d more clusters states %v, and is believed for only %v", tt.name, more, stated, tt.s.StaleAfter(Heartbeat{Interval: stated, Fleet: tt.fleet}))
+			}
+		}
+		for _, stated := range []time.Duration{0, time.Second, tt.wantMax, tt.wantMax + time.Second, 1_000_000 * time.Hour, time.Duration(1<<63 - 1)} {
+			if got := tt.s.StaleAfter(Heartbeat{Interval: stated, Fleet: tt.fleet}); got > tt.wantSB || got < tt.s.HeartbeatStaleAfter {
+				t.Errorf("%s: stating %v vouches for %v, want between heartbeatStaleAfter and %v", tt.name, stated, got, tt.wantSB)
+			}
+		}
+	}
+}
+
+// The fleet a reader counts: every cluster named by a heartbeat record in any zone it reads, read
+// this round or not, malformed or not, each once; every zone.
+func TestCountFleet(t *testing.T) {
+	zones := []ZoneReading{
+		{Controller: "external-dns-weu", Read: true, Beats: map[string][]Heartbeat{"weu": {{Cluster: "aks01", Found: true}}, "neu": {{Cluster: "aks02", Found: true}}}},
+		{Controller: "external-dns-neu", Read: false, Beats: map[string][]Heartbeat{"weu": {{Cluster: "aks01", Found: true}}, "frc": {{Cluster: "aks03", Found: true}}}},
+		{Controller: "external-dns-frc", Read: true, Beats: map[string][]Heartbeat{"swc": {{Cluster: "aks04", Malformed: "hello"}}}},
+		{Controller: "external-dns-swc", Read: true},
+	}
+	if got := CountFleet(zones); got != (Fleet{Clusters: 4, Zones: 4}) {
+		t.Errorf("CountFleet = %+v, want 4 clusters in 4 zones", got)
+	}
+	if got := CountFleet(nil); got != (Fleet{}) {
+		t.Errorf("CountFleet(nil) = %+v, want none", got)
 	}
 }

@@ -7,6 +7,7 @@ package failover
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -21,13 +22,59 @@ type Settings struct {
 	// FailbackAfter is how long a lost region's heartbeat must have been fresh and healthy in a
 	// majority of its zones before its names go back automatically.
 	FailbackAfter time.Duration
+	// HeartbeatInterval is the configured heartbeatInterval, the interval a writer states when its
+	// fleet is small (HeartbeatInterval). Zero when not given: HeartbeatStaleAfter then stands for
+	// it, the longest any writer configured like this cluster may state (a DNSConfiguration's
+	// heartbeatInterval must be shorter than its heartbeatStaleAfter).
+	HeartbeatInterval time.Duration
+}
+
+// MaxInterval is the longest interval a heartbeat's writer may legitimately state, as this cluster
+// computes it from its own settings and its own count of the fleet (f, Heartbeat.Fleet): the
+// writers' rule (HeartbeatInterval) applied to a quarter more clusters than it counts, and at least
+// two more (Fleet.withMargin), in every zone it reads. How long a heartbeat vouches for its writer
+// must not be the writer's to say alone: a heartbeat stating an interval of a year (a bug, a
+// hand edit, another version) would keep a region that stopped writing fresh, and so never lost,
+// however dead. Beyond this bound the stated interval is read as the bound (StaleAfter), and the
+// judgement says so (overstated).
+func (s Settings) MaxInterval(f Fleet) time.Duration {
+	floor, _ := s.intervalFloor()
+	return HeartbeatInterval(floor, f.withMargin(), f.Zones, HeartbeatWritesPerMinute)
+}
+
+// intervalFloor is the interval MaxInterval starts from, and the setting it comes from.
+func (s Settings) intervalFloor() (time.Duration, string) {
+	if s.HeartbeatInterval > 0 {
+		return s.HeartbeatInterval, "heartbeatInterval"
+	}
+	return s.HeartbeatStaleAfter, "heartbeatStaleAfter"
+}
+
+// explainBound says how MaxInterval(f) is computed, for a status message.
+func (s Settings) explainBound(f Fleet) string {
+	floor, setting := s.intervalFloor()
+	if f.Zones == 0 {
+		return fmt.Sprintf("%s (%s); no fleet counted", setting, floor)
+	}
+	return fmt.Sprintf("the longer of %s (%s) and %d clusters × %d zones / %d writes a minute (%d clusters counted in the zones, with a margin for writers that count more)",
+		setting, floor, f.withMargin(), f.Zones, HeartbeatWritesPerMinute, f.Clusters)
 }
 
 // StaleAfter is how old a heartbeat may be before it no longer vouches for its region:
 // HeartbeatStaleAfter, or StaleIntervals of the interval its writer states when that is longer (a
-// fleet whose heartbeats are spaced to fit Resource Manager's write budget: HeartbeatInterval).
+// fleet whose heartbeats are spaced to fit Resource Manager's write budget: HeartbeatInterval),
+// the stated interval believed up to MaxInterval only. Capping before multiplying also keeps an
+// interval near the largest time.Duration from overflowing.
 func (s Settings) StaleAfter(b Heartbeat) time.Duration {
-	return max(s.HeartbeatStaleAfter, StaleIntervals*b.Interval)
+	return max(s.HeartbeatStaleAfter, StaleIntervals*min(b.Interval, s.MaxInterval(b.Fleet)))
+}
+
+// StaleBound is the longest any heartbeat vouches for its writer, whatever it states, for a reader
+// that counts the fleet f: StaleAfter of a heartbeat stating an interval beyond MaxInterval. A
+// region whose clusters all stopped writing (and whose probes fail) is Lost at most StaleBound
+// after this cluster first saw their last values, give or take a reading (freshnessAt).
+func (s Settings) StaleBound(f Fleet) time.Duration {
+	return max(s.HeartbeatStaleAfter, StaleIntervals*s.MaxInterval(f))
 }
 
 // DefaultSettings are the design's defaults: 3 probes (5 s apart), a heartbeat refreshed every
@@ -75,8 +122,14 @@ type Heartbeat struct {
 	Addresses []string
 	// Legacy says the heartbeat was found under LegacyHeartbeatName.
 	Legacy bool
-	// Interval is how often its cluster writes it (0 when the heartbeat does not say).
+	// Interval is how often its cluster writes it, as the heartbeat states (0 when it does not
+	// say); readers believe it up to Settings.MaxInterval.
 	Interval time.Duration
+	// Fleet is the fleet as the reader counted it when it observed this heartbeat
+	// (Observations.Observe): it bounds the Interval believed. It travels with the heartbeat
+	// because the judgements (Witness, JudgeRegion) see the heartbeats, not the readings they
+	// came in; zero when not followed, and the bound is then the settings' alone.
+	Fleet Fleet
 	// Observed is when the reader first saw this value, on its own clock (Observations.Observe);
 	// zero when not followed: At, the writer's clock, then says how old it is.
 	Observed time.Time
@@ -197,7 +250,49 @@ type Judgement struct {
 // A region whose newest heartbeat known (read this round or before) asks for a drain is Drained
 // whatever the probes say: its cluster's own word is a definite answer, and it stands until a
 // newer heartbeat says otherwise (a drained cluster that then stops keeps its names away).
+//
+// A heartbeat stating an interval beyond what this cluster allows (Settings.MaxInterval) is judged
+// as if it stated the bound, and the message names it, whatever the judgement: its writer
+// misbehaves, and a platform admin should hear of it before it matters.
 func JudgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Judgement {
+	j := judgeRegion(now, probes, beats, s)
+	if note := overstated(beats, s); note != "" {
+		j.Message += "; " + note
+	}
+	return j
+}
+
+// overstated names the heartbeats of beats that state an interval beyond Settings.MaxInterval,
+// and what they are judged by instead, once per cluster and interval (a writer states the same in
+// every zone); "" when none does.
+func overstated(beats []Heartbeat, s Settings) string {
+	type writer struct {
+		cluster  string
+		interval time.Duration
+		fleet    Fleet
+	}
+	var order []writer
+	zones := map[writer][]string{}
+	for _, b := range beats {
+		if b.Found && b.Interval > s.MaxInterval(b.Fleet) {
+			w := writer{b.Cluster, b.Interval, b.Fleet}
+			if zones[w] == nil {
+				order = append(order, w)
+			}
+			zones[w] = append(zones[w], b.Zone)
+		}
+	}
+	notes := make([]string, 0, len(order))
+	for _, w := range order {
+		bound := s.MaxInterval(w.fleet)
+		notes = append(notes, fmt.Sprintf("cluster %s's heartbeat in %s states interval=%s, longer than any writer may state here (%s: %s), so it is read as %s and vouches for %s at most",
+			w.cluster, strings.Join(zones[w], ", "), w.interval, bound, s.explainBound(w.fleet), bound, s.StaleAfter(Heartbeat{Interval: w.interval, Fleet: w.fleet})))
+	}
+	return strings.Join(notes, "; ")
+}
+
+// judgeRegion is JudgeRegion before the note on overstated intervals.
+func judgeRegion(now time.Time, probes Probes, beats []Heartbeat, s Settings) Judgement {
 	if d := newestKnown(beats); d != nil && d.Draining {
 		return Judgement{Drained, ReasonDrainRequested, fmt.Sprintf("cluster %s asks for its region's names to move to their stand-ins (its DNSConfiguration's spec.failover.drain; its heartbeat in %s, %s)",
 			d.Cluster, d.Zone, d.At.UTC().Format(time.RFC3339))}

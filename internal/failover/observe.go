@@ -14,6 +14,11 @@ import "time"
 // that starts (a new leader) has seen no heartbeat change, and so judges no region lost on
 // staleness until that time has passed: a value first seen that the writer's clock calls stale is
 // pending (Heartbeat.freshnessAt), and keeps a region an earlier judgement found lost as it is.
+//
+// How long is "three of its intervals" is this cluster's to bound, not the writer's: a heartbeat
+// that states a huge interval would otherwise keep a writer that stopped fresh for ever. Observe
+// counts the fleet in the zones read (CountFleet) and stamps each heartbeat with the count
+// (Heartbeat.Fleet), from which the judgements bound the interval believed (Settings.MaxInterval).
 
 // ObservationKey is one heartbeat record as a reader follows it: a cluster's, of a region, in the
 // zone of a controller.
@@ -35,9 +40,11 @@ type observation struct {
 type Observations map[ObservationKey]observation
 
 // Observe records the heartbeats of the zones read now (Read) and returns the readings with each
-// of their heartbeats stamped with when its value was first seen (Heartbeat.Observed). A zone not
-// read keeps what was observed of it; a heartbeat a zone read no longer holds is forgotten.
+// of their heartbeats stamped with when its value was first seen (Heartbeat.Observed) and the
+// fleet counted in zones, every zone this cluster reads (Heartbeat.Fleet). A zone not read keeps
+// what was observed of it; a heartbeat a zone read no longer holds is forgotten.
 func (o Observations) Observe(now time.Time, zones []ZoneReading) []ZoneReading {
+	fleet := CountFleet(zones)
 	out := make([]ZoneReading, len(zones))
 	for i, z := range zones {
 		out[i] = z
@@ -61,7 +68,7 @@ func (o Observations) Observe(now time.Time, zones []ZoneReading) []ZoneReading 
 					prev = observation{at: b.At, gatewayAnswers: b.GatewayAnswers, interval: b.Interval, since: now, changed: known}
 					o[k] = prev
 				}
-				b.Observed, b.SeenChanging = prev.since, prev.changed
+				b.Observed, b.SeenChanging, b.Fleet = prev.since, prev.changed, fleet
 				stamped[j] = b
 			}
 			beats[region] = stamped

@@ -26,6 +26,9 @@ func TestObservations_Observe(t *testing.T) {
 	if b := got[0].Beats["weu"][0]; !b.Observed.Equal(start.Add(10*time.Second)) || !b.SeenChanging {
 		t.Errorf("an unchanged value keeps when it was first seen: %+v", b)
 	}
+	if b := got[0].Beats["weu"][0]; b.Fleet != (Fleet{Clusters: 1, Zones: 1}) {
+		t.Errorf("stamped with the fleet counted in the zones read: %+v", b.Fleet)
+	}
 	got = o.Observe(start.Add(50*time.Second), zone(false, behind.Add(10*time.Second)))
 	if len(o) != 1 || !got[0].Beats["weu"][0].Observed.IsZero() {
 		t.Errorf("a zone not read is not stamped, and keeps what was seen: %v %+v", o, got[0].Beats["weu"][0])
