@@ -203,6 +203,9 @@ type silentRegion struct {
 	// overstated says the judgement names the heartbeat's interval as longer than any writer may
 	// state.
 	overstated bool
+	// first, when set, is the reason of the judgement at the reader's first reading: what the
+	// writer's clock may say before the reader's own tells (WitnessPending, WitnessSaysAlive).
+	first string
 }
 
 // runSilentRegion runs row for an hour of the reader's clock in a fleet of clusters (aks01, the
@@ -251,6 +254,9 @@ func runSilentRegion(t *testing.T, s Settings, clusters, zones int, row silentRe
 		_, region, _ := ParseHeartbeatName(record+".example.com", "example.com")
 		probes := map[string]Probes{region: {Failures: 3}, "swc": {Successes: 3}}
 		last = JudgeRegions(now, "weu", false, readings, probes, s)[region]
+		if now.Equal(start) && row.first != "" && last.Reason != row.first {
+			t.Errorf("%s: at the first reading %s (%s), want %s: %s", row.name, last.State, last.Reason, row.first, last.Message)
+		}
 		if row.within != never && last.State == row.want && last.Reason == row.reason {
 			return now.Sub(start), last, fleet
 		}
@@ -296,6 +302,8 @@ func TestJudgeRegions_ASilentRegionIsLostWithinTheBound(t *testing.T) {
 	capped := func(name string, values ...string) silentRegion {
 		return silentRegion{name: name, values: values, want: Lost, reason: "HeartbeatStale", after: 90 * time.Second, within: 95 * time.Second, overstated: true}
 	}
+	pending := func(r silentRegion) silentRegion { r.first = ReasonWitnessPending; return r }
+	alive := func(r silentRegion) silentRegion { r.first = "WitnessSaysAlive"; return r }
 	named := func(record, name string) silentRegion {
 		r := stale(name, written)
 		r.record = record
@@ -305,9 +313,9 @@ func TestJudgeRegions_ASilentRegionIsLostWithinTheBound(t *testing.T) {
 		stale("as written: 10 s interval, stale after heartbeatStaleAfter", written),
 
 		// at: the writer's clock may call a value fresh until the reader's own clock tells, never stale.
-		stale("at: zero", "at=0001-01-01T00:00:00Z gateway=answers interval=10s"),
-		stale("at: far past, pending until this cluster's clock tells", "at=1970-01-01T00:00:00Z gateway=answers interval=10s"),
-		stale("at: far future, fresh until this cluster's clock tells", "at=9999-12-31T23:59:59Z gateway=answers interval=10s"),
+		pending(stale("at: zero", "at=0001-01-01T00:00:00Z gateway=answers interval=10s")),
+		pending(stale("at: far past, pending until this cluster's clock tells", "at=1970-01-01T00:00:00Z gateway=answers interval=10s")),
+		alive(stale("at: far future, fresh until this cluster's clock tells", "at=9999-12-31T23:59:59Z gateway=answers interval=10s")),
 		stale("at: another offset", "at=2026-12-02T19:00:00+14:00 gateway=answers"),
 		{name: "at: not a time, in every zone: no heartbeat, nothing moves", values: []string{"at=yesterday gateway=answers interval=10s"},
 			want: Unreachable, reason: ReasonHeartbeatMalformed, within: never},
@@ -332,7 +340,8 @@ func TestJudgeRegions_ASilentRegionIsLostWithinTheBound(t *testing.T) {
 		capped("interval: the largest duration", "at=AT gateway=answers interval=2562047h47m16.854775807s"),
 		{name: "interval: a year, in one zone of three: the other two decide", values: []string{"at=AT gateway=answers interval=8760h", written, written},
 			want: Lost, reason: "HeartbeatStale", after: 30 * time.Second, within: 35 * time.Second, overstated: true},
-		capped("interval: a year, at far future", "at=9999-12-31T23:59:59Z gateway=answers interval=8760h"),
+		alive(capped("interval: a year, at far future", "at=9999-12-31T23:59:59Z gateway=answers interval=8760h")),
+		pending(capped("interval: a year, at far past", "at=1970-01-01T00:00:00Z gateway=answers interval=8760h")),
 
 		// gateway: the region's own word that its gateway fails is definite at once.
 		{name: "gateway: fails", values: []string{"at=AT gateway=fails interval=10s"}, want: Lost, reason: "GatewayDown", within: 0},
