@@ -141,6 +141,8 @@ type Loop struct {
 	drain       decide.Drain
 	ios         map[string]cachedIO
 	attribution attribution
+	// forms is what Forms answers from (keepForms).
+	forms formView
 	// reads are what this leader last read of each zone, and when, and beatsSeen when it saw each
 	// heartbeat change (the round's goroutine only).
 	reads     map[string]*zoneReads
@@ -197,6 +199,8 @@ type zoneReads struct {
 	at             failover.ZoneReads
 	// legacyRemoved says this cluster's heartbeat under its earlier name is gone from the zone.
 	legacyRemoved bool
+	// formsAt is the whole reading the routes' forms were last checked against (keepForms).
+	formsAt time.Time
 	// reads and beats keep the zone out of the rounds' reads, and out of their heartbeat writes,
 	// for a while after one of them failed (failover.ZoneBackoff). A zone that answered, if only to
 	// refuse (its role for this cluster cut to Reader), keeps the other kind going: the round must
@@ -439,6 +443,7 @@ func (f *Loop) round(ctx context.Context) time.Duration {
 		}
 	}
 	f.writeMarks(ctx, names, d.Returned, takenNow)
+	f.keepForms(ctx, own, identity.Spec.Cluster, identity.Spec.Domain, zones)
 	return s.probeInterval
 }
 
@@ -480,6 +485,9 @@ func (s roundSettings) backedOff(b failover.ZoneBackoff, err error, started, now
 func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
 	s := roundSettings{probePort: strconv.Itoa(defaultProbePort), probeInterval: defaultProbeInterval,
 		heartbeatInterval: defaultHeartbeatInterval, judge: failover.DefaultSettings}
+	// The readers' bound on how long a heartbeat vouches (failover.Settings.MaxInterval) starts
+	// from the interval the fleet is configured with, not from what any heartbeat states.
+	s.judge.HeartbeatInterval = s.heartbeatInterval
 	f := cfg.Spec.Failover
 	if f == nil {
 		return s
@@ -492,6 +500,7 @@ func failoverSettingsOf(cfg *clusterv1alpha1.DNSConfiguration) roundSettings {
 	}
 	if f.HeartbeatInterval != nil && f.HeartbeatInterval.Duration > 0 {
 		s.heartbeatInterval = f.HeartbeatInterval.Duration
+		s.judge.HeartbeatInterval = s.heartbeatInterval
 	}
 	if f.FailureThreshold != nil {
 		s.judge.FailureThreshold = int(*f.FailureThreshold)
@@ -738,7 +747,8 @@ func (f *Loop) interests(own string, judged map[string]failover.Judgement, names
 	switch {
 	case s.drain:
 	case s.returning:
-		seen := !f.drainSaidAt.IsZero() && now.Sub(f.drainSaidAt) >= s.judge.StaleAfter(failover.Heartbeat{Interval: f.beatInterval})+s.probeInterval
+		// This cluster's own interval, uncapped: the stand-ins read at the pace it announced.
+		seen := !f.drainSaidAt.IsZero() && now.Sub(f.drainSaidAt) >= max(s.judge.HeartbeatStaleAfter, failover.StaleIntervals*f.beatInterval)+s.probeInterval
 		mayReclaim = reaching && seen && f.own.Probes.Successes >= s.judge.FailureThreshold
 	default:
 		mayReclaim = reaching && failover.MayFailBack(now, f.own.HealthySince, f.own.Probes, s.judge)
@@ -1234,7 +1244,7 @@ func (f *Loop) reattribute(ctx context.Context, before attribution) {
 func (f *Loop) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attribution, f.drain = attribution{}, decide.Drain{}
+	f.attribution, f.drain, f.forms = attribution{}, decide.Drain{}, formView{}
 	f.reads, f.beatsSeen, f.unanswered = map[string]*zoneReads{}, failover.Observations{}, nil
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
