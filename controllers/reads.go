@@ -15,6 +15,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/verify"
@@ -37,9 +38,11 @@ type zoneResults interface {
 	Target(source string) (verify.Observation, bool)
 }
 
-// answerServers attributes a zone's answer to the cluster serving it (failoverloop.Loop.Attribute).
+// answerServers attributes a zone's answer to the cluster serving it (failoverloop.Loop.Attribute)
+// and says how failover names are published there (failoverloop.Loop.Forms).
 type answerServers interface {
 	Attribute(controller, answer string) string
+	Forms() decide.Forms
 }
 
 var _ core.RouteReads = cacheReads{}
@@ -88,6 +91,13 @@ func (c cacheReads) Claimants(ctx context.Context, route *routingv1alpha1.Servic
 
 func (c cacheReads) RouteEndpoints(_ context.Context, route *routingv1alpha1.ServiceRoute) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
 	return c.Lookups.endpointsByRoute.Get(routeKey(route.Namespace, route.Name))
+}
+
+func (c cacheReads) Forms() decide.Forms {
+	if c.servers == nil {
+		return nil
+	}
+	return c.servers.Forms()
 }
 
 func (c cacheReads) RouteZone(route *routingv1alpha1.ServiceRoute, controller string) *verify.Observation {

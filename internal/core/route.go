@@ -40,6 +40,9 @@ type RouteReads interface {
 	// RouteZone is the prober's last result for the route's records in controller's zone; nil
 	// when there is none.
 	RouteZone(route *routingv1alpha1.ServiceRoute, controller string) *verify.Observation
+	// Forms is regional failover's view of the zones, for the form of a failover policy's names
+	// (decide.Forms); nil when there is none.
+	Forms() decide.Forms
 }
 
 // RouteResult is what a route's reconcile decided and did; its status is in the route.
@@ -68,10 +71,7 @@ func Route(ctx context.Context, rd RouteReads, endpoints Apply[*externaldnsv1alp
 	if !p.Sync {
 		return res, nil
 	}
-	current, err := rd.RouteEndpoints(ctx, route)
-	if err != nil {
-		return res, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
-	}
+	current := in.Current
 	w, err := endpoints(ctx, desired.RouteEndpointKind(route.Name), p.Endpoints, current,
 		Notice[*externaldnsv1alpha1.DNSEndpoint]{Target: route, Reason: p.Reason, Describe: DescribeRecords})
 	res.Written = w.Result("DNSEndpoint", "ServiceRoute")
@@ -103,6 +103,10 @@ func gatherRoute(ctx context.Context, rd RouteReads, route *routingv1alpha1.Serv
 	if in.Gateway, err = rd.GatewayNamed(ctx, decide.GatewayRef(route)); err != nil {
 		return in, err
 	}
+	if in.Current, err = rd.RouteEndpoints(ctx, route); err != nil {
+		return in, fmt.Errorf("listing DNSEndpoints of the route: %w", err)
+	}
+	in.Forms = rd.Forms()
 	if in.Identity != nil {
 		in.Winner, err = hostnameWinner(ctx, rd, route, in.Identity)
 	}

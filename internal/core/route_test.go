@@ -33,6 +33,7 @@ type fakeRouteReads struct {
 	notServed  bool
 	failing    string
 	namespaces map[string]map[string]string // annotations by namespace
+	forms      decide.Forms
 }
 
 func (f *fakeRouteReads) fail(read string) error {
@@ -64,6 +65,8 @@ func (f *fakeRouteReads) Claimants(context.Context, *routingv1alpha1.ServiceRout
 func (f *fakeRouteReads) RouteEndpoints(context.Context, *routingv1alpha1.ServiceRoute) ([]*externaldnsv1alpha1.DNSEndpoint, error) {
 	return f.endpoints, f.fail("endpoints")
 }
+func (f *fakeRouteReads) Forms() decide.Forms { return f.forms }
+
 func (f *fakeRouteReads) RouteZone(_ *routingv1alpha1.ServiceRoute, controller string) *verify.Observation {
 	return f.zones[controller]
 }

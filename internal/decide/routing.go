@@ -15,6 +15,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/policy"
@@ -126,6 +127,10 @@ type RouteInputs struct {
 	ApplicationListedBy []string
 	// EndpointsAPIMissing says the DNSEndpoint API is not served (ExternalDNS not installed).
 	EndpointsAPIMissing bool
+	// Current are the route's DNSEndpoints as they are: the form a failover name was published
+	// in is kept (RouteForm). Forms is failover's view of the zones (nil: none).
+	Current []*externaldnsv1alpha1.DNSEndpoint
+	Forms   Forms
 }
 
 // RoutePlan is what a ServiceRoute should produce.
@@ -191,7 +196,11 @@ func Route(in RouteInputs) RoutePlan {
 	p.Sync = true
 	ttl, _ := RecordTTL(in.Configuration, pol)
 	for _, c := range d.Controllers {
-		p.Endpoints = append(p.Endpoints, desired.WithRecordTTL(desired.RouteEndpoint(r, c, p.Hostname, p.Target), ttl))
+		ep := desired.RouteEndpoint(r, c, p.Hostname, p.Target)
+		if pol.Spec.Failover != nil && failoverZone(in.Configuration, c.Name) {
+			ep = withFailoverForm(ep, in, c.Name, c.Region, naming.IntermediateName(gw.Spec.TargetPostfix, r.Namespace, c.Region, id.Domain))
+		}
+		p.Endpoints = append(p.Endpoints, desired.WithRecordTTL(ep, ttl))
 	}
 	if len(p.Endpoints) == 0 {
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonNoActiveControllers,
@@ -205,6 +214,21 @@ func Route(in RouteInputs) RoutePlan {
 		p.Outcome = Outcome{Phase: pending, Reason: routingv1alpha1.ReasonListenerConflict, Message: listenerConflictMessage(gw, c)}
 	}
 	return p
+}
+
+// withFailoverForm publishes a failover policy's name in a zone with failover settings in the form
+// RouteForm decides (through the policy's intermediate name there). An intermediate name too
+// long for DNS leaves the name direct: it then moves on its own, as before intermediates.
+func withFailoverForm(ep *externaldnsv1alpha1.DNSEndpoint, in RouteInputs, controller, region, intermediate string) *externaldnsv1alpha1.DNSEndpoint {
+	if naming.ValidateHostname(intermediate) != nil {
+		return ep
+	}
+	hostname := ep.Spec.Endpoints[0].DNSName
+	view, known := failover.Form{Intermediate: region == in.Identity.Spec.Region}, false
+	if in.Forms != nil {
+		view, known = in.Forms(controller, hostname, intermediate)
+	}
+	return WithForm(ep, RouteForm(endpointOf(in.Current, controller), view, known, hostname, intermediate), intermediate)
 }
 
 // Missing is the one place that says whether the cluster-wide inputs every decision depends on

@@ -19,6 +19,10 @@ type ZoneReading struct {
 	TXT map[string]TXTSet
 	// Addresses are the zone's A and AAAA values by Canonical name.
 	Addresses map[string][]string
+	// CNAMEs are the zone's CNAME targets (Canonical) by Canonical name: they say which names
+	// already resolve through an intermediate name (naming.IntermediateName), whose move moves
+	// them, and which still resolve directly, each moving on its own.
+	CNAMEs map[string]string
 	// Owner is the ExternalDNS owner ID of this cluster's instance for the zone; TXTPrefix the
 	// zone's --txt-prefix.
 	Owner, TXTPrefix string
@@ -180,13 +184,14 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 // passes walks the ownership records of the names in their zones and passes to this cluster's
 // owner those held by another owner whose region (known from the zone's heartbeats) take accepts,
 // published from the name's own namespace. A zone not read, a record set of other than one
-// ownership value and an owner no heartbeat names are left alone.
+// ownership value and an owner no heartbeat names are left alone, and so is a name the zone
+// answers through an intermediate name: the intermediate's pass moves it.
 func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
 	byController := zonesByController(zones)
 	var out []Pass
 	for _, n := range names {
 		z := byController[n.Controller]
-		if z == nil || !z.Read || z.Owner == "" {
+		if z == nil || !z.Read || z.Owner == "" || z.throughIntermediate(n.Hostname) {
 			continue
 		}
 		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
@@ -231,7 +236,8 @@ func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
 // whose ownership record in its zone names this cluster's owner; a zone not read keeps its marked
 // names counted. Returned are the marked names whose ownership record names another owner: they
 // went back (or on), and their marks are out of date. A marked name whose zone holds no ownership
-// record for it is neither: nothing definite is known.
+// record for it is neither: nothing definite is known. A name the zone answers through an
+// intermediate name stands or went back with it.
 func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) {
 	byController := zonesByController(zones)
 	for _, n := range names {
@@ -245,7 +251,7 @@ func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) 
 			held = append(held, pass)
 			continue
 		}
-		txtName, set, found := z.ownership(n.Hostname)
+		txtName, set, found := z.servingOwnership(n.Hostname)
 		switch {
 		case !found:
 		case OwnerOf(set.Values[0]) == z.Owner:
@@ -320,8 +326,9 @@ func (z *ZoneReading) regionOf(owner string) string {
 
 // DrainProgress counts the names this cluster (of region own) publishes into its own region's
 // zones, as the zones' ownership records say: here those its owner holds, away those another
-// owner holds (a stand-in). known is false while a zone of its region has not been read whole
-// (its count is then not known).
+// owner holds (a stand-in); a name answered through an intermediate name is where its
+// intermediate is. known is false while a zone of its region has not been read whole (its count
+// is then not known).
 func DrainProgress(own string, zones []ZoneReading, names []Name) (here, away int, known bool) {
 	byController := zonesByController(zones)
 	known = true
@@ -334,7 +341,7 @@ func DrainProgress(own string, zones []ZoneReading, names []Name) (here, away in
 			known = false
 			continue
 		}
-		switch _, set, found := z.ownership(n.Hostname); {
+		switch _, set, found := z.servingOwnership(n.Hostname); {
 		case !found:
 		case OwnerOf(set.Values[0]) == z.Owner:
 			here++

@@ -153,3 +153,26 @@ func ClaimKeys(label, environmentLetter string) []string {
 		start = at + 1
 	}
 }
+
+// IntermediateLabel marks the names regional failover resolves a policy's names through
+// (IntermediateName); the underscore keeps them out of any hostname a route can generate, as
+// the heartbeats' label does.
+const IntermediateLabel = "_router-failover"
+
+// IntermediateName is the one name through which, in the zone of region, every name of
+// namespace's failover policy on the gateways of targetPostfix resolves:
+// <targetPostfix>.<namespace>.<region>._router-failover.<domain>, a CNAME to the gateway target
+// hostname of the cluster serving the region's names. A takeover, a failback or a drain rewrites
+// this one record per policy, entry point and zone instead of every name
+// (docs/ARCHITECTURE.md#one-record-moves-a-policy). The name carries no cluster: every cluster
+// publishing the namespace's names into that zone publishes the same CNAME to it, so the names'
+// own records never change owner.
+func IntermediateName(targetPostfix, namespace, region, domain string) string {
+	return targetPostfix + "." + namespace + "." + region + "." + IntermediateLabel + "." + domain
+}
+
+// IsIntermediate says whether name (any case, with or without the final dot) is an intermediate
+// name (IntermediateName).
+func IsIntermediate(name string) bool {
+	return strings.Contains("."+strings.TrimSuffix(strings.ToLower(name), ".")+".", "."+IntermediateLabel+".")
+}

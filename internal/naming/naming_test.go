@@ -123,3 +123,24 @@ func TestApplications(t *testing.T) {
 		})
 	}
 }
+
+func TestIntermediateName_IsNoRouteHostnameAndSaysWhatItStandsFor(t *testing.T) {
+	name := IntermediateName("internal", "myapp", "weu", "example.com")
+	assert.Equal(t, "internal.myapp.weu._router-failover.example.com", name)
+	assert.NoError(t, ValidateHostname(name))
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{name, true},
+		{strings.ToUpper(name) + ".", true},
+		{"_router-failover.example.com", true},
+		{"api-ns-p-prod-myapp.example.com", false},
+		{"aks01-weu-internal.example.com", false},
+		{"x._router-failover-not.example.com", false},
+		{"aks01.weu._router-heartbeat.example.com", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, IsIntermediate(tt.name), tt.name)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/core"
+	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/ingress"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -229,6 +230,9 @@ func (r worldReads) RouteEndpoints(_ context.Context, route *routingv1alpha1.Ser
 
 // RouteZone: a prediction has no prober results.
 func (r worldReads) RouteZone(*routingv1alpha1.ServiceRoute, string) *verify.Observation { return nil }
+
+// Forms is nil: a preview reads no zone, so a failover name keeps the form its DNSEndpoint has.
+func (r worldReads) Forms() decide.Forms { return nil }
 
 var _ core.AddressReads = worldReads{}
 

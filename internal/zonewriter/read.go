@@ -22,7 +22,7 @@ type reading struct {
 
 func newReading(zone string) *reading {
 	return &reading{zone: zone, out: failover.ZoneReading{Read: true, Beats: map[string][]failover.Heartbeat{},
-		TXT: map[string]failover.TXTSet{}, Addresses: map[string][]string{}}}
+		TXT: map[string]failover.TXTSet{}, Addresses: map[string][]string{}, CNAMEs: map[string]string{}}}
 }
 
 func (r *reading) txt(name string, ttl uint32, value string) {
@@ -38,6 +38,10 @@ func (r *reading) txt(name string, ttl uint32, value string) {
 	set := r.out.TXT[name]
 	set.Values, set.TTL = append(set.Values, value), ttl
 	r.out.TXT[name] = set
+}
+
+func (r *reading) cname(name, target string) {
+	r.out.CNAMEs[failover.Canonical(name)] = failover.Canonical(target)
 }
 
 func (r *reading) address(name, value string) {
@@ -67,7 +71,7 @@ func (w *AzurePrivateDNS) ReadWitness(ctx context.Context, _ []string) (failover
 	if err != nil {
 		return failover.ZoneReading{}, fmt.Errorf("listing the heartbeats of zone %s: %w", w.zone.ZoneName, err)
 	}
-	r.out.TXT, r.out.Addresses = nil, nil
+	r.out.TXT, r.out.Addresses, r.out.CNAMEs = nil, nil, nil
 	return r.out, nil
 }
 
@@ -102,8 +106,11 @@ func ReadingOf(zone string, l verify.Listing) failover.ZoneReading {
 	}
 	for name, records := range l.Records {
 		for _, rec := range records {
-			if rec.Type == "A" || rec.Type == "AAAA" {
+			switch rec.Type {
+			case "A", "AAAA":
 				r.address(name, rec.Value)
+			case "CNAME":
+				r.cname(name, rec.Value)
 			}
 		}
 	}
@@ -127,6 +134,9 @@ func (r *reading) recordSet(zone, relative string, p *armprivatedns.RecordSetPro
 		if a != nil && a.IPv4Address != nil {
 			r.address(name, *a.IPv4Address)
 		}
+	}
+	if p.CnameRecord != nil && p.CnameRecord.Cname != nil {
+		r.cname(name, *p.CnameRecord.Cname)
 	}
 	for _, a := range p.AaaaRecords {
 		if a != nil && a.IPv6Address != nil {

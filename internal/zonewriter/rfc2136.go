@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -155,6 +156,8 @@ func (w RFC2136) Read(ctx context.Context) (failover.ZoneReading, error) {
 		switch v := rr.(type) {
 		case *dns.TXT:
 			r.txt(v.Hdr.Name, v.Hdr.Ttl, strings.Join(v.Txt, ""))
+		case *dns.CNAME:
+			r.cname(v.Hdr.Name, v.Target)
 		case *dns.A:
 			r.address(v.Hdr.Name, v.A.String())
 		case *dns.AAAA:
@@ -253,5 +256,6 @@ func cloneReading(r failover.ZoneReading) failover.ZoneReading {
 	for name, values := range r.Addresses {
 		out.Addresses[name] = slices.Clone(values)
 	}
+	out.CNAMEs = maps.Clone(r.CNAMEs)
 	return out
 }

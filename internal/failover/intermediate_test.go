@@ -1,0 +1,126 @@
+package failover
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+const (
+	intName = "internal.myapp.weu._router-failover.example.com"
+	intTXT  = "weu-p-cname-" + intName
+)
+
+// throughZone is weuZone with the API name answered through the policy's intermediate name, which
+// intOwner holds ("" : no intermediate yet).
+func throughZone(intOwner string, mut ...func(*ZoneReading)) ZoneReading {
+	return weuZone(append([]func(*ZoneReading){func(z *ZoneReading) {
+		z.Region = "weu"
+		z.CNAMEs = map[string]string{apiName: intName, intName: "aks01-weu-internal.example.com"}
+		if intOwner == "" {
+			z.CNAMEs = map[string]string{apiName: "aks01-weu-internal.example.com"}
+			return
+		}
+		z.TXT[intTXT] = TXTSet{Values: []string{ownership(intOwner)}, TTL: 300}
+	}}, mut...)...)
+}
+
+func TestFormIn(t *testing.T) {
+	nameHeldBy := func(owner string) func(*ZoneReading) {
+		return func(z *ZoneReading) {
+			if owner == "" {
+				delete(z.TXT, apiTXT)
+				return
+			}
+			z.TXT[apiTXT] = TXTSet{Values: []string{ownership(owner)}}
+		}
+	}
+	direct, intermediateOnly, through := Form{}, Form{Intermediate: true}, Form{Intermediate: true, Through: true}
+	tests := []struct {
+		name      string
+		own       string // aks02's region is neu; as aks01 the reading is the same with Owner aks01
+		zone      ZoneReading
+		want      Form
+		wantKnown bool
+	}{
+		// The zone's own region (aks01 reading its weu zone).
+		{"home, a new name: through, the intermediate created in the same synchronisation", "weu",
+			throughZone("", asOwner(aks01Owner), nameHeldBy("")), through, true},
+		{"home, upgrading a name it holds: the intermediate first, the name once the intermediate is its own", "weu",
+			throughZone("", asOwner(aks01Owner)), intermediateOnly, true},
+		{"home, its name and its intermediate: through", "weu", throughZone(aks01Owner, asOwner(aks01Owner)), through, true},
+		{"home, its name, the intermediate a stand-in's: direct, nobody's answer changes", "weu",
+			throughZone(aks02Owner, asOwner(aks01Owner)), intermediateOnly, true},
+		{"home, a name a stand-in holds, no intermediate yet: it creates one, the name stays", "weu",
+			throughZone("", asOwner(aks01Owner), nameHeldBy(aks02Owner)), intermediateOnly, true},
+		{"home, not read whole: the intermediate published, the form kept", "weu",
+			throughZone(aks01Owner, asOwner(aks01Owner), func(z *ZoneReading) { z.Read = false }), intermediateOnly, false},
+		// Another region's zone (aks02, a stand-in, reading weu's).
+		{"stand-in, no intermediate in the zone: it creates none, the name stays direct", "neu", throughZone(""), direct, true},
+		{"stand-in, a new name, no intermediate: direct", "neu", throughZone("", nameHeldBy("")), direct, true},
+		{"stand-in, the home's intermediate exists: published, the name through it", "neu", throughZone(aks01Owner), through, true},
+		{"stand-in holding the name on its own, the intermediate the home's: direct until it takes the intermediate", "neu",
+			throughZone(aks01Owner, nameHeldBy(aks02Owner)), intermediateOnly, true},
+		{"stand-in holding the name and the intermediate: through", "neu", throughZone(aks02Owner, nameHeldBy(aks02Owner)), through, true},
+		{"stand-in, not read whole: nothing of the intermediate, the form kept", "neu",
+			throughZone(aks01Owner, func(z *ZoneReading) { z.Read = false }), direct, false},
+		{"stand-in, no owner ID for the zone: not known", "neu", throughZone(aks01Owner, asOwner("")), direct, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, known := FormIn(tt.zone, tt.own, apiName, intName)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantKnown, known)
+		})
+	}
+}
+
+func asOwner(owner string) func(*ZoneReading) { return func(z *ZoneReading) { z.Owner = owner } }
+
+func TestTakeovers_ANameThroughAnIntermediateMovesWithIt(t *testing.T) {
+	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}}
+	name := func(hostname string) Name {
+		return Name{Controller: "external-dns-weu", Hostname: hostname, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"}}
+	}
+	got := Takeovers("neu", lost, []ZoneReading{throughZone(aks01Owner)}, []Name{name(apiName), name(intName)})
+	assert.Equal(t, []Pass{{Controller: "external-dns-weu", Hostname: intName, TXTName: intTXT, TTL: 300,
+		Old: ownership(aks01Owner), New: ownership(aks02Owner), From: aks01Owner, To: aks02Owner, Region: "weu",
+		Namespace: "myapp", Endpoint: "api-route-external-dns-weu"}}, got, "one write moves the name: the intermediate's")
+
+	got = Takeovers("neu", lost, []ZoneReading{throughZone("")}, []Name{name(apiName)})
+	assert.Len(t, got, 1, "a name still answered directly (its home not upgraded) moves on its own")
+	assert.Equal(t, apiTXT, got[0].TXTName)
+}
+
+// The cost of a move: one write per intermediate name, whatever the number of names through it.
+func TestTakeovers_WritesDoNotGrowWithTheNames(t *testing.T) {
+	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}}
+	for _, count := range []int{1, 300, 3000} {
+		z := throughZone(aks01Owner)
+		names := []Name{{Controller: "external-dns-weu", Hostname: intName, Namespace: "myapp", StandIns: []string{"neu"}}}
+		for i := range count {
+			h := fmt.Sprintf("svc%d-ns-d-dev-myapp.example.com", i)
+			z.CNAMEs[h] = intName
+			z.TXT["weu-p-cname-"+h] = TXTSet{Values: []string{ownership(aks01Owner)}}
+			names = append(names, Name{Controller: "external-dns-weu", Hostname: h, Namespace: "myapp", StandIns: []string{"neu"}})
+		}
+		assert.Len(t, Takeovers("neu", lost, []ZoneReading{z}, names), 1, "%d names", count)
+	}
+}
+
+func TestStandingAndDrainProgress_ANameThroughAnIntermediateIsWhereItIs(t *testing.T) {
+	marked := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", TakenFrom: "weu"}
+	held, returned := Standing([]Name{marked}, []ZoneReading{throughZone(aks02Owner)})
+	assert.Len(t, held, 1, "the intermediate is this cluster's: the name's takeover stands, though its own record names the home")
+	assert.Empty(t, returned)
+	held, returned = Standing([]Name{marked}, []ZoneReading{throughZone(aks01Owner)})
+	assert.Empty(t, held)
+	assert.Len(t, returned, 1, "the intermediate went home: so did the name")
+
+	name := Name{Controller: "external-dns-weu", Hostname: apiName}
+	here, away, known := DrainProgress("weu", []ZoneReading{throughZone(aks02Owner, asOwner(aks01Owner))}, []Name{name})
+	assert.Equal(t, []any{0, 1, true}, []any{here, away, known}, "the home holds the name's record, a stand-in its intermediate: away")
+	here, away, _ = DrainProgress("weu", []ZoneReading{throughZone(aks01Owner, asOwner(aks01Owner))}, []Name{name})
+	assert.Equal(t, []int{1, 0}, []int{here, away})
+}
