@@ -21,6 +21,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/budget"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/testenv"
 	"github.com/service-router/service-router-operator/test/azurestandin"
@@ -530,8 +531,10 @@ func (s restSchedule) zoneBound(start, from, to time.Time, pages, clusters, zone
 // TestFleet_AtRestStaysWithinTheDocumentedBudget runs a small fleet, 2 clusters in 3 zones of
 // 3,000 names each (about 6,000 record sets), through a 2-minute steady-state window after it
 // settled, and fails if an operator sent a zone more reads (failover's and verification's) or
-// writes than the documented schedule allows in that window, or if Resource Manager throttled
-// any request. The bound is exact, not an average with a margin: the heartbeat listings at most
+// writes than the documented schedule allows in that window, or any delete, if the fleet listed
+// the heartbeats more often than every heartbeatStaleAfter per cluster and zone, if a zone's
+// record-set operations crossed one of Private DNS's per-zone limits, or if Resource Manager
+// throttled any request. The bound is exact, not an average with a margin: the heartbeat listings at most
 // every 30 s, plus a whole listing (⌈record sets / 1,000⌉ pages) for each settled listing of
 // verification (at least 4.5 minutes apart) and each 6-minute reading of failover's own the window
 // can hold, given when the operators started. A window that ends before the first are due may hold
@@ -556,6 +559,9 @@ func TestFleet_AtRestStaysWithinTheDocumentedBudget(t *testing.T) {
 				t.Errorf("%s sent zone %s %d reads and %d writes in %s, the documented schedule allows %d and %d", m.cluster, r, z.reads, z.writes,
 					w.to.Sub(w.from).Round(time.Second), reads, writes)
 			}
+			if z.deletes > 0 {
+				t.Errorf("%s sent zone %s %d deletes in %s: the documented schedule deletes nothing at rest", m.cluster, r, z.deletes, w.to.Sub(w.from).Round(time.Second))
+			}
 			if z.reads == 0 || z.writes == 0 {
 				t.Errorf("%s sent zone %s %d reads and %d writes in %s: the window proves nothing", m.cluster, r, z.reads, z.writes, w.to.Sub(w.from).Round(time.Second))
 			}
@@ -564,10 +570,22 @@ func TestFleet_AtRestStaysWithinTheDocumentedBudget(t *testing.T) {
 			}
 		}
 		// The stand-in's own count, per principal, against the same bound for all the zones.
-		if u := w.usage.Principals[m.principal]; u.Read.Admitted > reads*opts.zones || u.Write.Admitted > writes*opts.zones {
-			t.Errorf("%s's principal: %d reads and %d writes admitted, the documented schedule allows %d and %d for %d zones",
-				m.cluster, u.Read.Admitted, u.Write.Admitted, reads*opts.zones, writes*opts.zones, opts.zones)
+		if u := w.usage.Principals[m.principal]; u.Read.Admitted > reads*opts.zones || u.Write.Admitted > writes*opts.zones || u.Delete.Admitted+u.Delete.Throttled > 0 {
+			t.Errorf("%s's principal: %d reads, %d writes and %d deletes admitted, the documented schedule allows %d, %d and none for %d zones",
+				m.cluster, u.Read.Admitted, u.Write.Admitted, u.Delete.Admitted, reads*opts.zones, writes*opts.zones, opts.zones)
 		}
+	}
+	// The heartbeat listings alone, counted by the stand-in (no one else lists by name suffix):
+	// at most one per heartbeatStaleAfter per cluster and zone. The reads' bound above leaves room
+	// for the whole listings the window may hold; this one does not, so that heartbeats listed
+	// twice as often as documented fail the test whatever else the window held.
+	span := w.to.Sub(w.from) + s.slack
+	if most := len(f.members) * opts.zones * atMost(span, s.witness); w.heartbeatListings > most {
+		t.Errorf("%d heartbeat listings in %s, the documented schedule allows %d (%d clusters × %d zones, one every %s)", w.heartbeatListings,
+			w.to.Sub(w.from).Round(time.Second), most, len(f.members), opts.zones, s.witness)
+	}
+	for _, finding := range f.zoneLimitFindings(w) {
+		t.Error(finding)
 	}
 	for sub, u := range w.usage.Subscriptions {
 		if th := u.Total().Throttled; th > 0 {
@@ -580,6 +598,54 @@ func TestFleet_AtRestStaysWithinTheDocumentedBudget(t *testing.T) {
 // Resource Manager's documented limits the figures are held against (the stand-in enforces them:
 // azurestandin.DocumentedLimits).
 var armLimits = azurestandin.DocumentedLimits
+
+// zoneLimits are Azure Private DNS's limits per zone and minute the figures are held against (the
+// stand-in enforces them too: azurestandin.DocumentedZoneLimits).
+var zoneLimits = azurestandin.DocumentedZoneLimits
+
+// zoneRates are one zone's record-set operations a minute over a window, every principal's
+// together, as Private DNS's per-zone limits count them; limited is how many the stand-in refused
+// for those limits.
+type zoneRates struct {
+	creates, updates, deletes, gets, lists float64
+	limited                                int
+}
+
+// zoneRates are each zone's rates over the window, by region.
+func (f *fleet) zoneRates(w fleetWindow) map[string]zoneRates {
+	out := map[string]zoneRates{}
+	minutes := w.minutes()
+	per := func(t azurestandin.Tally) float64 { return float64(t.Admitted+t.Throttled) / minutes }
+	for _, r := range f.regions {
+		u := w.usage.ZoneOperations[azurestandin.ZoneIDOf(f.sub, fleetGroup(r), f.domain)]
+		out[r] = zoneRates{creates: per(u.Create), updates: per(u.Update), deletes: per(u.Delete), gets: per(u.Get), lists: per(u.List), limited: u.ZoneLimited}
+	}
+	return out
+}
+
+// zoneLimitFindings are the zones whose record-set operations crossed a per-zone limit in the
+// window: a request refused for one, or a rate above one (a window's average: the stand-in
+// refuses the request that would cross it in any minute).
+func (f *fleet) zoneLimitFindings(w fleetWindow) []string {
+	var out []string
+	for _, r := range f.regions {
+		z := f.zoneRates(w)[r]
+		for _, c := range []struct {
+			what  string
+			rate  float64
+			limit int
+		}{{"creates", z.creates, zoneLimits.Creates}, {"updates", z.updates, zoneLimits.Updates}, {"deletes", z.deletes, zoneLimits.Deletes},
+			{"gets", z.gets, zoneLimits.Gets}, {"lists", z.lists, zoneLimits.Lists}} {
+			if c.rate > float64(c.limit) {
+				out = append(out, fmt.Sprintf("zone %s: %.1f record set %s a minute over %s, above Private DNS's %d per zone", r, c.rate, c.what, w.to.Sub(w.from).Round(time.Second), c.limit))
+			}
+		}
+		if z.limited > 0 {
+			out = append(out, fmt.Sprintf("zone %s: %d requests refused (429) for Private DNS's per-zone limits%s", r, z.limited, f.diagnostics()))
+		}
+	}
+	return out
+}
 
 // fleetClusters is the fleet size the figures are extrapolated to.
 const fleetClusters = 20
@@ -602,6 +668,9 @@ type fleetFigures struct {
 	edMeasured        bool
 	// subscription is the stand-in's count for the subscription over the window.
 	subscription azurestandin.Tallies
+	// crossings are the documented limits the figures extrapolated to fleetClusters clusters
+	// cross at rest, ExternalDNS at the interval the operator guide recommends for them.
+	crossings []string
 }
 
 // clusterFigures are one cluster's operator requests: from the stand-in per principal (reads,
@@ -718,17 +787,77 @@ func (f *fleet) log(tb testing.TB, w fleetWindow) fleetFigures {
 	fmt.Fprintf(&b, "    operators: %s writes per 5 min linearly: %s; with the heartbeat interval %d clusters size it to (%s, documented, not run): %s: %s\n",
 		share(xWrites, float64(armLimits.Provider.Writes)), verdict(xWrites, float64(armLimits.Provider.Writes)), fleetClusters,
 		documentedRest.heartbeatEvery(fleetClusters, z), share(sized, float64(armLimits.Provider.Writes)), verdict(sized, float64(armLimits.Provider.Writes)))
-	fmt.Fprintf(&b, "    a principal: %.2f reads/s against %g/s (unchanged by the fleet's size); the subscription's global bucket: %.1f reads/s against %g/s: %s",
+	fmt.Fprintf(&b, "    a principal: %.2f reads/s against %g/s (unchanged by the fleet's size); the subscription's global bucket: %.1f reads/s against %g/s: %s\n",
 		fig.operatorReads*float64(z)/60, armLimits.Reads.Refill, (xReads+xED)/300, armLimits.Reads.Refill*armLimits.Global, verdict((xReads+xED)/300, armLimits.Reads.Refill*armLimits.Global))
+
+	// Private DNS's limits per zone, measured: the busiest zone's rate of each operation, every
+	// principal together.
+	var busiest zoneRates
+	for _, r := range f.zoneRates(w) {
+		busiest = zoneRates{creates: max(busiest.creates, r.creates), updates: max(busiest.updates, r.updates), deletes: max(busiest.deletes, r.deletes),
+			gets: max(busiest.gets, r.gets), lists: max(busiest.lists, r.lists), limited: busiest.limited + r.limited}
+	}
+	fmt.Fprintf(&b, "  per zone a minute, measured, every principal (the busiest zone of each; Private DNS allows %d lists, %d gets, %d creates, %d updates, %d deletes): "+
+		"%.1f lists, %.1f gets, %.1f creates, %.1f updates, %.1f deletes; %d requests refused for these limits\n",
+		zoneLimits.Lists, zoneLimits.Gets, zoneLimits.Creates, zoneLimits.Updates, zoneLimits.Deletes, busiest.lists, busiest.gets, busiest.creates, busiest.updates, busiest.deletes, busiest.limited)
+	// The same extrapolated: every read of the operators is a page of a listing, every write at
+	// rest a heartbeat update; each cluster's ExternalDNS instance for the zone lists it whole
+	// each synchronization, at the interval that keeps the zone within its lists
+	// (budget.ExternalDNSInterval: what the operator guide recommends).
+	recordSets := w.recordSets - 1 // the SOA record set is counted by ExternalDNSListsPerSync
+	xZoneLists := fig.operatorReads * fleetClusters
+	xZoneUpdates := fleetClusters * time.Minute.Seconds() / documentedRest.heartbeatEvery(fleetClusters, z).Seconds()
+	edEvery, fits := budget.ExternalDNSInterval(fleetClusters, recordSets, xZoneLists)
+	edLists := 0.0
+	if fits {
+		edLists = float64(fleetClusters*budget.ExternalDNSListsPerSync(recordSets)) / edEvery.Minutes()
+	} else {
+		fig.crossings = append(fig.crossings, fmt.Sprintf("extrapolated to %d clusters, the operators alone list each zone %.1f times a minute: no ExternalDNS interval keeps it within %d",
+			fleetClusters, xZoneLists, zoneLimits.Lists))
+	}
+	fmt.Fprintf(&b, "    per zone a minute: the operators' lists %s, with %d ExternalDNS instances at --interval=%s (%d lists each run; the shortest that fits): %s: %s; at --interval=1m: %.0f; heartbeat updates %s: %s",
+		share(xZoneLists, float64(zoneLimits.Lists)), fleetClusters, edEvery, budget.ExternalDNSListsPerSync(recordSets), share(xZoneLists+edLists, float64(zoneLimits.Lists)),
+		verdict(xZoneLists+edLists, float64(zoneLimits.Lists)), xZoneLists+float64(fleetClusters*budget.ExternalDNSListsPerSync(recordSets)),
+		share(xZoneUpdates, float64(zoneLimits.Updates)), verdict(xZoneUpdates, float64(zoneLimits.Updates)))
+	if xZoneUpdates > float64(zoneLimits.Updates) {
+		fig.crossings = append(fig.crossings, fmt.Sprintf("extrapolated to %d clusters, %.1f heartbeat updates a minute per zone, above Private DNS's %d", fleetClusters, xZoneUpdates, zoneLimits.Updates))
+	}
+	// The subscription with ExternalDNS at that interval: each run lists the resource group's
+	// zones too.
+	if fits {
+		xEDRecommended := float64(budget.ExternalDNSListsPerSync(recordSets)+1) / edEvery.Minutes() * float64(fleetClusters*z) * 5
+		fmt.Fprintf(&b, "; the subscription's reads per 5 minutes, ExternalDNS at --interval=%s: %s: %s", edEvery,
+			share(xReads+xEDRecommended, float64(armLimits.Provider.Reads)), verdict(xReads+xEDRecommended, float64(armLimits.Provider.Reads)))
+		if xReads+xEDRecommended > float64(armLimits.Provider.Reads) {
+			fig.crossings = append(fig.crossings, fmt.Sprintf("extrapolated to %d clusters × %d zones with ExternalDNS at --interval=%s, %.0f reads per 5 minutes, above Microsoft.Network's %d",
+				fleetClusters, z, edEvery, xReads+xEDRecommended, armLimits.Provider.Reads))
+		}
+	}
+	if xLong > float64(armLimits.Provider.Reads) || xReads > float64(armLimits.Provider.Reads) {
+		fig.crossings = append(fig.crossings, fmt.Sprintf("extrapolated to %d clusters × %d zones, the operators' %.0f reads per 5 minutes (long run %.0f), above Microsoft.Network's %d",
+			fleetClusters, z, xReads, xLong, armLimits.Provider.Reads))
+	}
+	if sized > float64(armLimits.Provider.Writes) {
+		fig.crossings = append(fig.crossings, fmt.Sprintf("extrapolated to %d clusters × %d zones, the heartbeats' %.0f writes per 5 minutes, above Microsoft.Network's %d",
+			fleetClusters, z, sized, armLimits.Provider.Writes))
+	}
 	tb.Log(b.String())
 	return fig
 }
 
-// loss is how long each other cluster took to judge a lost cluster's region Lost.
+// loss is how long each other cluster took to judge a lost cluster's region Lost, and what the
+// others asked of the zones meanwhile.
 type loss struct {
 	lost     *fleetMember
 	interval time.Duration // the lost cluster's last heartbeat interval, as the fleet sizes it
 	judged   map[string]time.Duration
+	// usage is the stand-in's count from the loss until heartbeatStaleAfter after the last
+	// judgement (a whole reading of each zone while the lost region's names may move), over
+	// span; survivorLists the survivors' mean list requests a minute per zone (every read of
+	// theirs is a page of a listing).
+	usage         azurestandin.Usage
+	span          time.Duration
+	survivorLists float64
 }
 
 // bound is the design's detection time: the heartbeat, written up to one interval before the loss,
@@ -745,6 +874,7 @@ func (f *fleet) lose() loss {
 	tb, ctx := f.tb, f.tb.Context()
 	l := loss{lost: f.members[0], interval: documentedRest.heartbeatEvery(len(f.members), len(f.regions)), judged: map[string]time.Duration{}}
 	l.interval = (l.interval + 5*time.Second - 1) / (5 * time.Second) * (5 * time.Second) // in whole probe intervals
+	f.az.ResetUsage()
 	_ = l.lost.gateway.Close()
 	began := time.Now()
 	if err := l.lost.op.Stop(); err != nil {
@@ -768,7 +898,38 @@ func (f *fleet) lose() loss {
 	if err != nil {
 		tb.Errorf("%v%s", err, f.diagnostics())
 	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(documentedRest.witness):
+	}
+	l.usage, l.span = f.az.Usage(), time.Since(began)
+	for _, m := range f.members[1:] {
+		u := l.usage.Principals[m.principal]
+		l.survivorLists += float64(u.Read.Admitted+u.Read.Throttled) / float64(len(f.regions)) / l.span.Minutes() / float64(len(f.members)-1)
+	}
 	return l
+}
+
+// findings are the documented limits the loss crossed: any request throttled, and the
+// survivors' listings extrapolated to fleetClusters clusters (fleetClusters − 1 survivors)
+// against Private DNS's lists per zone.
+func (l loss) findings(f *fleet) []string {
+	var out []string
+	for sub, u := range l.usage.Subscriptions {
+		if th := u.Total().Throttled; th > 0 {
+			out = append(out, fmt.Sprintf("during the loss, subscription %s: %d requests throttled (429)", sub, th))
+		}
+	}
+	for id, z := range l.usage.ZoneOperations {
+		if z.ZoneLimited > 0 {
+			out = append(out, fmt.Sprintf("during the loss, zone %s/%s: %d requests refused for Private DNS's per-zone limits", id.ResourceGroup, id.Name, z.ZoneLimited))
+		}
+	}
+	if x := l.survivorLists * (fleetClusters - 1); x > float64(zoneLimits.Lists) {
+		out = append(out, fmt.Sprintf("during the loss each survivor listed each zone %.1f times a minute (heartbeats every probe round, the whole zone every heartbeatStaleAfter): "+
+			"%d survivors of a fleet of %d would list it %.0f times a minute, above Private DNS's %d per zone", l.survivorLists, fleetClusters-1, fleetClusters, x, zoneLimits.Lists))
+	}
+	return out
 }
 
 // String is the loss's line of the report.
@@ -780,8 +941,19 @@ func (l loss) String() string {
 		}
 		most = max(most, d)
 	}
-	return fmt.Sprintf("%s (region %s) lost at once (gateway closed, operator stopped): judged Lost by the %d other clusters %s–%s later; heartbeats every %s, the design's bound %s",
-		l.lost.cluster, l.lost.region, len(l.judged), least.Round(100*time.Millisecond), most.Round(100*time.Millisecond), l.interval, l.bound())
+	return fmt.Sprintf("%s (region %s) lost at once (gateway closed, operator stopped): judged Lost by the %d other clusters %s–%s later; heartbeats every %s, the design's bound %s; "+
+		"over the %s from the loss, each survivor sent each zone %.1f list requests a minute (%d throttled)",
+		l.lost.cluster, l.lost.region, len(l.judged), least.Round(100*time.Millisecond), most.Round(100*time.Millisecond), l.interval, l.bound(),
+		l.span.Round(time.Second), l.survivorLists, l.throttled())
+}
+
+// throttled is the requests answered 429 during the loss.
+func (l loss) throttled() int {
+	n := 0
+	for _, u := range l.usage.Subscriptions {
+		n += u.Total().Throttled
+	}
+	return n
 }
 
 // slowest is the longest detection.
