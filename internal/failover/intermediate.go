@@ -76,3 +76,18 @@ const intermediateLabel = "_router-failover"
 func isIntermediate(name string) bool {
 	return name != "" && strings.Contains("."+Canonical(name)+".", "."+intermediateLabel+".")
 }
+
+// ThroughIntermediate is a zone's answer to a name ("CNAME <target> …", as verification words it)
+// with an intermediate target replaced by the name it points at (intermediates: a zone's
+// intermediate names and their targets, Canonical), so that Attribute can say who serves it.
+func ThroughIntermediate(answer string, intermediates map[string]string) string {
+	rest, ok := strings.CutPrefix(answer, "CNAME ")
+	if !ok {
+		return answer
+	}
+	target, more, _ := strings.Cut(rest, " ")
+	if next, found := intermediates[Canonical(target)]; found && isIntermediate(target) {
+		return strings.TrimSpace("CNAME " + next + ". " + more)
+	}
+	return answer
+}

@@ -124,3 +124,35 @@ func TestStandingAndDrainProgress_ANameThroughAnIntermediateIsWhereItIs(t *testi
 	here, away, _ = DrainProgress("weu", []ZoneReading{throughZone(aks01Owner, asOwner(aks01Owner))}, []Name{name})
 	assert.Equal(t, []int{1, 0}, []int{here, away})
 }
+
+func TestStanding_TheNamesThroughAMarkedIntermediateStandWithIt(t *testing.T) {
+	other := "web-ns-d-dev-myapp.example.com"
+	zone := throughZone(aks02Owner, func(z *ZoneReading) { z.CNAMEs[other] = intName })
+	markedIntermediate := Name{Controller: "external-dns-weu", Hostname: intName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", TakenFrom: "weu"}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", TakenFrom: "weu"}
+	web := Name{Controller: "external-dns-weu", Hostname: other, Namespace: "myapp", Endpoint: "web-route-external-dns-weu"}
+	held, returned := Standing([]Name{markedIntermediate, api, web}, []ZoneReading{zone})
+	assert.Empty(t, returned)
+	var got []string
+	for _, p := range held {
+		got = append(got, p.Hostname+" via "+p.Through+" from "+p.Region)
+	}
+	assert.Equal(t, []string{intName + " via  from weu", apiName + " via " + intName + " from weu", other + " via " + intName + " from weu"}, got,
+		"the unmarked name through the marked intermediate counts too")
+	set, clear := Marks(held, []Name{markedIntermediate, api, web}, nil, nil)
+	assert.Empty(t, set, "no name is marked one by one: the intermediate's mark says they moved")
+	assert.Empty(t, clear)
+
+	held, returned = Standing([]Name{markedIntermediate, api, web}, []ZoneReading{throughZone(aks01Owner, func(z *ZoneReading) { z.CNAMEs[other] = intName })})
+	assert.Empty(t, held)
+	assert.Equal(t, []Name{markedIntermediate, api}, returned, "back home: the marks go, the unmarked name has none to clear")
+}
+
+func TestAttribute_ThroughAnIntermediate(t *testing.T) {
+	servers := map[string]Server{"aks02-neu-internal.example.com": {Cluster: "aks02", Region: "neu"}}
+	ints := map[string]string{intName: "aks02-neu-internal.example.com"}
+	assert.Equal(t, "served by cluster aks02, of region neu, for region weu",
+		Attribute(ThroughIntermediate("CNAME "+intName+".", ints), "weu", "aks01", servers))
+	assert.Equal(t, "", Attribute(ThroughIntermediate("CNAME "+intName+".", nil), "weu", "aks01", servers), "an intermediate whose target is not known: nothing said")
+	assert.Equal(t, "CNAME aks02-neu-internal.example.com.", ThroughIntermediate("CNAME aks02-neu-internal.example.com.", ints), "a direct answer is left as it is")
+}

@@ -68,8 +68,9 @@ func Round(in RoundInput) RoundOutput {
 
 // Marks are the DNSEndpoints' taken-from marks a round writes once its passes are made (taken:
 // the takeovers that succeeded now, whose marks the pass itself wrote): set, the held takeovers
-// whose DNSEndpoint lacks its mark (an earlier leader's, or a mark lost); clear, the returned names
-// whose mark is out of date.
+// whose DNSEndpoint lacks its mark (an earlier leader's, or a mark lost), but a name that moved
+// with its intermediate (the intermediate's mark says it); clear, the returned names whose mark
+// is out of date.
 func Marks(held []Pass, names []Name, returned []Name, taken []Pass) (set []Pass, clear []Name) {
 	passedNow := func(namespace, endpoint string) bool {
 		for _, p := range taken {
@@ -80,7 +81,7 @@ func Marks(held []Pass, names []Name, returned []Name, taken []Pass) (set []Pass
 		return false
 	}
 	for _, p := range held {
-		if passedNow(p.Namespace, p.Endpoint) {
+		if p.Through != "" || passedNow(p.Namespace, p.Endpoint) {
 			continue
 		}
 		for _, n := range names {

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -148,6 +149,9 @@ type Pass struct {
 	Region string
 	// Namespace and Endpoint name this cluster's DNSEndpoint that publishes the name.
 	Namespace, Endpoint string
+	// Through is the intermediate name the zone answers Hostname through, whose ownership record
+	// TXTName is (Standing): the name moved with it, and carries no mark of its own.
+	Through string
 }
 
 // Takeovers are the ownership writes this cluster (of region own) makes: every name it publishes
@@ -237,15 +241,33 @@ func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
 // names counted. Returned are the marked names whose ownership record names another owner: they
 // went back (or on), and their marks are out of date. A marked name whose zone holds no ownership
 // record for it is neither: nothing definite is known. A name the zone answers through an
-// intermediate name stands or went back with it.
+// intermediate name stands or went back with it, and one whose intermediate is marked stands
+// with it, unmarked itself (Pass.Through): one pass moved them all, and one mark says so.
 func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) {
 	byController := zonesByController(zones)
+	type key struct{ controller, intermediate string }
+	intermediateMarks := map[key]string{}
+	for _, n := range names {
+		if n.TakenFrom != "" && isIntermediate(n.Hostname) {
+			intermediateMarks[key{n.Controller, Canonical(n.Hostname)}] = n.TakenFrom
+		}
+	}
 	for _, n := range names {
 		z := byController[n.Controller]
-		if n.TakenFrom == "" || z == nil || z.Owner == "" {
+		if z == nil || z.Owner == "" {
 			continue
 		}
-		pass := Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), To: z.Owner, Region: n.TakenFrom, Namespace: n.Namespace, Endpoint: n.Endpoint}
+		takenFrom, through := n.TakenFrom, ""
+		if target := z.CNAMEs[Canonical(n.Hostname)]; z.Read && isIntermediate(target) {
+			if region := intermediateMarks[key{n.Controller, target}]; region != "" {
+				through = target
+				takenFrom = cmp.Or(takenFrom, region)
+			}
+		}
+		if takenFrom == "" {
+			continue
+		}
+		pass := Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), To: z.Owner, Region: takenFrom, Namespace: n.Namespace, Endpoint: n.Endpoint, Through: through}
 		if !z.Read {
 			pass.TXTName = ownershipNames(z.TXTPrefix, n.Hostname)[0]
 			held = append(held, pass)
@@ -257,7 +279,7 @@ func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) 
 		case OwnerOf(set.Values[0]) == z.Owner:
 			pass.TXTName, pass.TTL, pass.New = txtName, set.TTL, set.Values[0]
 			held = append(held, pass)
-		default:
+		case n.TakenFrom != "":
 			returned = append(returned, n)
 		}
 	}

@@ -60,8 +60,19 @@ func (f *Loop) keepForms(ctx context.Context, own, cluster, domain string, zones
 			changed = append(changed, z)
 		}
 	}
+	intermediates := map[string]map[string]string{}
+	for controller, z := range view.zones {
+		for name, target := range z.CNAMEs {
+			if naming.IsIntermediate(name) {
+				if intermediates[controller] == nil {
+					intermediates[controller] = map[string]string{}
+				}
+				intermediates[controller][name] = target
+			}
+		}
+	}
 	f.mu.Lock()
-	f.forms = view
+	f.forms, f.attribution.intermediates = view, intermediates
 	f.mu.Unlock()
 	if f.routeChanges == nil || f.reader == nil {
 		return

@@ -178,6 +178,9 @@ type attribution struct {
 	cluster     string
 	zoneRegions map[string]string
 	servers     map[string]failover.Server
+	// intermediates are each failover zone's intermediate names' targets, as its last whole
+	// reading showed them: an answer through one is served by the cluster it points at.
+	intermediates map[string]map[string]string
 }
 
 // of says who serves a failover zone's answer (failover.Attribute); "" for other zones.
@@ -186,11 +189,12 @@ func (a attribution) of(controller, answer string) string {
 	if !ok {
 		return ""
 	}
-	return failover.Attribute(answer, region, a.cluster, a.servers)
+	return failover.Attribute(failover.ThroughIntermediate(answer, a.intermediates[controller]), region, a.cluster, a.servers)
 }
 
 func (a attribution) equal(b attribution) bool {
-	return a.cluster == b.cluster && maps.Equal(a.zoneRegions, b.zoneRegions) && maps.Equal(a.servers, b.servers)
+	return a.cluster == b.cluster && maps.Equal(a.zoneRegions, b.zoneRegions) && maps.Equal(a.servers, b.servers) &&
+		maps.EqualFunc(a.intermediates, b.intermediates, maps.Equal)
 }
 
 // zoneReads are the last readings of one zone: whole and of its heartbeats (failover.ReadPlan).
@@ -352,7 +356,8 @@ func (f *Loop) Regions() (regions []clusterv1alpha1.RegionFailoverStatus, known 
 			Message: decide.Truncate(message, 1024), Since: &metav1.Time{Time: v.Since.Truncate(time.Second)}}
 		taken := map[string]int32{}
 		for _, p := range f.held {
-			if p.Region == region {
+			// The names a user publishes, not the intermediates they moved with.
+			if p.Region == region && !naming.IsIntermediate(p.Hostname) {
 				taken[p.Controller]++
 			}
 		}
