@@ -261,9 +261,33 @@ func (w *failoverWorld) hostname(namespace string) string {
 	return "api-ns-" + worldEnvLetter + "-dev-" + namespace + "." + w.domain
 }
 
-// chain is what a zone answers for a name m serves: the CNAME to m's gateway target, then its
-// address.
-func (w *failoverWorld) chain(m *failoverMember) []string {
+// chain is what the weu zone answers for the team's name (failoverNS, whose policy lists
+// stand-ins) while m serves it: the CNAME to the policy's intermediate name, its CNAME to m's
+// gateway target, then the target's address (chainIn).
+func (w *failoverWorld) chain(m *failoverMember) []string { return w.chainIn(failoverNS, "weu", m) }
+
+// chainIn is what region's zone answers for namespace's name, whose policy lists stand-ins, while
+// m serves it: through the policy's intermediate name there (naming.IntermediateName), which a
+// move rewrites.
+func (w *failoverWorld) chainIn(namespace, region string, m *failoverMember) []string {
+	return append([]string{"CNAME " + naming.IntermediateName("internal", namespace, region, w.domain) + "."}, w.direct(m)...)
+}
+
+// teamIn is what region's zone answers for the team's name while m serves it, once aks01 (weu)
+// published first: through the intermediate in weu's zone, whose own region created it; directly
+// in the other regions' zones, where aks01 holds the name and the zone's own region (aks02, or
+// nobody) the intermediate, so that aks01 keeps its name direct (failover.FormIn) and a takeover
+// passes the name itself there.
+func (w *failoverWorld) teamIn(region string, m *failoverMember) []string {
+	if region == w.aks01.region {
+		return w.chainIn(failoverNS, region, m)
+	}
+	return w.direct(m)
+}
+
+// direct is what a zone answers for a name m serves whose policy lists no stand-ins: the seed's
+// CNAME to m's gateway target, then its address.
+func (w *failoverWorld) direct(m *failoverMember) []string {
 	return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP}
 }
 
@@ -275,7 +299,7 @@ func (w *failoverWorld) publishBoth(diag func() []func() string, zones ...*frame
 	t.Helper()
 	at := w.publish(w.aks01)
 	for _, z := range zones {
-		waitAnswer(ctx, t, at, z.Query(w.hostname(failoverNS), "A"), w.chain(w.aks01), diag()...)
+		waitAnswer(ctx, t, at, z.Query(w.hostname(failoverNS), "A"), w.teamIn(z.Name, w.aks01), diag()...)
 	}
 	at = w.publish(w.aks02)
 	for _, z := range zones {
@@ -416,11 +440,11 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	// The routes: the team's, under a policy with stand-ins, and another team's without; aks01
 	// publishes first, so it owns both names.
 	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	chain, direct := w.chain, w.direct
 	q, otherQ := zone.Query(name, "A"), zone.Query(otherName, "A")
 	at := w.publish(aks01)
 	waitAnswer(ctx, t, at, q, chain(aks01), diag()...)
-	waitAnswer(ctx, t, at, otherQ, chain(aks01), diag()...)
+	waitAnswer(ctx, t, at, otherQ, direct(aks01), diag()...)
 	// A third team, solo, publishes only from aks01. In aks02, where no namespace claims solo's
 	// hostname, a tenant of namespace thief (edit there and nothing else) copies solo's route,
 	// under a policy naming neu as stand-in: aks02 publishes solo's name from thief.
@@ -433,7 +457,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	solo, thief := tenantClient(t, aks01.cl, "solo-team", soloNS), tenantClient(t, aks02.cl, "thief-team", thiefNS)
 	at = create(ctx, t, solo, failoverPolicy(soloNS, standIn))
 	create(ctx, t, solo, apiRoute(soloNS, soloNS))
-	waitAnswer(ctx, t, at, soloQ, chain(aks01), diag()...)
+	waitAnswer(ctx, t, at, soloQ, w.chainIn(soloNS, "weu", aks01), diag()...)
 	create(ctx, t, thief, failoverPolicy(thiefNS, standIn))
 	create(ctx, t, thief, apiRoute(thiefNS, soloNS))
 
@@ -461,7 +485,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	// heartbeat vouches for it.
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	waitRegion(ctx, t, aks01, "neu", "Unreachable", "WitnessSaysAlive", diag)
-	stable(t, "1. partitioned, not lost", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
+	stable(t, "1. partitioned, not lost", []framework.Query{q, otherQ}, [][]string{chain(aks01), direct(aks01)}, aks01.ed, aks02.ed)
 	assertRegion(ctx, t, aks02, "weu", "Unreachable")
 	assertRegion(ctx, t, aks01, "neu", "Unreachable")
 
@@ -495,7 +519,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 		t.Errorf("2. kubectl router status does not say weu is lost and 1 name is served here:\n%s", status)
 	}
 	stable(t, "2. lost, taken over; another team's name, without stand-ins, stays; solo's name, which aks02 publishes only from thief, is not taken",
-		[]framework.Query{q, otherQ, soloQ}, [][]string{chain(aks02), chain(aks01), chain(aks01)}, aks02.ed)
+		[]framework.Query{q, otherQ, soloQ}, [][]string{chain(aks02), direct(aks01), w.chainIn(soloNS, "weu", aks01)}, aks02.ed)
 
 	// 2b. A new leader in aks02 (its operator restarted) counts the takeover it did not make (the
 	// DNSEndpoint's mark says from which region, the zone that aks02 owns the name), and keeps weu
@@ -542,7 +566,7 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 
 	// 3. Back: aks01 returns; the ownership record fences it.
 	w.comeBack()
-	stable(t, "3. aks01 back, fenced", []framework.Query{q, otherQ}, [][]string{chain(aks02), chain(aks01)}, aks01.ed, aks02.ed)
+	stable(t, "3. aks01 back, fenced", []framework.Query{q, otherQ}, [][]string{chain(aks02), direct(aks01)}, aks01.ed, aks02.ed)
 	waitRouteZone(ctx, t, aks01, controller, routingv1alpha1.ZoneDrifted, "served by cluster aks02, of region neu, for region weu")
 	wantSkip := fmt.Sprintf(`because owner id does not match (found: \"%s\", required: \"%s\")`, aks02.owner, aks01.owner)
 	if line := firstLineWith(aks01.ed.Log(), wantSkip); line == "" {
@@ -585,23 +609,27 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
-	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), chain(aks01)}, aks01.ed, aks02.ed)
+	stable(t, "4. back home", []framework.Query{q, otherQ}, [][]string{chain(aks01), direct(aks01)}, aks01.ed, aks02.ed)
 	// Nothing lost on the way: every record a live route or gateway publishes is in the zone, with
 	// its owner's ownership record.
 	w.assertAllHome(t, "4. at the end", zone)
 }
 
-// assertAllHome checks the BIND world's zone holds both names pointing at aks01, owned by aks01,
-// and both gateways' address records: nothing lost on the way.
+// assertAllHome checks the BIND world's zone holds both names pointing at aks01 (the team's
+// through its policy's intermediate), owned by aks01, and both gateways' address records:
+// nothing lost on the way.
 func (w *failoverWorld) assertAllHome(t testing.TB, step string, zone *framework.BindServer) {
 	t.Helper()
 	aks01, aks02 := w.aks01, w.aks02
 	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
 	recs := framework.LogZone(t.Context(), t, step, zone)
+	intermediate := naming.IntermediateName("internal", failoverNS, "weu", w.domain)
 	for _, want := range []struct{ name, rtype, data string }{
-		{name + ".", "CNAME", aks01.target(w.domain) + "."}, {otherName + ".", "CNAME", aks01.target(w.domain) + "."},
+		{name + ".", "CNAME", intermediate + "."}, {intermediate + ".", "CNAME", aks01.target(w.domain) + "."},
+		{otherName + ".", "CNAME", aks01.target(w.domain) + "."},
 		{aks01.target(w.domain) + ".", "A", aks01.lbIP}, {aks02.target(w.domain) + ".", "A", aks02.lbIP},
 		{"weu-d-cname-" + name + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
+		{"weu-d-cname-" + intermediate + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
 		{"weu-d-cname-" + otherName + ".", "TXT", "external-dns/owner=" + aks01.owner + ","},
 	} {
 		if !framework.HasRecord(recs, want.name, want.rtype, want.data) {
@@ -773,7 +801,8 @@ func TestFailover_OperatorTakesOverInAzurePrivateDNS(t *testing.T) {
 		}
 		return b.String()
 	}
-	label := strings.TrimSuffix(w.hostname(failoverNS), "."+domain)
+	// The team's name goes through its policy's intermediate name, whose record set a move rewrites.
+	label := strings.TrimSuffix(naming.IntermediateName("internal", failoverNS, "weu", domain), "."+domain)
 	cname := func() string { return strings.Join(az.Records(sub, group, domain)[label+" CNAME"], ",") }
 	// watch polls the CNAME record set every 50 ms until it holds want, recording every distinct
 	// value on the way ("" is absent).
@@ -896,8 +925,7 @@ func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
 	ctx := t.Context()
 	w, zone := startBindFailoverWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	name, chain := w.hostname(failoverNS), w.chain
 	q := zone.Query(name, "A")
 	at := w.publish(aks01)
 	waitAnswer(ctx, t, at, q, chain(aks01), zone.Diagnostics)
@@ -976,7 +1004,7 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 	ctx := t.Context()
 	w, zones := startEveryZoneWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
-	name, chain := w.hostname(failoverNS), w.chain
+	name := w.hostname(failoverNS)
 	diag := func() []func() string { return zonesDiagnostics(w, zones) }
 	w.publishBoth(diag, inRegionOrder(zones)...)
 	// Each status write of aks02's ExternalDNS (observedGeneration) is an update it runs again on:
@@ -984,11 +1012,11 @@ func TestFailover_EveryZoneFollows(t *testing.T) {
 	waitSyncs(ctx, t, waitProcessed(ctx, t, aks02), aks02.eds...)
 
 	lost := w.lose()
-	traces := followZones(t, zones, worldRegions, name, chain(aks02), diag)
+	traces := followZones(t, zones, worldRegions, name, func(r string) []string { return w.teamIn(r, aks02) }, diag)
 	for _, r := range worldRegions {
 		tr := traces[r]
 		t.Logf("zone %s: %s answers aks02's gateway %s after aks01 stopped; seen: %s", r, name, tr.Took.Round(time.Millisecond), tr)
-		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, chain(aks01)) {
+		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.teamIn(r, aks01)) {
 			t.Errorf("zone %s: want a direct switch from aks01's gateway to aks02's, seen: %s", r, tr)
 		}
 	}
@@ -1071,14 +1099,14 @@ func zonesDiagnostics(w *failoverWorld, zones map[string]*framework.BindServer) 
 
 // followZones watches name in the zones of regions with dig every 50 ms, all at once, until each
 // answers want, and returns what each showed.
-func followZones(t testing.TB, zones map[string]*framework.BindServer, regions []string, name string, want []string, diag func() []func() string) map[string]framework.Trace {
+func followZones(t testing.TB, zones map[string]*framework.BindServer, regions []string, name string, want func(region string) []string, diag func() []func() string) map[string]framework.Trace {
 	t.Helper()
 	traces := make(map[string]framework.Trace, len(regions))
 	var mu sync.Mutex
 	var watches []func() error
 	for _, r := range regions {
 		watches = append(watches, func() error {
-			tr, err := framework.Converge(t.Context(), zones[r].Query(name, "A"), framework.Resolves(want...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			tr, err := framework.Converge(t.Context(), zones[r].Query(name, "A"), framework.Resolves(want(r)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
 			mu.Lock()
 			traces[r] = tr
 			mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -45,7 +46,8 @@ func TestFailover_ARefusedTakeoverMovesNothingUntilTheZoneTakesIt(t *testing.T) 
 	})
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), az.Diagnostics) }
-	label := strings.TrimSuffix(w.hostname(failoverNS), "."+domain)
+	// The team's name goes through its policy's intermediate name: that is what moves.
+	label := strings.TrimSuffix(naming.IntermediateName("internal", failoverNS, "weu", domain), "."+domain)
 	records := func() (cname, owner string) {
 		r := az.Records(sub, group, domain)
 		return strings.Join(r[label+" CNAME"], ","), strings.Join(r[z.prefix+"cname-"+label+" TXT"], ",")

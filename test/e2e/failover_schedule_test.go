@@ -18,6 +18,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
@@ -124,10 +125,10 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 		updateConfig(ctx, tb, m, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
 	}
 	name, otherName := w.hostname(failoverNS), w.hostname(failoverOtherNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	chain := w.chain
 	at := w.publish(aks01)
 	waitAnswer(ctx, tb, at, zone.Query(name, "A"), chain(aks01))
-	waitAnswer(ctx, tb, at, zone.Query(otherName, "A"), chain(aks01))
+	waitAnswer(ctx, tb, at, zone.Query(otherName, "A"), w.direct(aks01))
 	at = w.publish(aks02)
 	waitAnswer(ctx, tb, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP})
 	waitSyncs(ctx, tb, at, aks01.ed, aks02.ed)
@@ -162,7 +163,7 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 				mu.Lock()
 				run.readings++
 				mu.Unlock()
-				checkFaultInvariants(recs, []string{name, otherName}, otherName, aks01, []string{aks01.target(w.domain), aks02.target(w.domain)}, w.domain, violate)
+				checkFaultInvariants(recs, []string{name, naming.IntermediateName("internal", failoverNS, "weu", w.domain), otherName}, otherName, aks01, []string{aks01.target(w.domain), aks02.target(w.domain)}, w.domain, violate)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

@@ -69,7 +69,7 @@ func failoverAsUsersRunIt(b *testing.B, ed func(*framework.ExternalDNSOptions), 
 		b.Fatal(err)
 	}
 	name := w.hostname(failoverNS)
-	chain := func(m *failoverMember) []string { return []string{"CNAME " + m.target(w.domain) + ".", "A " + m.lbIP} }
+	chain := w.chain
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
 		p := failoverPolicy(failoverNS, &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}})
 		p.Spec.RecordTTL = ptr.To(ttl)
