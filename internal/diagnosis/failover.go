@@ -13,6 +13,7 @@ import (
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/routerplan"
 )
 
@@ -91,6 +92,10 @@ func zoneEffect(endpoints []*externaldnsv1alpha1.DNSEndpoint, policies map[strin
 	}
 	z := ZoneFailoverEffect{Controller: c.Name, StandIns: map[string][]string{}}
 	for _, n := range standIn {
+		if naming.IsIntermediate(n.Hostname) {
+			// Not a name anyone resolves: the policy's names move with it, and are listed.
+			continue
+		}
 		name := n.Namespace + ": " + n.Hostname
 		switch to := failover.StandIn(lost, n.StandIns, states); {
 		case passed[publishedAs(n.Namespace, n.Endpoint, n.Hostname)]:
