@@ -805,7 +805,8 @@ func (f *fleet) log(tb testing.TB, w fleetWindow) fleetFigures {
 	// each synchronization, at the interval that keeps the zone within its lists
 	// (budget.ExternalDNSInterval: what the operator guide recommends).
 	recordSets := w.recordSets - 1 // the SOA record set is counted by ExternalDNSListsPerSync
-	xZoneLists := fig.operatorReads * fleetClusters
+	// The long-run rate when it is the larger: a short window may hold no whole listing.
+	xZoneLists := max(fig.operatorReads, fig.longRunReads) * fleetClusters
 	xZoneUpdates := fleetClusters * time.Minute.Seconds() / documentedRest.heartbeatEvery(fleetClusters, z).Seconds()
 	edEvery, fits := budget.ExternalDNSInterval(fleetClusters, recordSets, xZoneLists)
 	edLists := 0.0
