@@ -274,12 +274,13 @@ func (w *failoverWorld) chainIn(namespace, region string, m *failoverMember) []s
 }
 
 // teamIn is what region's zone answers for the team's name while m serves it, once aks01 (weu)
-// published first: through the intermediate in weu's zone, whose own region created it; directly
-// in the other regions' zones, where aks01 holds the name and the zone's own region (aks02, or
-// nobody) the intermediate, so that aks01 keeps its name direct (failover.FormIn) and a takeover
-// passes the name itself there.
+// published first: through the intermediate in weu's zone, whose own region created it, and in
+// m's own region's zone (m created the intermediate there and holds it). In another region's
+// zone aks01 holds the name and the zone's own region (aks02, or nobody) the intermediate, so
+// aks01 keeps its name direct (failover.FormIn); and in a zone whose region has no cluster (frc)
+// nobody creates one, so a takeover passes the name itself.
 func (w *failoverWorld) teamIn(region string, m *failoverMember) []string {
-	if region == w.aks01.region {
+	if region == w.aks01.region || region == m.region {
 		return w.chainIn(failoverNS, region, m)
 	}
 	return w.direct(m)
