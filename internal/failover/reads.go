@@ -88,20 +88,26 @@ type Interests struct {
 	Held  []Pass
 	// MayReclaim is MayFailBack's answer for this cluster now (Reclaims' healthy).
 	MayReclaim bool
+	// Forming are the zones (by controller) where a name of this cluster waits for a reading to go
+	// through its intermediate: published beside it, not yet through it (FormIn).
+	Forming map[string]bool
 }
 
 // ZoneInterest is how much this cluster needs the ownership records of a zone, from its last whole
 // reading (whole, labelled with its controller, region and owner): Passing when that reading holds
 // a name this cluster would pass now (Takeovers of a region judged Lost, or, its failback allowed
 // now, Reclaims); Holding when this cluster holds or marked a name there, when a region judged
-// Lost has names there this cluster stands in for first (new ones may come), or when a name of
-// its own is held there by a stand-in (its failback not allowed yet); AtRest otherwise.
+// Lost has names there this cluster stands in for first (new ones may come), when a name of its
+// own is held there by a stand-in (its failback not allowed yet), or when a name waits for a
+// reading to go through its intermediate (Forming: an upgrade takes a reading, not six minutes);
+// AtRest otherwise.
 func (in Interests) ZoneInterest(whole ZoneReading) Interest {
 	zone := []ZoneReading{whole}
 	if len(Takeovers(in.Own, in.Judged, zone, in.Names)) > 0 || (in.MayReclaim && len(Reclaims(in.Own, true, zone, in.Names)) > 0) {
 		return Passing
 	}
-	if len(Reclaims(in.Own, true, zone, in.Names)) > 0 || slices.ContainsFunc(in.Held, func(p Pass) bool { return p.Controller == whole.Controller }) {
+	if len(Reclaims(in.Own, true, zone, in.Names)) > 0 || slices.ContainsFunc(in.Held, func(p Pass) bool { return p.Controller == whole.Controller }) ||
+		in.Forming[whole.Controller] {
 		return Holding
 	}
 	states := make(map[string]State, len(in.Judged))

@@ -70,6 +70,8 @@ func TestZoneInterest(t *testing.T) {
 		{"own name held by a stand-in, manual failback", Interests{Own: "neu", Judged: serving, Names: []Name{{Controller: "external-dns-neu",
 			Hostname: "web.example.com", Namespace: "team", StandIns: []string{"weu"}}}, MayReclaim: true}, neuZone, AtRest},
 		{"never read whole", Interests{Own: "neu", Judged: lost, Names: []Name{api}}, ZoneReading{Controller: "external-dns-weu"}, Holding},
+		{"a name waits to go through its intermediate", Interests{Own: "neu", Judged: serving, Names: []Name{api}, Forming: map[string]bool{"external-dns-weu": true}}, weuZone, Holding},
+		{"... in another zone", Interests{Own: "neu", Judged: serving, Names: []Name{api}, Forming: map[string]bool{"external-dns-neu": true}}, weuZone, AtRest},
 	}
 	for _, tt := range tests {
 		if got := tt.in.ZoneInterest(tt.whole); got != tt.want {

@@ -2,12 +2,14 @@ package failoverloop
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/external-dns/endpoint"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/decide"
@@ -146,4 +148,15 @@ func intermediateOf(ep *externaldnsv1alpha1.DNSEndpoint, cluster, own, domain, r
 		return ""
 	}
 	return naming.IntermediateName(postfix, ep.Namespace, region, domain)
+}
+
+// forming says a route's DNSEndpoint publishes its intermediate beside its name, not yet through
+// it: it waits for a reading of the zone (decide.RouteForm).
+func forming(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+	if len(ep.Spec.Endpoints) < 2 || ep.Spec.Endpoints[0] == nil {
+		return false
+	}
+	hasIntermediate := slices.ContainsFunc(ep.Spec.Endpoints[1:], func(r *endpoint.Endpoint) bool { return r != nil && naming.IsIntermediate(r.DNSName) })
+	through := slices.ContainsFunc(ep.Spec.Endpoints[0].Targets, naming.IsIntermediate)
+	return hasIntermediate && !through
 }

@@ -141,8 +141,10 @@ type Loop struct {
 	drain       decide.Drain
 	ios         map[string]cachedIO
 	attribution attribution
-	// forms is what Forms answers from (keepForms).
-	forms formView
+	// forms is what Forms answers from (keepForms); forming says in which zones a name waits for a
+	// reading to go through its intermediate (the round's goroutine only).
+	forms   formView
+	forming map[string]bool
 	// reads are what this leader last read of each zone, and when, and beatsSeen when it saw each
 	// heartbeat change (the round's goroutine only).
 	reads     map[string]*zoneReads
@@ -288,7 +290,7 @@ type cachedIO struct {
 // the tests inject, zero in any real cluster.
 func New(c client.Client, cluster Reads, recorder events.EventRecorder, observed RouteObservations, routeChanges chan<- event.GenericEvent, clockOffset time.Duration) *Loop {
 	f := &Loop{cluster: cluster, recorder: recorder, changes: make(chan event.GenericEvent, 1),
-		probe: dialProbe, now: time.Now, regions: map[string]failover.RegionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{},
+		probe: dialProbe, now: time.Now, regions: map[string]failover.RegionView{}, ios: map[string]cachedIO{}, reads: map[string]*zoneReads{}, beatsSeen: failover.Observations{}, forming: map[string]bool{},
 		observed: observed, routeChanges: routeChanges}
 	if c != nil {
 		f.reader, f.writer = c, c
@@ -758,7 +760,7 @@ func (f *Loop) interests(own string, judged map[string]failover.Judgement, names
 	default:
 		mayReclaim = reaching && failover.MayFailBack(now, f.own.HealthySince, f.own.Probes, s.judge)
 	}
-	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held), MayReclaim: mayReclaim}
+	return failover.Interests{Own: own, Judged: judged, Names: names, Held: slices.Clone(f.held), MayReclaim: mayReclaim, Forming: maps.Clone(f.forming)}
 }
 
 // drained records where a drain of this cluster's region stands (failover.DrainProgress, on each
@@ -936,6 +938,10 @@ func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failov
 		}
 		standIn, _ := decide.FailoverNames(z.controller, endpoints, policies)
 		out = append(out, standIn...)
+		f.forming[z.controller] = slices.ContainsFunc(endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
+			p := policies[ep.Namespace]
+			return p != nil && p.Spec.Failover != nil && forming(ep)
+		})
 	}
 	return out, nil
 }
@@ -1250,7 +1256,7 @@ func (f *Loop) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attribution, f.drain, f.forms = attribution{}, decide.Drain{}, formView{}
-	f.reads, f.beatsSeen, f.unanswered = map[string]*zoneReads{}, failover.Observations{}, nil
+	f.reads, f.beatsSeen, f.unanswered, f.forming = map[string]*zoneReads{}, failover.Observations{}, nil, map[string]bool{}
 	if !f.judged || len(f.regions) > 0 {
 		f.judged = true
 		f.regions = map[string]failover.RegionView{}

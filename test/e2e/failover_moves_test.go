@@ -11,6 +11,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -154,4 +156,87 @@ func diagnose(diags []func() string) string {
 		b.WriteString("\n" + d())
 	}
 	return b.String()
+}
+
+// TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap is the upgrade from
+// direct names as the zone sees it: aks01 publishes the team's names the way a release before
+// intermediates did (its policy without failover yet: each name a CNAME to its gateway, owned by
+// aks01), aks02 publishes the same names; then the team's policy gains failover in both clusters.
+// dig asks for every name every 50 ms from before the change until every name goes through the
+// intermediate: each name switches once, from its gateway to the intermediate that answers with
+// the same gateway, never NXDOMAIN nor an empty answer in between, and the intermediate exists
+// before any name points at it. Then a loss moves them all with the intermediate.
+func TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap(t *testing.T) {
+	ctx := t.Context()
+	w, zone := startBindFailoverWorld(t)
+	aks01, aks02 := w.aks01, w.aks02
+	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	routes := []string{"api", "web", "shop"}
+	var queries []framework.Query
+	for _, svc := range routes {
+		queries = append(queries, zone.Query(fmt.Sprintf("%s-ns-%s-dev-%s.%s", svc, worldEnvLetter, failoverNS, w.domain), "A"))
+	}
+	publish := func(m *failoverMember) time.Time {
+		at := create(ctx, t, m.cl.Client, failoverPolicy(failoverNS, nil))
+		for _, svc := range routes {
+			create(ctx, t, m.cl.Client, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: failoverNS, Name: svc},
+				Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: svc, GatewayName: gatewayName, GatewayNamespace: gatewayNamespace, Environment: "dev", Application: failoverNS}})
+		}
+		return at
+	}
+	at := publish(aks01)
+	for _, q := range queries {
+		waitAnswer(ctx, t, at, q, w.direct(aks01), diag()...)
+	}
+	at = publish(aks02)
+	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
+
+	// Failover turned on (as an upgrade turns the intermediates on): every name watched.
+	on := time.Now()
+	for _, m := range []*failoverMember{aks02, aks01} {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p := &routingv1alpha1.DNSPolicy{}
+			if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
+				return err
+			}
+			p.Spec.Failover = &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}
+			return m.cl.Client.Update(ctx, p)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	traces := make([]framework.Trace, len(queries))
+	var watches []func() error
+	for i, q := range queries {
+		watches = append(watches, func() error {
+			var err error
+			traces[i], err = framework.Converge(ctx, q, framework.Resolves(w.chain(aks01)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			return err
+		})
+	}
+	if err := parallel(watches...); err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range traces {
+		t.Logf("%s goes through the intermediate %s after failover was turned on; seen: %s", queries[i].Name, tr.Took.Round(time.Millisecond), tr)
+		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.direct(aks01)) {
+			t.Errorf("%s: want one switch, from its gateway straight to the intermediate answering the same gateway; seen: %s", queries[i].Name, tr)
+		}
+	}
+	stable(t, "through the intermediate", queries, [][]string{w.chain(aks01), w.chain(aks01), w.chain(aks01)}, aks01.ed, aks02.ed)
+	t.Logf("every name through the intermediate %s after failover was turned on", time.Since(on).Round(time.Millisecond))
+
+	// The loss: one move, every name.
+	lost := w.lose()
+	for _, q := range queries {
+		tr, err := framework.Converge(ctx, q, framework.Resolves(w.chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.chain(aks01)) {
+			t.Errorf("%s: want a direct switch from aks01's gateway to aks02's, seen: %s", q.Name, tr)
+		}
+	}
+	t.Logf("every name answers aks02 %s after aks01 stopped", time.Since(lost).Round(time.Millisecond))
 }
