@@ -156,3 +156,11 @@ func TestAttribute_ThroughAnIntermediate(t *testing.T) {
 	assert.Equal(t, "", Attribute(ThroughIntermediate("CNAME "+intName+".", nil), "weu", "aks01", servers), "an intermediate whose target is not known: nothing said")
 	assert.Equal(t, "CNAME aks02-neu-internal.example.com.", ThroughIntermediate("CNAME aks02-neu-internal.example.com.", ints), "a direct answer is left as it is")
 }
+
+func TestTakeovers_ANameThroughAnIntermediateThisClusterDoesNotPublishYetMovesOnItsOwn(t *testing.T) {
+	lost := map[string]Judgement{"weu": {State: Lost}, "neu": {State: Serving}}
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"}}
+	got := Takeovers("neu", lost, []ZoneReading{throughZone(aks01Owner)}, []Name{api})
+	assert.Len(t, got, 1, "its routes do not publish the intermediate yet: passing it would leave it to nobody's ExternalDNS")
+	assert.Equal(t, apiTXT, got[0].TXTName)
+}

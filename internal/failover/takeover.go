@@ -189,13 +189,24 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 // owner those held by another owner whose region (known from the zone's heartbeats) take accepts,
 // published from the name's own namespace. A zone not read, a record set of other than one
 // ownership value and an owner no heartbeat names are left alone, and so is a name the zone
-// answers through an intermediate name: the intermediate's pass moves it.
+// answers through an intermediate name this cluster publishes too: the intermediate's pass moves
+// it. One whose intermediate this cluster does not publish yet (its routes took their form from
+// a reading older than the intermediate) is passed on its own: its ExternalDNS then points it at
+// this cluster's gateway directly, and the name is not left with a lost region meanwhile.
 func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
 	byController := zonesByController(zones)
+	type key struct{ controller, name string }
+	published := map[key]bool{}
+	for _, n := range names {
+		published[key{n.Controller, Canonical(n.Hostname)}] = true
+	}
 	var out []Pass
 	for _, n := range names {
 		z := byController[n.Controller]
-		if z == nil || !z.Read || z.Owner == "" || z.throughIntermediate(n.Hostname) {
+		if z == nil || !z.Read || z.Owner == "" {
+			continue
+		}
+		if target := z.CNAMEs[Canonical(n.Hostname)]; isIntermediate(target) && published[key{n.Controller, target}] {
 			continue
 		}
 		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
