@@ -164,3 +164,18 @@ func TestTakeovers_ANameThroughAnIntermediateThisClusterDoesNotPublishYetMovesOn
 	assert.Len(t, got, 1, "its routes do not publish the intermediate yet: passing it would leave it to nobody's ExternalDNS")
 	assert.Equal(t, apiTXT, got[0].TXTName)
 }
+
+func TestReclaims_ANameAStandInTookOnItsOwnComesBackWithItsIntermediate(t *testing.T) {
+	// aks01 (weu) healthy again; aks02 took the name on its own, then its intermediate.
+	zone := throughZone(aks02Owner, asOwner(aks01Owner), func(z *ZoneReading) { z.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks02Owner)}} })
+	name := func(h string) Name {
+		return Name{Controller: "external-dns-weu", Hostname: h, Namespace: "myapp", StandIns: []string{"neu"}, FailBack: true}
+	}
+	var got []string
+	for _, p := range Reclaims("weu", true, []ZoneReading{zone}, []Name{name(apiName), name(intName)}) {
+		got = append(got, p.TXTName)
+	}
+	assert.Equal(t, []string{apiTXT, intTXT}, got)
+	zone.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks01Owner)}}
+	assert.Len(t, Reclaims("weu", true, []ZoneReading{zone}, []Name{name(apiName), name(intName)}), 1, "the usual case: the names never left, the intermediate comes back alone")
+}

@@ -166,7 +166,7 @@ func Takeovers(own string, judged map[string]Judgement, zones []ZoneReading, nam
 	for region, j := range judged {
 		states[region] = j.State
 	}
-	return passes(zones, names, func(_ *ZoneReading, n Name, holder string) bool {
+	return passes(zones, names, true, func(_ *ZoneReading, n Name, holder string) bool {
 		return states[holder].MovesNames() && StandIn(holder, n.StandIns, states) == own
 	})
 }
@@ -180,7 +180,10 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 	if !healthy {
 		return nil
 	}
-	return passes(zones, names, func(z *ZoneReading, n Name, holder string) bool {
+	// A name through an intermediate is passed back too when a stand-in holds its own record: it
+	// took it on its own (passes) before its routes published the intermediate. Same content, no
+	// answer changes: the home holds its names again, and the stand-in counts nothing.
+	return passes(zones, names, false, func(z *ZoneReading, n Name, holder string) bool {
 		return n.FailBack && z.Region == own && holder != own && slices.Contains(n.StandIns, holder)
 	})
 }
@@ -193,7 +196,7 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 // it. One whose intermediate this cluster does not publish yet (its routes took their form from
 // a reading older than the intermediate) is passed on its own: its ExternalDNS then points it at
 // this cluster's gateway directly, and the name is not left with a lost region meanwhile.
-func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
+func passes(zones []ZoneReading, names []Name, skipThrough bool, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
 	byController := zonesByController(zones)
 	type key struct{ controller, name string }
 	published := map[key]bool{}
@@ -206,7 +209,7 @@ func passes(zones []ZoneReading, names []Name, take func(z *ZoneReading, n Name,
 		if z == nil || !z.Read || z.Owner == "" {
 			continue
 		}
-		if target := z.CNAMEs[Canonical(n.Hostname)]; isIntermediate(target) && published[key{n.Controller, target}] {
+		if target := z.CNAMEs[Canonical(n.Hostname)]; skipThrough && isIntermediate(target) && published[key{n.Controller, target}] {
 			continue
 		}
 		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {

@@ -2,6 +2,7 @@ package failoverloop
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -46,15 +47,21 @@ func (f *Loop) Forms() decide.Forms {
 // keepForms makes the zones' latest whole readings what Forms answers from, and sends to be
 // reconciled again every route whose DNSEndpoint in a zone read whole since the last round is not
 // in the form the reading now says (decide.RouteForm): nothing else wakes a route when only the
-// zone changed (its intermediate created, or taken by this cluster).
-func (f *Loop) keepForms(ctx context.Context, own, cluster, domain string, zones []failoverZone) {
+// zone changed (its intermediate created, or taken by this cluster). A zone this round passed
+// names in says nothing until it is read again: its reading is from before the passes, and a name
+// this cluster just took on its own would go through an intermediate still the lost region's.
+func (f *Loop) keepForms(ctx context.Context, own, cluster, domain string, zones []failoverZone, passed map[string]bool) {
 	view := formView{own: own, zones: map[string]failover.ZoneReading{}}
 	var changed []failoverZone
 	for _, z := range zones {
 		r := f.zoneReads(z.controller)
 		reading := z.labelled(failover.ZoneReading{})
-		if !r.at.Full.IsZero() {
+		if !r.at.Full.IsZero() && !passed[z.controller] {
 			reading = r.whole
+		}
+		if passed[z.controller] {
+			view.zones[z.controller] = reading
+			continue
 		}
 		view.zones[z.controller] = reading
 		if r.at.Full.After(r.formsAt) {
@@ -159,4 +166,32 @@ func forming(ep *externaldnsv1alpha1.DNSEndpoint) bool {
 	hasIntermediate := slices.ContainsFunc(ep.Spec.Endpoints[1:], func(r *endpoint.Endpoint) bool { return r != nil && naming.IsIntermediate(r.DNSName) })
 	through := slices.ContainsFunc(ep.Spec.Endpoints[0].Targets, naming.IsIntermediate)
 	return hasIntermediate && !through
+}
+
+// passedIn are the zones (by controller) in which any of lists passes a name.
+func passedIn(lists ...[]failover.Pass) map[string]bool {
+	out := map[string]bool{}
+	for _, list := range lists {
+		for _, p := range list {
+			out[p.Controller] = true
+		}
+	}
+	return out
+}
+
+// formsUnknownIn makes Forms say nothing of the zones about to pass names (keepForms says why),
+// before the passes and the marks that wake the routes.
+func (f *Loop) formsUnknownIn(zones []failoverZone, passed map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.forms.zones == nil {
+		return
+	}
+	view := formView{own: f.forms.own, zones: maps.Clone(f.forms.zones)}
+	for _, z := range zones {
+		if passed[z.controller] {
+			view.zones[z.controller] = z.labelled(failover.ZoneReading{})
+		}
+	}
+	f.forms = view
 }

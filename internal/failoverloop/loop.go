@@ -434,6 +434,7 @@ func (f *Loop) round(ctx context.Context) time.Duration {
 		Readings: reading.merged, Ownership: reading.ownership(), Probes: probes, Names: names,
 		MayReclaim: f.interests(own, judged, names, now, s).MayReclaim, Views: views, Earlier: earlierViews(cfg),
 		Held: held, Unanswered: f.unansweredPasses()})
+	f.formsUnknownIn(zones, passedIn(d.Takeovers, d.Reclaims, d.Landed))
 	landed := f.settleUnanswered(ctx, cfg, d.Landed, d.Waiting)
 	taken, refused := f.pass(ctx, cfg, zones, d.Takeovers, true, "NameTakenOver",
 		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
@@ -450,7 +451,7 @@ func (f *Loop) round(ctx context.Context) time.Duration {
 		}
 	}
 	f.writeMarks(ctx, names, d.Returned, takenNow)
-	f.keepForms(ctx, own, identity.Spec.Cluster, identity.Spec.Domain, zones)
+	f.keepForms(ctx, own, identity.Spec.Cluster, identity.Spec.Domain, zones, passedIn(d.Takeovers, d.Reclaims, landed))
 	return s.probeInterval
 }
 
