@@ -89,7 +89,8 @@ type Interests struct {
 	// MayReclaim is MayFailBack's answer for this cluster now (Reclaims' healthy).
 	MayReclaim bool
 	// Forming are the zones (by controller) where a name of this cluster waits for a reading to go
-	// through its intermediate: published beside it, not yet through it (FormIn).
+	// through its intermediate: published beside it, not yet through it, or published since the
+	// zone's last whole reading (its form came from nothing newer; FormIn).
 	Forming map[string]bool
 }
 

@@ -939,9 +939,10 @@ func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failov
 		}
 		standIn, _ := decide.FailoverNames(z.controller, endpoints, policies)
 		out = append(out, standIn...)
+		lastWhole := f.zoneReads(z.controller).at.Full
 		f.forming[z.controller] = slices.ContainsFunc(endpoints, func(ep *externaldnsv1alpha1.DNSEndpoint) bool {
 			p := policies[ep.Namespace]
-			return p != nil && p.Spec.Failover != nil && forming(ep)
+			return p != nil && p.Spec.Failover != nil && (forming(ep) || ep.CreationTimestamp.After(lastWhole))
 		})
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 // RouteKey identifies a route's CNAME in one zone.
@@ -156,9 +157,13 @@ func (t *Tracker) SetWhole(controller string, whole bool) {
 // Settings.InitialPace within Settings.InitialSpread. Any other new or changed record is Pending until checked, and
 // checked at once.
 func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
+	records, target := routeRecord(records)
 	exp := ExpectedOf(records)
 	if len(exp) != 1 || exp[0].Type != endpoint.RecordTypeCNAME || len(exp[0].Values) != 1 {
 		return t.DeleteRoute(k)
+	}
+	if target == "" {
+		target = exp[0].Values[0]
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -176,7 +181,7 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 	}
 	s.expected, s.key, s.processed = exp, exp.Key(), processed
 	s.replaced(records, now)
-	s.via = TargetKey{Controller: k.Controller, Hostname: exp[0].Values[0]}
+	s.via = TargetKey{Controller: k.Controller, Hostname: target}
 	if t.routesVia[s.via] == nil {
 		t.routesVia[s.via] = map[RouteKey]*subject{}
 	}
@@ -186,6 +191,28 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 		s.changedAt = now
 	}
 	return t.routeChanged(s, before, known, now)
+}
+
+// routeRecord is the record of a route's DNSEndpoint that the route's own name answers with: the
+// one that is not its policy's intermediate name (regional failover publishes that beside it,
+// docs/ARCHITECTURE.md#one-record-moves-a-policy); target is the gateway target hostname the
+// intermediate points at when the name goes through it ("" otherwise: the name's own target).
+// Which cluster the intermediate points at in the zone is said by the answer's attribution, not
+// judged here: a stand-in's intermediate is the home's until a failover.
+func routeRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint, target string) {
+	var intermediate *endpoint.Endpoint
+	for _, r := range records {
+		if r != nil && naming.IsIntermediate(r.DNSName) {
+			intermediate = r
+			continue
+		}
+		own = append(own, r)
+	}
+	if intermediate != nil && len(own) == 1 && own[0] != nil && len(own[0].Targets) == 1 && len(intermediate.Targets) == 1 &&
+		Canonical(own[0].Targets[0]) == Canonical(intermediate.DNSName) {
+		target = Canonical(intermediate.Targets[0])
+	}
+	return own, target
 }
 
 // DeleteRoute forgets a route's record in a zone.

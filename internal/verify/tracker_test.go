@@ -500,3 +500,19 @@ func TestTracker_AZoneReadWholeChecksAChangeEverySecondForTwoMinutesThenEvery30s
 	_, _, next = tr.Next("external-dns-weu", c.now)
 	assert.Equal(t, c.now.Add(2*time.Second), next, "a zone asked name by name backs off at once")
 }
+
+func TestRouteRecord_AFailoverNameIsCheckedByItsOwnRecord(t *testing.T) {
+	cname := func(name, target string) *endpoint.Endpoint {
+		return &endpoint.Endpoint{DNSName: name, RecordType: endpoint.RecordTypeCNAME, Targets: endpoint.Targets{target}}
+	}
+	const api, gw, intermediate = "api.example.com", "aks01-weu-internal.example.com", "internal.myapp.weu._router-failover.example.com"
+	own, target := routeRecord([]*endpoint.Endpoint{cname(api, intermediate), cname(intermediate, gw)})
+	assert.Equal(t, []*endpoint.Endpoint{cname(api, intermediate)}, own)
+	assert.Equal(t, gw+".", target, "the route's address records are its gateway's, through the intermediate")
+	own, target = routeRecord([]*endpoint.Endpoint{cname(api, gw), cname(intermediate, gw)})
+	assert.Equal(t, []*endpoint.Endpoint{cname(api, gw)}, own, "the intermediate beside a direct name is not the name's")
+	assert.Empty(t, target)
+	own, target = routeRecord([]*endpoint.Endpoint{cname(api, gw)})
+	assert.Len(t, own, 1)
+	assert.Empty(t, target)
+}
