@@ -73,8 +73,10 @@ func Publish(zones []ZoneInput, previous []routingv1alpha1.ZoneStatus, generatio
 func zoneStatus(z ZoneInput, previous []routingv1alpha1.ZoneStatus) routingv1alpha1.ZoneStatus {
 	s := routingv1alpha1.ZoneStatus{Controller: z.Controller, Region: z.Region,
 		Processed: z.Current != nil && desired.EndpointUpToDate(z.Current, z.Desired) && z.Current.Status.ObservedGeneration == z.Current.Generation}
-	want := verify.ExpectedOf(z.Desired.Spec.Endpoints).Key()
-	changed := z.Current == nil || verify.ExpectedOf(z.Current.Spec.Endpoints).Key() != want
+	// A failover route is checked by its own record, not the intermediate beside it
+	// (verify.RouteRecord), and the tracker's result says which expectation it is for.
+	want := checkedKey(z.Desired)
+	changed := z.Current == nil || checkedKey(z.Current) != want
 	switch {
 	case !z.Verified:
 		s.State = routingv1alpha1.ZoneUnverified
@@ -93,6 +95,15 @@ func zoneStatus(z ZoneInput, previous []routingv1alpha1.ZoneStatus) routingv1alp
 		s.State, s.Answer = routingv1alpha1.ZonePending, verify.NotCheckedYet
 	}
 	return s
+}
+
+// checkedKey is the expectation verification checks a DNSEndpoint against (verify.Expected.Key).
+func checkedKey(ep *externaldnsv1alpha1.DNSEndpoint) string {
+	if _, route := ep.Labels[naming.LabelServiceRoute]; route {
+		own, _ := verify.RouteRecord(ep.Spec.Endpoints)
+		return verify.ExpectedOf(own).Key()
+	}
+	return verify.ExpectedOf(ep.Spec.Endpoints).Key()
 }
 
 // kept returns the previous verified state of a zone, nil when there is none.

@@ -157,7 +157,7 @@ func (t *Tracker) SetWhole(controller string, whole bool) {
 // Settings.InitialPace within Settings.InitialSpread. Any other new or changed record is Pending until checked, and
 // checked at once.
 func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
-	records, target := routeRecord(records)
+	records, target := RouteRecord(records)
 	exp := ExpectedOf(records)
 	if len(exp) != 1 || exp[0].Type != endpoint.RecordTypeCNAME || len(exp[0].Values) != 1 {
 		return t.DeleteRoute(k)
@@ -193,13 +193,13 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 	return t.routeChanged(s, before, known, now)
 }
 
-// routeRecord is the record of a route's DNSEndpoint that the route's own name answers with: the
+// RouteRecord is the record of a route's DNSEndpoint that the route's own name answers with: the
 // one that is not its policy's intermediate name (regional failover publishes that beside it,
 // docs/ARCHITECTURE.md#one-record-moves-a-policy); target is the gateway target hostname the
 // intermediate points at when the name goes through it ("" otherwise: the name's own target).
 // Which cluster the intermediate points at in the zone is said by the answer's attribution, not
 // judged here: a stand-in's intermediate is the home's until a failover.
-func routeRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint, target string) {
+func RouteRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint, target string) {
 	var intermediate *endpoint.Endpoint
 	for _, r := range records {
 		if r != nil && naming.IsIntermediate(r.DNSName) {

@@ -229,13 +229,20 @@ func TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap(t *t
 
 	// The loss: one move, every name.
 	lost := w.lose()
-	for _, q := range queries {
-		tr, err := framework.Converge(ctx, q, framework.Resolves(w.chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-		if err != nil {
-			t.Fatal(err)
-		}
+	watches = nil
+	for i, q := range queries {
+		watches = append(watches, func() error {
+			var err error
+			traces[i], err = framework.Converge(ctx, q, framework.Resolves(w.chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			return err
+		})
+	}
+	if err := parallel(watches...); err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range traces {
 		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.chain(aks01)) {
-			t.Errorf("%s: want a direct switch from aks01's gateway to aks02's, seen: %s", q.Name, tr)
+			t.Errorf("%s: want a direct switch from aks01's gateway to aks02's, seen: %s", queries[i].Name, tr)
 		}
 	}
 	t.Logf("every name answers aks02 %s after aks01 stopped", time.Since(lost).Round(time.Millisecond))
