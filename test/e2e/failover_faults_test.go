@@ -210,6 +210,7 @@ func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 	at = w.publish(aks02)
 	create(ctx, t, aks03.cl.Client, failoverPolicy(failoverNS, &routingv1alpha1.PolicyFailover{StandIns: []string{"frc"}}))
 	create(ctx, t, aks03.cl.Client, apiRoute(failoverNS, failoverNS))
+	waitThrough(ctx, t, aks03, failoverNS, "api-route", naming.IntermediateName("internal", failoverNS, "weu", w.domain))
 	waitAnswer(ctx, t, at, zone.Query(aks03.target(w.domain), "A"), []string{"A " + aks03.lbIP}, diag()...)
 	waitSyncs(ctx, t, at, aks01.ed, aks02.ed, aks03.ed)
 	for _, m := range []*failoverMember{aks02, aks03} {

@@ -310,7 +310,9 @@ func (w *failoverWorld) publishBoth(diag func() []func() string, zones ...*frame
 }
 
 // publish creates m's DNSPolicies (stand-in neu for the team's namespace, none for the other
-// team's) and the api route in each; it returns the time before.
+// team's) and the api route in each, and waits until m's route publishes the team's name through
+// its intermediate in the weu zone (aks01, its home, at once; a stand-in once its operator has
+// read the intermediate there: aks01 must have published first); it returns the time before.
 func (w *failoverWorld) publish(m *failoverMember) time.Time {
 	ctx := w.t.Context()
 	at := time.Now()
@@ -322,7 +324,28 @@ func (w *failoverWorld) publish(m *failoverMember) time.Time {
 		create(ctx, w.t, m.cl.Client, failoverPolicy(ns, fo))
 		create(ctx, w.t, m.cl.Client, apiRoute(ns, ns))
 	}
+	waitThrough(ctx, w.t, m, failoverNS, "api-route", naming.IntermediateName("internal", failoverNS, "weu", w.domain))
 	return at
+}
+
+// waitThrough waits until m's DNSEndpoint of route in the weu zone publishes the route's name as a
+// CNAME to intermediate.
+func waitThrough(ctx context.Context, t testing.TB, m *failoverMember, namespace, route, intermediate string) {
+	t.Helper()
+	name := naming.RouteEndpointName(route, failoverController)
+	err := framework.Poll(ctx, convergeTimeout, 100*time.Millisecond, m.cluster+"'s "+name+" through "+intermediate, func(ctx context.Context) (bool, string, error) {
+		ep := &externaldnsv1alpha1.DNSEndpoint{}
+		if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ep); err != nil {
+			return false, err.Error(), nil
+		}
+		if len(ep.Spec.Endpoints) == 0 {
+			return false, "no record", nil
+		}
+		return slices.Contains(ep.Spec.Endpoints[0].Targets, intermediate), strings.Join(ep.Spec.Endpoints[0].Targets, ","), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // failoverPolicy is namespace's DNSPolicy: Active, with failover (nil: none).
