@@ -1,6 +1,9 @@
 package failover
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Form is how a cluster publishes one name of a failover policy into one zone
 // (docs/ARCHITECTURE.md#one-record-moves-a-policy): Intermediate, the policy's intermediate name
@@ -90,4 +93,26 @@ func ThroughIntermediate(answer string, intermediates map[string]string) string 
 		return strings.TrimSpace("CNAME " + next + ". " + more)
 	}
 	return answer
+}
+
+// WithNamesThrough is taken with, for each pass of an intermediate name, every name of names the
+// zone answers through it (Pass.Through): they moved with it, and count as taken at once rather
+// than once the intermediate's mark is read back (Standing).
+func WithNamesThrough(taken []Pass, names []Name, zones []ZoneReading) []Pass {
+	byController := zonesByController(zones)
+	out := slices.Clone(taken)
+	for _, p := range taken {
+		z := byController[p.Controller]
+		if z == nil || !isIntermediate(p.Hostname) {
+			continue
+		}
+		for _, n := range names {
+			if n.Controller == p.Controller && z.CNAMEs[Canonical(n.Hostname)] == Canonical(p.Hostname) {
+				q := p
+				q.Hostname, q.Namespace, q.Endpoint, q.Through = Canonical(n.Hostname), n.Namespace, n.Endpoint, Canonical(p.Hostname)
+				out = append(out, q)
+			}
+		}
+	}
+	return Union(out)
 }

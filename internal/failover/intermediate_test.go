@@ -179,3 +179,14 @@ func TestReclaims_ANameAStandInTookOnItsOwnComesBackWithItsIntermediate(t *testi
 	zone.TXT[apiTXT] = TXTSet{Values: []string{ownership(aks01Owner)}}
 	assert.Len(t, Reclaims("weu", true, []ZoneReading{zone}, []Name{name(apiName), name(intName)}), 1, "the usual case: the names never left, the intermediate comes back alone")
 }
+
+func TestWithNamesThrough_TheNamesMovedWithTheirIntermediateCountAtOnce(t *testing.T) {
+	pass := Pass{Controller: "external-dns-weu", Hostname: intName, TXTName: intTXT, Region: "weu", To: aks02Owner}
+	names := []Name{{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu"},
+		{Controller: "external-dns-weu", Hostname: "other.example.com"}}
+	got := WithNamesThrough([]Pass{pass}, names, []ZoneReading{throughZone(aks01Owner)})
+	assert.Len(t, got, 2, "the intermediate and the one name through it")
+	assert.Equal(t, apiName, got[1].Hostname)
+	assert.Equal(t, intName, got[1].Through)
+	assert.Equal(t, intTXT, got[1].TXTName, "held while the intermediate's record names this cluster")
+}

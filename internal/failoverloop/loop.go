@@ -440,7 +440,7 @@ func (f *Loop) round(ctx context.Context) time.Duration {
 		"%s in zone %s: ownership passed from %s (region %s, lost or drained) to %s; ExternalDNS now points it at this cluster")
 	_, refusedBack := f.pass(ctx, cfg, zones, d.Reclaims, false, "NameTakenBack",
 		"%s in zone %s: ownership passed back from %s (region %s, its stand-in) to %s; ExternalDNS now points it at this cluster again")
-	takenNow := append(taken, landed...)
+	takenNow := failover.WithNamesThrough(append(taken, landed...), names, reading.ownership())
 	drainChanged := f.drained(s, own, zones, names)
 	refusalsChanged := f.setRefusals(append(refused, refusedBack...))
 	unreadableChanged := f.setUnreadable(zones)
