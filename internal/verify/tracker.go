@@ -157,13 +157,9 @@ func (t *Tracker) SetWhole(controller string, whole bool) {
 // Settings.InitialPace within Settings.InitialSpread. Any other new or changed record is Pending until checked, and
 // checked at once.
 func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, initial bool, now time.Time) []Change {
-	records, target := RouteRecord(records)
-	exp := ExpectedOf(records)
+	exp := ExpectedOf(RouteRecord(records))
 	if len(exp) != 1 || exp[0].Type != endpoint.RecordTypeCNAME || len(exp[0].Values) != 1 {
 		return t.DeleteRoute(k)
-	}
-	if target == "" {
-		target = exp[0].Values[0]
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -181,7 +177,7 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 	}
 	s.expected, s.key, s.processed = exp, exp.Key(), processed
 	s.replaced(records, now)
-	s.via = TargetKey{Controller: k.Controller, Hostname: target}
+	s.via = TargetKey{Controller: k.Controller, Hostname: exp[0].Values[0]}
 	if t.routesVia[s.via] == nil {
 		t.routesVia[s.via] = map[RouteKey]*subject{}
 	}
@@ -193,13 +189,14 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 	return t.routeChanged(s, before, known, now)
 }
 
-// RouteRecord is the record of a route's DNSEndpoint that the route's own name answers with: the
-// one that is not its policy's intermediate name (regional failover publishes that beside it,
-// docs/ARCHITECTURE.md#one-record-moves-a-policy); target is the gateway target hostname the
-// intermediate points at when the name goes through it ("" otherwise: the name's own target).
-// Which cluster the intermediate points at in the zone is said by the answer's attribution, not
-// judged here: a stand-in's intermediate is the home's until a failover.
-func RouteRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint, target string) {
+// RouteRecord is the record of a route's DNSEndpoint that says whether the zone answers the
+// route as this cluster publishes it: its name's CNAME; or, when the name goes through its
+// policy's intermediate name (regional failover, docs/ARCHITECTURE.md#one-record-moves-a-policy),
+// the intermediate's CNAME to this cluster's gateway, since the name's own record is the same from
+// every cluster and the intermediate is what says who serves it (a stand-in's is the home's until
+// a failover: Drifted, attributed to the cluster serving it). An intermediate beside a name still
+// direct is not checked.
+func RouteRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint) {
 	var intermediate *endpoint.Endpoint
 	for _, r := range records {
 		if r != nil && naming.IsIntermediate(r.DNSName) {
@@ -208,11 +205,11 @@ func RouteRecord(records []*endpoint.Endpoint) (own []*endpoint.Endpoint, target
 		}
 		own = append(own, r)
 	}
-	if intermediate != nil && len(own) == 1 && own[0] != nil && len(own[0].Targets) == 1 && len(intermediate.Targets) == 1 &&
+	if intermediate != nil && len(own) == 1 && own[0] != nil && len(own[0].Targets) == 1 &&
 		Canonical(own[0].Targets[0]) == Canonical(intermediate.DNSName) {
-		target = Canonical(intermediate.Targets[0])
+		return []*endpoint.Endpoint{intermediate}
 	}
-	return own, target
+	return own
 }
 
 // DeleteRoute forgets a route's record in a zone.
