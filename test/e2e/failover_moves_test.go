@@ -116,6 +116,25 @@ func TestFailover_AMoveWritesAConstantPerPolicy(t *testing.T) {
 	}
 }
 
+// convergeAll digs every query every 50 ms at once until each answers want, and returns what each
+// answered on the way.
+func convergeAll(t testing.TB, queries []framework.Query, want []string, diag func() []func() string) []framework.Trace {
+	t.Helper()
+	traces := make([]framework.Trace, len(queries))
+	var watches []func() error
+	for i, q := range queries {
+		watches = append(watches, func() error {
+			var err error
+			traces[i], err = framework.Converge(t.Context(), q, framework.Resolves(want...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
+			return err
+		})
+	}
+	if err := parallel(watches...); err != nil {
+		t.Fatal(err)
+	}
+	return traces
+}
+
 // changedRecordSets lists the record sets ("name TYPE") that differ between two readings of a
 // zone, sorted, leaving out the heartbeats (rewritten every interval) and the SOA.
 func changedRecordSets(before, after []framework.Record) []string {
@@ -206,18 +225,7 @@ func TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap(t *t
 			t.Fatal(err)
 		}
 	}
-	traces := make([]framework.Trace, len(queries))
-	var watches []func() error
-	for i, q := range queries {
-		watches = append(watches, func() error {
-			var err error
-			traces[i], err = framework.Converge(ctx, q, framework.Resolves(w.chain(aks01)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-			return err
-		})
-	}
-	if err := parallel(watches...); err != nil {
-		t.Fatal(err)
-	}
+	traces := convergeAll(t, queries, w.chain(aks01), diag)
 	for i, tr := range traces {
 		t.Logf("%s goes through the intermediate %s after failover was turned on; seen: %s", queries[i].Name, tr.Took.Round(time.Millisecond), tr)
 		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.direct(aks01)) {
@@ -232,17 +240,7 @@ func TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap(t *t
 		waitThrough(ctx, t, aks02, failoverNS, svc, naming.IntermediateName("internal", failoverNS, "weu", w.domain))
 	}
 	lost := w.lose()
-	watches = nil
-	for i, q := range queries {
-		watches = append(watches, func() error {
-			var err error
-			traces[i], err = framework.Converge(ctx, q, framework.Resolves(w.chain(aks02)...), 2*convergeTimeout, 50*time.Millisecond, diag()...)
-			return err
-		})
-	}
-	if err := parallel(watches...); err != nil {
-		t.Fatal(err)
-	}
+	traces = convergeAll(t, queries, w.chain(aks02), diag)
 	for i, tr := range traces {
 		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.chain(aks01)) {
 			t.Errorf("%s: want a direct switch from aks01's gateway to aks02's, seen: %s", queries[i].Name, tr)
