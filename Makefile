@@ -19,6 +19,22 @@ BIN := $(CURDIR)/bin
 MANAGER_LDFLAGS := -X github.com/service-router/service-router-operator/internal/metrics.Version=v$(VERSION)
 # The version `kubectl router --version` reports.
 PLUGIN_LDFLAGS := -X main.version=v$(VERSION)
+
+# The Go files the operator's binaries are built from (tests left out), for the builds that run
+# only when an input changed (make image, make plugin-archives).
+OPERATOR_GO_SOURCES := main.go go.mod go.sum $(shell find apis controllers internal -name '*.go' -not -name '*_test.go')
+
+# $(eval $(call inputs_stamp,NAME,TEXT)): a file, $(call stamp_file,NAME), whose contents are TEXT
+# and the commit, rewritten only when they change, so that a build depending on it runs again when
+# its inputs that no file's time shows (a version, flags, platforms) do, and only then.
+stamp_file = dist/.inputs/$(1)
+define inputs_stamp
+.PHONY: $(call stamp_file,$(1)).check
+$(call stamp_file,$(1)): $(call stamp_file,$(1)).check
+	@mkdir -p $$(@D) && echo "$(2) $$$$(git rev-parse HEAD 2>/dev/null)" > $$@.new && \
+		{ cmp -s $$@.new $$@ && rm $$@.new || mv $$@.new $$@; }
+$(call stamp_file,$(1)).check: ;
+endef
 GO ?= go
 GO_TEST_FLAGS ?=
 # The architecture document the API implements; test/testdata/spec-manifests.yaml is extracted from it.
@@ -72,18 +88,32 @@ lint: $(STATICCHECK) vet ## Run go vet and staticcheck.
 test: test-needs-root test-prerequisites ## Run every test: unit, integration, packaging, the end-to-end and node suites (the node suite needs root; the first run builds every tool).
 	@# The suites mostly wait (API servers, pods, ExternalDNS's synchronizations), so they run two
 	@# at a time: test-go beside the builds only later suites need (TEST_GO_BESIDE: files no test
-	@# of test-go reads), then the end-to-end suites side by side (TEST_SUITES).
+	@# of test-go reads), then the tests of the end-to-end suites in one queue (test-suites).
 	@$(MAKE) --no-print-directory test-go-prerequisites
 	@$(MAKE) --no-print-directory -j2 test-go-run $(TEST_GO_BESIDE)
-	@$(MAKE) --no-print-directory -j2 $(TEST_SUITES)
+	@$(MAKE) --no-print-directory test-suites
 	@# Not every test ran: a pass here must not read as one of the whole.
 	@if [ -n "$(strip $(TEST_SUITES_NEEDING_ROOT))" ]; then \
 		echo "make test: every suite it ran passed; not run, as they need root: $(strip $(TEST_SUITES_NEEDING_ROOT)) (sudo make test runs them)." >&2; \
 		exit 1; \
 	fi
 
-TEST_SUITES = e2e
 TEST_GO_BESIDE =
+
+# The end-to-end suites (hack/make/*.mk add theirs: what they need built, their test binary among
+# it, and DIR=TEST-BINARY) run
+# as one queue, each test in a process of its own, TEST_WORKERS at a time (hack/testqueue): their
+# tests mostly wait, but each world computes too, and on 2 cores more than TEST_WORKERS at once made
+# every test slower by more than they saved (docs/DEVELOPMENT.md, "CI on two cores").
+TEST_WORKERS ?= 4
+TEST_SUITE_TIMEOUT ?= 20m
+TEST_SUITE_PREREQUISITES =
+TEST_SUITE_BINARIES =
+
+.PHONY: test-suites
+test-suites:
+	@$(MAKE) --no-print-directory $(SIDE_BY_SIDE) $(TEST_SUITE_PREREQUISITES)
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/testqueue --workers=$(TEST_WORKERS) --timeout=$(TEST_SUITE_TIMEOUT) $(TEST_SUITE_BINARIES)
 
 # Suites that need root (hack/make/*.mk add theirs when make does not run as root): make test says
 # at once which, runs every other suite, and fails at the end naming them.

@@ -5,8 +5,13 @@
 #
 # bin/external-dns and the control plane are built by the rules of hack/make/tools.mk.
 
-E2E_TIMEOUT ?= 30m
+# hack/testqueue runs each test in a process of its own, TEST_WORKERS at a time (Makefile).
+# E2E_RUN selects tests (a -test.run expression), E2E_FLAGS adds test binary flags
+# (-test.failfast, ...), E2E_TIMEOUT bounds each test.
+E2E_RUN ?= .
+E2E_TIMEOUT ?= 20m
 E2E_FLAGS ?=
+E2E_BINARY := $(BIN)/e2e.test
 
 ##@ End-to-end (real ExternalDNS + BIND)
 
@@ -34,5 +39,14 @@ e2e-prerequisites:
 	@$(MAKE) $(SIDE_BY_SIDE) control-plane external-dns bind-tools $(HELM) manager demo-build
 
 .PHONY: e2e
-e2e: e2e-prerequisites ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags e2e ./test/e2e/... -count=1 -v -timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
+e2e: e2e-prerequisites e2e-binary ## Run the end-to-end suite: two clusters, three regional BIND zones, the real ExternalDNS, dig (docs/EXTERNALDNS-INTEGRATION.md).
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/testqueue --workers=$(TEST_WORKERS) --run='$(E2E_RUN)' \
+		--timeout=$(E2E_TIMEOUT) test/e2e=$(E2E_BINARY) -- $(E2E_FLAGS)
+
+.PHONY: e2e-binary
+e2e-binary:
+	$(GO) test -c -tags e2e -o $(E2E_BINARY) ./test/e2e
+
+# make test runs the suite's tests in one queue with the other suites' (TEST_SUITE_BINARIES).
+TEST_SUITE_PREREQUISITES += e2e-prerequisites e2e-binary
+TEST_SUITE_BINARIES += test/e2e=$(E2E_BINARY)

@@ -19,9 +19,18 @@ image_binary = $(IMAGE_BIN_DIR)/manager-$(subst /,-,$(1))
 
 # It neither regenerates nor vets (`make test` and `make verify` do): the node suite's tests run
 # `make image image-push` as the walkthroughs give it, several at a time, and code generation
-# rewriting the tree under a concurrent build would race it.
+# rewriting the tree under a concurrent build would race it. It builds only when an input changed:
+# a Go file of the operator or of hack/image, the modules, or what no file's time shows (VERSION,
+# the platforms, the flags, the commit: inputs_stamp). Each node test pushes the image, and on two
+# busy cores the two cross-compiled links took minutes every time, one test after another under
+# framework.LockTree.
+IMAGE_INDEX := $(IMAGE_LAYOUT)/index.json
+
 .PHONY: image
-image: ## Build the operator image (multi-arch OCI layout in dist/image) from the tree as it is, without Docker.
+image: $(IMAGE_INDEX) ## Build the operator image (multi-arch OCI layout in dist/image) from the tree as it is, without Docker.
+
+$(eval $(call inputs_stamp,image,$(VERSION) $(IMAGE_PLATFORMS) $(IMAGE_LDFLAGS) $(IMAGE_LAYOUT)))
+$(IMAGE_INDEX): $(call stamp_file,image) $(OPERATOR_GO_SOURCES) $(shell find hack/image -name '*.go' -o -name 'go.*')
 	@mkdir -p $(IMAGE_BIN_DIR)
 	$(foreach p,$(IMAGE_PLATFORMS),CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
 		$(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(call image_binary,$(p)) . &&) true

@@ -7,13 +7,12 @@
 #
 # The kubelet, kube-scheduler, kube-proxy and CNI plugin paths come from hack/make/tools.mk.
 
-# The tests run in NODE_E2E_SHARDS processes side by side (hack/nodeshards), each starting its
-# worlds in a network namespace of its own; one after another they took 17-26 minutes on 2 cores.
-# NODE_E2E_RUN selects tests (a -test.run expression), NODE_E2E_FLAGS adds test binary flags
-# (-test.failfast, ...), NODE_E2E_TIMEOUT bounds each shard.
-NODE_E2E_SHARDS ?= 3
+# hack/testqueue runs each test in a process of its own, TEST_WORKERS at a time (Makefile), each
+# starting its worlds in a network namespace of its own; one after another they took 17-26 minutes
+# on 2 cores. NODE_E2E_RUN selects tests (a -test.run expression), NODE_E2E_FLAGS adds test binary
+# flags (-test.failfast, ...), NODE_E2E_TIMEOUT bounds each test.
 NODE_E2E_RUN ?= .
-NODE_E2E_TIMEOUT ?= 45m
+NODE_E2E_TIMEOUT ?= 20m
 NODE_E2E_FLAGS ?=
 NODE_E2E_BINARY := $(BIN)/node.test
 
@@ -51,15 +50,20 @@ node-root:
 	fi
 
 .PHONY: e2e-node
-e2e-node: e2e-node-prerequisites image ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).
-	$(GO) test -c -tags node -o $(NODE_E2E_BINARY) ./test/node
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/nodeshards --shards=$(NODE_E2E_SHARDS) --run='$(NODE_E2E_RUN)' \
-		--timeout=$(NODE_E2E_TIMEOUT) --dir=test/node $(NODE_E2E_BINARY) -- $(NODE_E2E_FLAGS)
+e2e-node: e2e-node-prerequisites image node-binary ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/testqueue --workers=$(TEST_WORKERS) --run='$(NODE_E2E_RUN)' \
+		--timeout=$(NODE_E2E_TIMEOUT) test/node=$(NODE_E2E_BINARY) -- $(NODE_E2E_FLAGS)
 
-# `make test` runs it beside the end-to-end suite, and builds the kubelet's and OLM's binaries (the
-# longest builds) while test-go runs; as another user than root it leaves the suite out and says so.
+.PHONY: node-binary
+node-binary:
+	$(GO) test -c -tags node -o $(NODE_E2E_BINARY) ./test/node
+
+# `make test` runs its tests in one queue with the end-to-end suite's, and builds the kubelet's and
+# OLM's binaries (the longest builds) while test-go runs; as another user than root it leaves the
+# suite out and says so.
 ifeq ($(AS_ROOT),yes)
-TEST_SUITES += e2e-node
+TEST_SUITE_PREREQUISITES += e2e-node-prerequisites image node-binary
+TEST_SUITE_BINARIES += test/node=$(NODE_E2E_BINARY)
 TEST_GO_BESIDE += node olm istio
 else
 TEST_SUITES_NEEDING_ROOT += e2e-node

@@ -12,12 +12,14 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
+	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
@@ -117,19 +119,19 @@ func TestFailover_DrainMovesNamesAndBringsThemBack(t *testing.T) {
 // updateConfig changes m's dns-config, retrying on conflicts (the operator writes its status).
 func updateConfig(ctx context.Context, t testing.TB, m *failoverMember, change func(*clusterv1alpha1.DNSConfiguration)) {
 	t.Helper()
-	for range 10 {
-		cfg := &clusterv1alpha1.DNSConfiguration{}
-		if err := m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
-			t.Fatal(err)
-		}
-		change(cfg)
-		err := m.cl.Client.Update(ctx, cfg)
-		if err == nil {
-			return
-		}
-		t.Logf("updating %s's dns-config: %v", m.cluster, err)
+	if err := framework.Change(ctx, m.cl.Client, &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"}}, change); err != nil {
+		t.Fatalf("updating %s's dns-config: %v", m.cluster, err)
 	}
-	t.Fatalf("%s's dns-config could not be updated", m.cluster)
+}
+
+// setFailback sets m's failover policy's failback, retrying on conflicts (the operator writes its
+// status).
+func setFailback(ctx context.Context, t testing.TB, m *failoverMember, failback routingv1alpha1.FailbackMode) {
+	t.Helper()
+	p := &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: failoverNS, Name: "dns"}}
+	if err := framework.Change(ctx, m.cl.Client, p, func(p *routingv1alpha1.DNSPolicy) { p.Spec.Failover.Failback = failback }); err != nil {
+		t.Fatalf("setting %s's failback to %s: %v", m.cluster, failback, err)
+	}
 }
 
 // endpointUIDs are the UIDs of the api route's DNSEndpoints of the team's namespace in each member.

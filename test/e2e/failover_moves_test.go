@@ -11,8 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
@@ -213,13 +211,9 @@ func TestFailover_NamesPublishedDirectlyGoThroughTheIntermediateWithoutAGap(t *t
 	// Failover turned on (as an upgrade turns the intermediates on): every name watched.
 	on := time.Now()
 	for _, m := range []*failoverMember{aks02, aks01} {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			p := &routingv1alpha1.DNSPolicy{}
-			if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
-				return err
-			}
+		p := &routingv1alpha1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: failoverNS, Name: "dns"}}
+		err := framework.Change(ctx, m.cl.Client, p, func(p *routingv1alpha1.DNSPolicy) {
 			p.Spec.Failover = &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}
-			return m.cl.Client.Update(ctx, p)
 		})
 		if err != nil {
 			t.Fatal(err)

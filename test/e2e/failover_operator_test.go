@@ -598,15 +598,8 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 	}
 
 	// 4. Failback Automatic, in the home cluster's policy.
-	p := &routingv1alpha1.DNSPolicy{}
-	if err := aks01.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Failover.Failback = routingv1alpha1.FailbackAutomatic
 	at = time.Now()
-	if err := aks01.cl.Client.Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	setFailback(ctx, t, aks01, routingv1alpha1.FailbackAutomatic)
 	tr, err = framework.Converge(ctx, q, framework.Resolves(chain(aks01)...), convergeTimeout, 50*time.Millisecond, diag()...)
 	if err != nil {
 		t.Fatal(err)
@@ -959,14 +952,7 @@ func TestFailover_FlappingGatewayMovesNothing(t *testing.T) {
 	// aks02 now probes aks01's gateway where it flaps; aks01's operator stops (its ExternalDNS runs on).
 	w.gateway1.close()
 	accepted, stopFlapping := flappingGateway(t, net.JoinHostPort(aks01.lbIP, strconv.Itoa(w.port)), 1500*time.Millisecond)
-	cfg := &clusterv1alpha1.DNSConfiguration{}
-	if err := aks02.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port))
-	if err := aks02.cl.Client.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	updateConfig(ctx, t, aks02, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
 	if err := aks01.op.Stop(); err != nil {
 		t.Fatal(err)
 	}

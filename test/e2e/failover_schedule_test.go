@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -133,14 +132,7 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 	waitAnswer(ctx, tb, at, zone.Query(aks02.target(w.domain), "A"), []string{"A " + aks02.lbIP})
 	waitSyncs(ctx, tb, at, aks01.ed, aks02.ed)
 	for _, m := range []*failoverMember{aks01, aks02} {
-		p := &routingv1alpha1.DNSPolicy{}
-		if err := m.cl.Client.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "dns"}, p); err != nil {
-			tb.Fatal(err)
-		}
-		p.Spec.Failover.Failback = routingv1alpha1.FailbackAutomatic
-		if err := m.cl.Client.Update(ctx, p); err != nil {
-			tb.Fatal(err)
-		}
+		setFailback(ctx, tb, m, routingv1alpha1.FailbackAutomatic)
 	}
 
 	run := scheduleRun{}

@@ -111,12 +111,8 @@ func TestGatewayAPIBackend_SwitchKeepsTheNameResolving(t *testing.T) {
 		}
 	}()
 
-	gw := &routingv1alpha1.Gateway{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: gatewayNS, Name: gatewayName}, gw); err != nil {
-		t.Fatal(err)
-	}
-	gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI
-	if err := c.Update(ctx, gw); err != nil {
+	gw := &routingv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayNS, Name: gatewayName}}
+	if err := framework.Change(ctx, c, gw, func(gw *routingv1alpha1.Gateway) { gw.Spec.Backend = routingv1alpha1.BackendGatewayAPI }); err != nil {
 		t.Fatal(err)
 	}
 	switched := time.Now()
@@ -156,8 +152,9 @@ func TestGatewayAPIBackend_SwitchKeepsTheNameResolving(t *testing.T) {
 		t.Errorf("%s A before the Gateway API Gateway has an address = %s, want the address kept", target, got)
 	}
 	ip := gwv1.IPAddressType
-	generated.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: gatewayIP}}
-	if err := c.Status().Update(ctx, generated); err != nil {
+	if err := framework.ChangeStatus(ctx, c, generated, func(g *gwv1.Gateway) {
+		g.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: &ip, Value: gatewayIP}}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswer(ctx, t, switched, weu.Query(hostname, "A"), []string{"CNAME " + target + ".", "A " + gatewayIP}, diag...)

@@ -87,18 +87,16 @@ func startPublicationWorld(ctx context.Context, t *testing.T) *publicationWorld 
 	}
 	// Verification of every zone against its named (weu name by name, neu and frc by zone
 	// transfer), and the platform's TTL left at its default.
-	cfg := &clusterv1alpha1.DNSConfiguration{}
-	if err := w.m.cl.Client.Get(ctx, client.ObjectKey{Name: "dns-config"}, cfg); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cfg.Spec.ExternalDNSControllers {
-		cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{
-			Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", w.zones[c.Region].Port)}, Timeout: &metav1.Duration{Duration: time.Second}}
-		if c.Region != "weu" {
-			cfg.Spec.ExternalDNSControllers[i].Verification.TransferZone = worldDomain
+	err = framework.Change(ctx, w.m.cl.Client, &clusterv1alpha1.DNSConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dns-config"}}, func(cfg *clusterv1alpha1.DNSConfiguration) {
+		for i, c := range cfg.Spec.ExternalDNSControllers {
+			cfg.Spec.ExternalDNSControllers[i].Verification = &clusterv1alpha1.ZoneVerification{
+				Nameservers: []string{fmt.Sprintf("127.0.0.1:%d", w.zones[c.Region].Port)}, Timeout: &metav1.Duration{Duration: time.Second}}
+			if c.Region != "weu" {
+				cfg.Spec.ExternalDNSControllers[i].Verification.TransferZone = worldDomain
+			}
 		}
-	}
-	if err := w.m.cl.Client.Update(ctx, cfg); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.m.op, err = w.m.cl.StartOperator(ctx, t, framework.OperatorOptions{ExtraArgs: []string{

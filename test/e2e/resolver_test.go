@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -508,14 +507,7 @@ func (w *resolverWorld) switchGateway(ctx context.Context, t *testing.T, a app, 
 	t.Helper()
 	c := w.m.cl.Client
 	at := time.Now()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		route := a.serviceRoute()
-		if err := c.Get(ctx, client.ObjectKeyFromObject(route), route); err != nil {
-			return err
-		}
-		route.Spec.GatewayName = gateway
-		return c.Update(ctx, route)
-	})
+	err := framework.Change(ctx, c, a.serviceRoute(), func(route *routingv1alpha1.ServiceRoute) { route.Spec.GatewayName = gateway })
 	if err != nil {
 		t.Fatalf("moving route %s to gateway %s: %v", a.route, gateway, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -175,4 +176,29 @@ func Poll(ctx context.Context, timeout, interval time.Duration, what string, che
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// Change reads obj afresh (by its name and namespace), applies change and updates it, again from a
+// fresh read whenever the update meets a conflict: the operator and the control plane write the
+// objects the tests change (their status, their finalizers), so a test's single Get and Update can
+// lose a race on a busy machine. obj holds the object as written.
+func Change[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
+	return changeWith(ctx, c, obj, change, func() error { return c.Update(ctx, obj) })
+}
+
+// ChangeStatus is Change for the status subresource (a test standing in for the controller that
+// writes it: a load balancer's address, a Deployment's readiness).
+func ChangeStatus[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
+	return changeWith(ctx, c, obj, change, func() error { return c.Status().Update(ctx, obj) })
+}
+
+func changeWith[T client.Object](ctx context.Context, c client.Client, obj T, change func(T), update func() error) error {
+	key := client.ObjectKeyFromObject(obj)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		change(obj)
+		return update()
+	})
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // LockTree takes the working tree's build lock and returns its release. make e2e-node runs the
-// node suite's tests in several processes side by side (hack/nodeshards), all in one working
+// node suite's tests in several processes side by side (hack/testqueue), all in one working
 // tree: `make image` rewrites dist/image while another process's `make image-push` or `make
 // release` reads it, so each test holds this lock around the make it runs. An flock on a file in
 // bin/: it goes with the process that holds it, however that process ends.
