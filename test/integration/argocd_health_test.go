@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,24 +29,40 @@ var argoHealthScript = filepath.Join("config", "argocd", "health.lua")
 // obj, and the returned table's status and message.
 func argoHealth(t *testing.T, obj *unstructured.Unstructured) (status, message string) {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join(env.RepoRoot, argoHealthScript))
+	status, message, err := runArgoHealth(obj)
 	require.NoError(t, err)
+	return status, message
+}
+
+// runArgoHealth is argoHealth without a test to fail: for a watch's goroutine.
+func runArgoHealth(obj *unstructured.Unstructured) (status, message string, err error) {
+	script, err := os.ReadFile(filepath.Join(env.RepoRoot, argoHealthScript))
+	if err != nil {
+		return "", "", err
+	}
 	l := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer l.Close()
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
 	}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}} {
-		require.NoError(t, l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)))
+		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
+			return "", "", err
+		}
 	}
 	l.SetGlobal("obj", luaValue(l, obj.Object))
-	require.NoError(t, l.DoString(string(script)), "running %s", argoHealthScript)
+	if err := l.DoString(string(script)); err != nil {
+		return "", "", fmt.Errorf("running %s: %w", argoHealthScript, err)
+	}
 	result, ok := l.Get(-1).(*lua.LTable)
-	require.True(t, ok, "%s returns %s, not a table", argoHealthScript, l.Get(-1).Type())
+	if !ok {
+		return "", "", fmt.Errorf("%s returns %s, not a table", argoHealthScript, l.Get(-1).Type())
+	}
 	status, message = result.RawGetString("status").String(), result.RawGetString("message").String()
-	require.Contains(t, []string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}, status,
-		"Argo CD turns any other status into Unknown")
-	return status, message
+	if !slices.Contains([]string{"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}, status) {
+		return "", "", fmt.Errorf("%s returns status %q: Argo CD turns any other status into Unknown", argoHealthScript, status)
+	}
+	return status, message, nil
 }
 
 // luaValue converts an unstructured value to Lua like Argo CD's decodeValue: integers (int64 in
