@@ -1,6 +1,8 @@
 package packaging
 
 import (
+	"go/scanner"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -116,6 +118,46 @@ func testSources(t *testing.T) map[string]string {
 	return files
 }
 
+// codeContains says whether a Go source holds s in its code: its comments are blanked first, so a
+// block a comment names but no code looks up does not count.
+func codeContains(src, s string) bool {
+	code := []byte(src)
+	fset := token.NewFileSet()
+	file := fset.AddFile("", fset.Base(), len(code))
+	var sc scanner.Scanner
+	sc.Init(file, code, nil, scanner.ScanComments)
+	for {
+		pos, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			break
+		}
+		if tok == token.COMMENT {
+			start := file.Offset(pos)
+			for i := start; i < start+len(lit) && i < len(code); i++ {
+				if code[i] != '\n' {
+					code[i] = ' '
+				}
+			}
+		}
+	}
+	return strings.Contains(string(code), s)
+}
+
+func TestCodeContains_CommentsDoNotCount(t *testing.T) {
+	src := "package p\n\n// runs `make image-push` as documented\nfunc TestX() {\n\trun(\"kubectl apply -f \" + file) /* helm install */\n}\n"
+	for selector, want := range map[string]bool{
+		"make image-push":           false, // only a line comment names it
+		"helm install":              false, // only a block comment
+		`kubectl apply -f " + file`: true,  // the code, across a string and an expression
+		"kubectl apply -f":          true,
+		"func TestX":                true,
+	} {
+		if got := codeContains(src, selector); got != want {
+			t.Errorf("codeContains(%q) = %v, want %v", selector, got, want)
+		}
+	}
+}
+
 // TestDocs_EveryJourneyBlockIsRunByATest: each shell block of the journey sections is listed
 // in journeyBlocks with the test that runs it (whose source finds it by a string it contains) or
 // the reason none can. A block added to a section without a test fails here; so does an entry
@@ -149,7 +191,7 @@ func TestDocs_EveryJourneyBlockIsRunByATest(t *testing.T) {
 			if !assert.True(t, ok, "docs/%s: %q: no test %s", s.doc, e.line, e.test) {
 				continue
 			}
-			assert.True(t, strings.Contains(src, e.selector), "docs/%s: %q: %s does not look the block up by %q", s.doc, e.line, e.test, e.selector)
+			assert.True(t, codeContains(src, e.selector), "docs/%s: %q: %s's code (its comments left out) does not look the block up by %q", s.doc, e.line, e.test, e.selector)
 			// A selector with a quote is a Go expression of the test's source, not the block's text.
 			if !strings.Contains(e.selector, "\"") {
 				assert.Contains(t, block, e.selector, "docs/%s: the block of %q does not contain its selector", s.doc, e.line)
