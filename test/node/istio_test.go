@@ -3,6 +3,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"errors"
 	"encoding/pem"
 	"fmt"
 	"maps"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -186,7 +189,7 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	t.Logf("the host limit at %d bytes (the 3,000-host Gateway was %d): %d hosts admitted, %d left off from %s; istiod admitted the cut Gateway (%d hosts)",
 		budget, hostsBytes, limit.Admitted, limit.LeftOff, limit.FirstLeftOff, n)
 
-	checkNoWriteRefused(ctx, t, w)
+	checkNoWriteRefused(ctx, t, w, istio)
 }
 
 // istioTestPlatform is what the test adds to the samples: a second Gateway on the add-on's pods
@@ -652,21 +655,39 @@ func logFindings(t *testing.T, when string, findings []finding) {
 
 // checkNoWriteRefused reads the whole log of every operator pod (what `kubectl logs` shows) and
 // fails the test when it quotes a refusal of istiod's webhook: no write of the operator was
-// refused while the test ran, including those a later write made good.
-func checkNoWriteRefused(ctx context.Context, t *testing.T, w *framework.NodeWorld) {
+// refused while the test ran, including those a later write made good. Its control: the refusal
+// istiod gave at install (istio.Refusal), logged as the operator logs a reconcile's error (main.go's
+// logger, its default options), is found by the same scan, so a refusal worded otherwise, or
+// logged otherwise, fails here rather than passing unseen.
+func checkNoWriteRefused(ctx context.Context, t *testing.T, w *framework.NodeWorld, istio *framework.Istio) {
 	t.Helper()
+	var control bytes.Buffer
+	zap.New(zap.UseFlagOptions(&zap.Options{}), zap.WriteTo(&control)).Error(errors.New(istio.Refusal), "Reconciler error",
+		"controller", "gateway", "Gateway", map[string]string{"name": "default-gateway", "namespace": "myapp"})
+	if len(refusedWrites(control.String())) != 1 {
+		t.Errorf("the scan for refused writes does not find istiod's refusal as the operator would log it:\n%s", control.String())
+	}
 	var pods corev1.PodList
 	if err := w.Client.List(ctx, &pods, client.InNamespace(operatorNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range pods.Items {
-		log := w.ContainerLog(&pods.Items[i], operatorContainer)
-		for _, line := range strings.Split(log, "\n") {
-			if strings.Contains(line, "validation.istio.io") {
-				t.Errorf("pod %s: istiod's webhook refused a write of the operator: %s", pods.Items[i].Name, line)
-			}
+		for _, line := range refusedWrites(w.ContainerLog(&pods.Items[i], operatorContainer)) {
+			t.Errorf("pod %s: istiod's webhook refused a write of the operator: %s", pods.Items[i].Name, line)
 		}
 	}
+}
+
+// refusedWrites returns the lines of an operator's log that quote a refusal of istiod's webhook
+// (its name, as the JSON log escapes the quotes around it or not).
+func refusedWrites(log string) []string {
+	var lines []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "validation.istio.io") && strings.Contains(line, "denied the request") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
 
 // selfSignedCertificate is a self-signed certificate for host and its key, PEM-encoded.

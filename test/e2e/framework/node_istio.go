@@ -43,6 +43,9 @@ type Istio struct {
 	// operator writes (no istio.io/rev label: the base chart's istiod-default-validator), as
 	// istiod patched it (its CA bundle, failurePolicy Fail).
 	Webhook *admissionregistrationv1.ValidatingWebhookConfiguration
+	// Refusal is the error istiod's webhook gave a Gateway only it finds invalid (the probe of
+	// waitIstioWebhook), as a client sees it: what a refused write of the operator's looks like.
+	Refusal string
 }
 
 // istioBin is where `make istio` builds istiod, istioctl and copies their charts.
@@ -155,6 +158,7 @@ func (w *NodeWorld) waitIstioWebhook(ctx context.Context, istio *Istio) error {
 		if err == nil {
 			return false, "an invalid Gateway admitted", nil
 		}
+		istio.Refusal = err.Error()
 		return strings.Contains(err.Error(), IstioWebhookDenial), err.Error(), nil
 	})
 }
