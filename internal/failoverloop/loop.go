@@ -43,6 +43,7 @@ import (
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
 	"github.com/service-router/service-router-operator/internal/failover"
+	"github.com/service-router/service-router-operator/internal/metrics"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/verify"
 	"github.com/service-router/service-router-operator/internal/zoneconfig"
@@ -965,6 +966,7 @@ func (f *Loop) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, 
 	for _, p := range passes {
 		err := ios[p.Controller].Pass(ctx, p)
 		a := announcedPass{pass: p, takeover: takeover, reason: reason, note: note}
+		metrics.CountOwnershipWrite(p.Controller, ownershipResult(err))
 		switch {
 		case errors.Is(err, zonewriter.ErrChanged):
 			continue
@@ -985,6 +987,19 @@ func (f *Loop) pass(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration, 
 			r.controller, r.names, r.region, r.err)
 	}
 	return done, refused
+}
+
+// ownershipResult is a conditional ownership write's result as
+// service_router_failover_ownership_writes_total counts it.
+func ownershipResult(err error) string {
+	switch {
+	case err == nil:
+		return metrics.OwnershipPassed
+	case errors.Is(err, zonewriter.ErrChanged):
+		return metrics.OwnershipChanged
+	default:
+		return metrics.OwnershipRefused
+	}
 }
 
 // announcedPass is an ownership write with how it is announced: the Event's reason and note (the

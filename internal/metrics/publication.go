@@ -25,10 +25,24 @@ var (
 		Buckets: publishBuckets}, definition(PublishDurationName).Labels)
 	verificationQueries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: VerificationQueriesName, Help: definition(VerificationQueriesName).Help},
 		definition(VerificationQueriesName).Labels)
+	ownershipWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: OwnershipWritesName, Help: definition(OwnershipWritesName).Help},
+		definition(OwnershipWritesName).Labels)
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(publishDuration, verificationQueries)
+	ctrlmetrics.Registry.MustRegister(publishDuration, verificationQueries, ownershipWrites)
+}
+
+// The results of service_router_failover_ownership_writes_total.
+const (
+	OwnershipPassed  = "passed"
+	OwnershipChanged = "changed"
+	OwnershipRefused = "refused"
+)
+
+// CountOwnershipWrite counts one conditional ownership write in a zone and its result.
+func CountOwnershipWrite(zone, result string) {
+	ownershipWrites.WithLabelValues(zone, result).Inc()
 }
 
 // ObservePublished records the time from a route's change to its publication in a zone.

@@ -93,8 +93,14 @@ func TestFailover_AKilledRegionMovesOnlyOnAHeartbeatItCanRead(t *testing.T) {
 //
 // aks02 leaves frc out of its rounds for a while after each time it did not answer
 // (failover.ZoneBackoff): without that, every round waited out frc's 5-second timeout on each
-// read and heartbeat write, and the takeover in weu and neu took 42 s instead of about 8.
+// read and heartbeat write, and the takeover in weu and neu took 42 s instead of about 8. The
+// test holds the takeover to backedOffTakeover, which only the backoff meets.
 func TestFailover_AZoneUnreachableHoldsBackOnlyItself(t *testing.T) {
+	// The world's settings: a heartbeat stale after 5 s, 3 probes 1 s apart; a zone's reads and
+	// writes time out after 5 s. With the backoff, the takeover meets frc's timeout at most three
+	// times (a read and a heartbeat write in the round that first meets it, one retry after the
+	// backoff): 5 + 3 + 3 × 5 s. Measured: about 8 s on an idle machine, 13 s at load 14.
+	const backedOffTakeover = 23 * time.Second
 	ctx := t.Context()
 	w, zones := startEveryZoneWorld(t)
 	aks01, aks02 := w.aks01, w.aks02
@@ -126,6 +132,9 @@ func TestFailover_AZoneUnreachableHoldsBackOnlyItself(t *testing.T) {
 		t.Logf("1. zone %s: %s answers aks02's gateway %s after aks01 was killed, frc unreachable; seen: %s", r, name, tr.Took.Round(time.Millisecond), tr)
 		if answers := tr.Answers(); len(answers) != 2 || !framework.SameRecords(answers[0].Answer, w.teamIn(r, aks01)) {
 			t.Errorf("1. zone %s: want a direct switch from aks01's gateway to aks02's, seen: %s", r, tr)
+		}
+		if tr.Took > backedOffTakeover {
+			t.Errorf("1. zone %s: the name moved %s after the kill, more than the %s the backoff from the unreachable zone allows (42 s without it)", r, tr.Took.Round(time.Millisecond), backedOffTakeover)
 		}
 	}
 	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
@@ -175,10 +184,28 @@ func dnsConfig(ctx context.Context, t testing.TB, m *failoverMember) *clusterv1a
 // gateway to the winner's, and stays; the ownership record holds the winner's owner alone; the
 // winner counts the name taken, the loser counts nothing and its route's status says who serves
 // the name (served by cluster <winner>, of region <its region>, for region weu).
+//
+// Left to their rounds, the second stand-in to judge reads the zone after the first one's write
+// and never tries (seen: 0 writes refused): the stand-ins reach the zone through a
+// framework.DNSProxy that holds their conditional writes until both have arrived, as a slow
+// network may, so that the zone decides between two writes of the same value read. Both tried: the
+// proxy relays two conditional writes, and each stand-in's
+// service_router_failover_ownership_writes_total shows its own: passed for the winner, changed
+// (refused by the prerequisite) for the loser, exactly one of each.
 func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 	ctx := t.Context()
 	const controller = failoverController
-	w, zone := startBindFailoverWorld(t)
+	var path *framework.DNSProxy
+	w, zone := startBindFailoverWorldVia(t, nil, func(zone *framework.BindServer, m *failoverMember) (int, int) {
+		if m.cluster != "aks02" { // aks03's zone entry is aks02's, below
+			return 0, 0
+		}
+		var err error
+		if path, err = framework.StartDNSProxy(t, zone.Port); err != nil {
+			t.Fatal(err)
+		}
+		return path.Port, 0
+	})
 	aks01, aks02 := w.aks01, w.aks02
 	// No partition: everyone probes where every gateway listens.
 	for _, m := range []*failoverMember{aks01, aks02} {
@@ -218,6 +245,7 @@ func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 	}
 
 	// The loss: both stand-ins judge it, and race.
+	path.HoldConditionalUpdates(2, 15*time.Second)
 	killed := w.kill()
 	var seen []string
 	var winner, loser *failoverMember
@@ -244,6 +272,25 @@ func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 		loser = aks02
 	}
 	t.Logf("%s won the race %s after the kill; seen: %s", winner.cluster, time.Since(killed).Round(time.Millisecond), strings.Join(seen, " -> "))
+	// Both tried, and the zone's prerequisite refused exactly one: the loser's writes are counted
+	// when they return, a moment after the winner's.
+	writes := func(m *failoverMember, result string) float64 {
+		return m.metrics(ctx, t)[fmt.Sprintf(`service_router_failover_ownership_writes_total{result=%q,zone=%q}`, result, controller)]
+	}
+	err = framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "both stand-ins' ownership writes counted", func(context.Context) (bool, string, error) {
+		got := fmt.Sprintf("%s passed %v changed %v; %s passed %v changed %v", winner.cluster, writes(winner, "passed"), writes(winner, "changed"),
+			loser.cluster, writes(loser, "passed"), writes(loser, "changed"))
+		return writes(winner, "passed") == 1 && writes(loser, "changed") == 1, got, nil
+	})
+	if err != nil {
+		t.Errorf("want one write passed by the winner and one refused by the zone's prerequisite for the loser: %v", err)
+	}
+	if n := writes(winner, "changed") + writes(loser, "passed") + writes(winner, "refused") + writes(loser, "refused"); n != 0 {
+		t.Errorf("%v other ownership writes counted, want none", n)
+	}
+	if n := path.ConditionalUpdates(); n != 2 {
+		t.Errorf("the stand-ins sent %d conditional writes to the zone, want 2 (one each)", n)
+	}
 	if len(seen) != 2 {
 		t.Errorf("want one switch, from aks01's gateway straight to the winner's; seen: %s", strings.Join(seen, " -> "))
 	}
@@ -289,10 +336,11 @@ func TestFailover_TwoStandInsRaceForOneName(t *testing.T) {
 
 // TestFailover_TheStandInsAPIServerRestartsMidFailover is a takeover while the stand-in's own
 // control plane fails: aks01 (weu) is killed, and a second later aks02's kube-apiserver is killed
-// with SIGKILL and started again 5 s later (etcd keeps everything), so that aks02's judgement of
-// the loss and its pass of the name fall into its API server's absence. The pass needs only the
-// zone; what needs the API server (the DNSEndpoint's marks, the dns-config's status, the route's)
-// follows once it is back. The name switches directly to aks02's gateway; aks02 counts it taken
+// with SIGKILL and started again apiServerDown later (etcd keeps everything), so that aks02's
+// judgement of the loss and its pass of the name fall into its API server's absence, and the test
+// asserts they did: the name switched before the API server was started again. The pass needs
+// only the zone; what needs the API server (the DNSEndpoint's marks, the dns-config's status, the
+// route's) follows once it is back. The name switches directly to aks02's gateway; aks02 counts it taken
 // and its DNSEndpoint says from which region; the route says this cluster serves the name; the
 // operator kept running and the DNSEndpoints kept their UIDs.
 func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
@@ -304,13 +352,32 @@ func TestFailover_TheStandInsAPIServerRestartsMidFailover(t *testing.T) {
 	q := zone.Query(name, "A")
 	uids := endpointUIDs(ctx, t, aks01, aks02)
 
+	// The world's settings judge a silent region lost once its heartbeat is 5 s stale and 3 probes
+	// 1 s apart have failed: about 5-11 s after the kill (heartbeats are read every second), the
+	// pass right after. The API server is away for twice the latest of that.
+	const apiServerDown = 20 * time.Second
 	killed := w.kill()
 	time.Sleep(time.Second)
-	restarted := make(chan error, 1)
-	go func() { restarted <- aks02.cl.Env.RestartAPIServer(ctx, 5*time.Second) }()
-	directSwitch(t, "aks01 killed, aks02's API server down from 1 s to 6 s after", q, chain(aks01), chain(aks02), killed, diag)
-	if err := <-restarted; err != nil {
-		t.Fatal(err)
+	type restart struct {
+		err error
+		at  time.Time
+	}
+	restarted := make(chan restart, 1)
+	go func() {
+		err := aks02.cl.Env.RestartAPIServer(ctx, apiServerDown)
+		restarted <- restart{err, time.Now()}
+	}()
+	watching := time.Now()
+	tr := directSwitch(t, fmt.Sprintf("aks01 killed, aks02's API server down from 1 s to %s after", apiServerDown+time.Second), q, chain(aks01), chain(aks02), killed, diag)
+	switched := watching.Add(tr.Seen[len(tr.Seen)-1].At)
+	r := <-restarted
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Logf("the name switched %s after the kill, the API server started again %s after it", switched.Sub(killed).Round(time.Millisecond), r.at.Sub(killed).Round(time.Millisecond))
+	if !switched.Before(r.at) {
+		t.Errorf("the name switched %s after the API server was started again: the pass did not happen while it was away (the judgement took longer than %s)",
+			switched.Sub(r.at).Round(time.Millisecond), apiServerDown)
 	}
 	err := framework.Poll(ctx, convergeTimeout, 200*time.Millisecond, "aks02 to count the name and mark its DNSEndpoint", func(ctx context.Context) (bool, string, error) {
 		n, mark := takenNames(dnsConfig(ctx, t, aks02), "weu", controller), endpointAnnotation(ctx, t, aks02, failoverNS, "api-route-"+controller, naming.AnnotationTakenFrom)

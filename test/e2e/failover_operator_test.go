@@ -124,6 +124,18 @@ type failoverMember struct {
 	eds    []*framework.ExternalDNS
 	ed     *framework.ExternalDNS
 	edOpts []framework.ExternalDNSOptions
+	// metricsPort is where its operator serves /metrics (plain HTTP on 127.0.0.1).
+	metricsPort int
+}
+
+// metrics scrapes m's operator.
+func (m *failoverMember) metrics(ctx context.Context, t testing.TB) map[string]float64 {
+	t.Helper()
+	samples, err := framework.ScrapeMetrics(ctx, m.metricsPort)
+	if err != nil {
+		t.Fatalf("%s's metrics: %v", m.cluster, err)
+	}
+	return samples
 }
 
 func (m *failoverMember) target(domain string) string {
@@ -216,7 +228,11 @@ func (w *failoverWorld) startMember(m *failoverMember, settings *clusterv1alpha1
 	m.edOpts = edOpts
 	m.startExternalDNS(t)
 	var err error
-	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+	if m.metricsPort, err = framework.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{ExtraArgs: []string{
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metricsPort), "--metrics-secure=false"}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -430,7 +446,11 @@ func (w *failoverWorld) comeBack() {
 	w.gateway1 = listenGateway(t, net.JoinHostPort(m.lbIP, strconv.Itoa(w.port)), net.JoinHostPort(m.lbIP, strconv.Itoa(w.probePort01)))
 	m.startExternalDNS(t)
 	var err error
-	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{}); err != nil {
+	if m.metricsPort, err = framework.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	if m.op, err = m.cl.StartOperator(ctx, t, framework.OperatorOptions{ExtraArgs: []string{
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metricsPort), "--metrics-secure=false"}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -13,12 +15,17 @@ import (
 // DNSProxy relays DNS over UDP and TCP from a port of its own to a server on 127.0.0.1: one
 // cluster's path to a zone's server, which the network between them may cut while the other
 // clusters still reach the server directly. Cut drops what the clients send (UDP) and closes
-// their connections (TCP) until Heal.
+// their connections (TCP) until Heal. HoldConditionalUpdates delays conditional writes over TCP
+// until several have arrived, as a slow network may.
 type DNSProxy struct {
 	Port int
 
 	target string
 	cut    atomic.Bool
+	// conditional counts the conditional updates relayed over TCP; hold, when set, is where the
+	// next ones wait.
+	conditional atomic.Int32
+	hold        *updateHold
 	udp    *net.UDPConn
 	tcp    net.Listener
 
@@ -173,11 +180,94 @@ func (p *DNSProxy) pipe(c net.Conn) {
 	p.conns[c], p.conns[up] = true, true
 	p.mu.Unlock()
 	var done sync.WaitGroup
-	done.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
+	done.Go(func() { p.relayMessages(up, c); _ = up.Close() })
 	done.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
 	done.Wait()
 	p.mu.Lock()
 	delete(p.conns, c)
 	delete(p.conns, up)
 	p.mu.Unlock()
+}
+
+// relayMessages relays DNS messages over TCP (each after its two-byte length) from c to up, holding
+// each conditional update where HoldConditionalUpdates says.
+func (p *DNSProxy) relayMessages(up, c net.Conn) {
+	r := bufio.NewReader(c)
+	for {
+		var size [2]byte
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		msg := make([]byte, binary.BigEndian.Uint16(size[:]))
+		if _, err := io.ReadFull(r, msg); err != nil {
+			return
+		}
+		if isConditionalUpdate(msg) {
+			p.conditional.Add(1)
+			p.waitHold()
+		}
+		if _, err := up.Write(append(size[:], msg...)); err != nil {
+			return
+		}
+	}
+}
+
+// isConditionalUpdate says whether a DNS message is an UPDATE (RFC 2136: opcode 5) with
+// prerequisites (its PRCOUNT, the header's fourth count, above 0): a write on the condition that
+// the zone still holds what the writer read.
+func isConditionalUpdate(msg []byte) bool {
+	return len(msg) >= 12 && (msg[2]>>3)&0xF == 5 && binary.BigEndian.Uint16(msg[6:8]) > 0
+}
+
+// updateHold is where conditional updates wait for each other.
+type updateHold struct {
+	n, arrived int
+	within     time.Duration
+	release    chan struct{}
+	once       sync.Once
+}
+
+// HoldConditionalUpdates holds the next n conditional updates relayed over TCP until all n have
+// arrived, or within has passed since the first did, then relays them together: writers that read
+// the same value send their conditional writes to the server at the same moment, as over a slow
+// network, so that the server, not the order of their rounds, decides between them.
+func (p *DNSProxy) HoldConditionalUpdates(n int, within time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = &updateHold{n: n, within: within, release: make(chan struct{})}
+}
+
+// ConditionalUpdates is how many conditional updates the proxy relayed (or is holding).
+func (p *DNSProxy) ConditionalUpdates() int { return int(p.conditional.Load()) }
+
+func (p *DNSProxy) waitHold() {
+	p.mu.Lock()
+	h := p.hold
+	if h == nil {
+		p.mu.Unlock()
+		return
+	}
+	h.arrived++
+	last := h.arrived == h.n
+	if last {
+		p.hold = nil
+	}
+	p.mu.Unlock()
+	release := func() {
+		h.once.Do(func() { close(h.release) })
+	}
+	if last {
+		release()
+		return
+	}
+	select {
+	case <-h.release:
+	case <-time.After(h.within):
+		p.mu.Lock()
+		if p.hold == h {
+			p.hold = nil
+		}
+		p.mu.Unlock()
+		release()
+	}
 }
