@@ -26,8 +26,8 @@ type DNSProxy struct {
 	// next ones wait.
 	conditional atomic.Int32
 	hold        *updateHold
-	udp    *net.UDPConn
-	tcp    net.Listener
+	udp         *net.UDPConn
+	tcp         net.Listener
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool
