@@ -36,6 +36,7 @@
 //	heartbeat writes       = 60 s / H, H = round(failover.HeartbeatInterval(heartbeatInterval,
 //	                         clusters, zones with failover, 100 a minute)): one PUT of this
 //	                         cluster's heartbeat, spaced so that the fleet writes at most 100 a minute
+//	                         in the subscription and 30 in each zone (half its 60 updates)
 //	heartbeat reads        = 60 s / W − 60 s / L (0 when W ≥ L), W = round(heartbeatStaleAfter):
 //	                         one name-suffix listing each heartbeatStaleAfter, but when the whole
 //	                         zone is listed (L below), which includes the heartbeats

@@ -49,8 +49,9 @@ func TestPlanOf_ComponentsOfOneZone(t *testing.T) {
 			components{60.0 / 14, 60.0/35 - 60.0/300, 0, 1.2, 12}, 14 * time.Second},
 		{"heartbeatStaleAfter of 6 minutes: verification's listings are more frequent than the heartbeat listings", FailoverSettings{HeartbeatInterval: time.Minute, HeartbeatStaleAfter: 6 * time.Minute},
 			zone("weu", 3000, true), components{1, 0, 0, 1.2, 12}, time.Minute},
-		{"heartbeatInterval 1 s, probeInterval 1 s (the end-to-end suite's)", FailoverSettings{ProbeInterval: time.Second, HeartbeatInterval: time.Second, HeartbeatStaleAfter: 5 * time.Second},
-			zone("weu", 3000, true), components{60, 12 - 0.2, 0, 1.2, 12}, time.Second},
+		{"heartbeatInterval 1 s, probeInterval 1 s (the end-to-end suite's): sized to 2 s, the zone's 30 updates a minute for heartbeats",
+			FailoverSettings{ProbeInterval: time.Second, HeartbeatInterval: time.Second, HeartbeatStaleAfter: 5 * time.Second},
+			zone("weu", 3000, true), components{30, 12 - 0.2, 0, 1.2, 12}, 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := PlanOf(Input{Failover: tc.failover, Zones: []Zone{tc.zone}})
@@ -188,9 +189,11 @@ func TestExternalDNSInterval_KeepsTheZoneWithin100ListsAMinute(t *testing.T) {
 }
 
 // A fleet shares each zone's limits: 20 clusters at rest list a zone of 3,000 names 60 times a
-// minute and update it 10 times, within 100 and 60; while a region is lost (every survivor
-// listing its heartbeats every probe round and the zone whole every heartbeatStaleAfter) 720
-// times as Fleet counts it (the lost cluster too: 684 for its 19 survivors), seven times the limit.
+// minute and update it 10 times, within 100 and 60; 11 clusters in one zone write their heartbeats
+// every 25 s instead of 10 (22 s for the zone's share, to the next probe round): 26.4 updates a
+// minute, where 66 crossed its 60; while a region is lost (every survivor listing its heartbeats
+// every probe round and the zone whole every heartbeatStaleAfter) 720 times as Fleet counts it
+// (the lost cluster too: 684 for its 19 survivors), seven times the limit.
 func TestFleet_PerZoneFigures(t *testing.T) {
 	var zones []Zone
 	for _, c := range []string{"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7", "z8", "z9"} {
@@ -201,5 +204,5 @@ func TestFleet_PerZoneFigures(t *testing.T) {
 	assert.InDelta(t, 10.0, z.AtRest().Writes, 1e-6, "heartbeats every 2 minutes")
 	assert.InDelta(t, 720.0, z.WhileNamesMove().Reads, 1e-6)
 	one := Fleet(Input{Zones: zones[:1]}, 11).Zones[0]
-	assert.InDelta(t, 66.0, one.AtRest().Writes, 1e-6, "11 clusters in one zone at 10 s: over its 60 updates a minute")
+	assert.InDelta(t, 26.4, one.AtRest().Writes, 1e-6, "11 clusters in one zone: every 25 s (22 s to the next probe round), within the zone's 30 heartbeat updates a minute")
 }

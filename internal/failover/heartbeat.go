@@ -181,6 +181,13 @@ func MalformedHeartbeat(zone, value string) Heartbeat {
 // changes and the ownership passes.
 const HeartbeatWritesPerMinute = 100
 
+// ZoneHeartbeatWritesPerMinute is the share of one Azure Private DNS zone's record updates the
+// heartbeats of a fleet may take: half of the 60 updates a minute Azure allows per zone (create,
+// update and delete 60 each, MicrosoftDocs/azure-docs includes/dns-limits.md), the other half left
+// to ExternalDNS's changes and the ownership passes in that zone. Every cluster writes its
+// heartbeat into every zone, so it binds as soon as more than 5 clusters share a zone at 10 s.
+const ZoneHeartbeatWritesPerMinute = 30
+
 // StaleIntervals is how many of its writer's intervals a heartbeat stays fresh for: three, as the
 // defaults (written every 10 s, stale after 30 s), so that one or two lost writes never make a
 // cluster look lost.
@@ -188,8 +195,9 @@ const StaleIntervals = 3
 
 // HeartbeatInterval is how often a cluster writes its heartbeat into each zone read through
 // Resource Manager: the configured interval, or longer when the fleet's heartbeats would
-// otherwise take more than writesPerMinute — every cluster of clusters (as the zones' heartbeats
-// show them, this one included) writing into each of zones zones. It is the same for every
+// otherwise take more than writesPerMinute of the subscription — every cluster of clusters (as the
+// zones' heartbeats show them, this one included) writing into each of zones zones — or more than
+// ZoneHeartbeatWritesPerMinute of any one zone (clusters writes). It is the same for every
 // cluster of a fleet that reads the same zones, and each writer states its own in its heartbeat,
 // so readers judge freshness by what the writer does (Settings.StaleAfter), not by what they
 // assume — up to the longest interval the same rule gives for their own count of the fleet
@@ -200,7 +208,8 @@ func HeartbeatInterval(configured time.Duration, clusters, zones int, writesPerM
 		return configured
 	}
 	sized := time.Duration(float64(clusters*zones) / writesPerMinute * float64(time.Minute)).Round(time.Second)
-	return max(configured, sized)
+	perZone := time.Duration(float64(clusters) / ZoneHeartbeatWritesPerMinute * float64(time.Minute)).Round(time.Second)
+	return max(configured, sized, perZone)
 }
 
 // Fleet is the fleet as one reader counts it from the zones it reads (CountFleet): what bounds the

@@ -132,8 +132,9 @@ func TestParseHeartbeatName(t *testing.T) {
 	}
 }
 
-// A fleet's heartbeats fit the write budget: the configured interval while they do, longer as
-// clusters and zones grow (each cluster writes each zone once an interval).
+// A fleet's heartbeats fit the write budgets, the subscription's and each zone's: the configured
+// interval while they do, longer as clusters and zones grow (each cluster writes each zone once an
+// interval).
 func TestHeartbeatInterval(t *testing.T) {
 	for _, tt := range []struct {
 		name            string
@@ -141,7 +142,9 @@ func TestHeartbeatInterval(t *testing.T) {
 		want            time.Duration
 	}{
 		{"2 clusters, 3 zones: 36 writes a minute at 10 s", 2, 3, 10 * time.Second},
-		{"16 clusters, 1 zone: 96 a minute", 16, 1, 10 * time.Second},
+		{"5 clusters, 1 zone: 30 a minute in the zone at 10 s", 5, 1, 10 * time.Second},
+		{"16 clusters, 1 zone: 96 a minute in the zone at 10 s, over its 30", 16, 1, 32 * time.Second},
+		{"11 clusters, 1 zone: 66 a minute at 10 s, over the zone's 60 updates", 11, 1, 22 * time.Second},
 		{"20 clusters, 10 zones: 200 heartbeats to spread over a minute at 100 a minute", 20, 10, 2 * time.Minute},
 		{"6 clusters, 10 zones", 6, 10, 36 * time.Second},
 		{"RFC 2136 zones only: no budget", 20, 0, 10 * time.Second},
@@ -152,6 +155,10 @@ func TestHeartbeatInterval(t *testing.T) {
 		if got := HeartbeatInterval(10*time.Second, tt.clusters, tt.zones, HeartbeatWritesPerMinute); tt.zones > 0 &&
 			float64(tt.clusters*tt.zones)*float64(time.Minute)/float64(got) > HeartbeatWritesPerMinute+0.01 {
 			t.Errorf("%s: %v makes %.1f writes a minute", tt.name, got, float64(tt.clusters*tt.zones)*float64(time.Minute)/float64(got))
+		}
+		if got := HeartbeatInterval(10*time.Second, tt.clusters, tt.zones, HeartbeatWritesPerMinute); tt.zones > 0 &&
+			float64(tt.clusters)*float64(time.Minute)/float64(got) > ZoneHeartbeatWritesPerMinute+0.01 {
+			t.Errorf("%s: %v makes %.1f writes a minute in each zone", tt.name, got, float64(tt.clusters)*float64(time.Minute)/float64(got))
 		}
 	}
 }
