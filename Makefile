@@ -101,10 +101,10 @@ test: test-needs-root test-prerequisites ## Run every test: unit, integration, p
 TEST_GO_BESIDE =
 
 # The end-to-end suites (hack/make/*.mk add theirs: what they need built, their test binary among
-# it, and DIR=TEST-BINARY) run
-# as one queue, each test in a process of its own, TEST_WORKERS at a time (hack/testqueue): their
-# tests mostly wait, but each world computes too, and on 2 cores more than TEST_WORKERS at once made
-# every test slower by more than they saved (docs/DEVELOPMENT.md, "CI on two cores").
+# it, and DIR=TEST-BINARY) run as one queue, each test in a process of its own, TEST_WORKERS at a
+# time (hack/testqueue): their tests mostly wait, but each world computes too. 4 is as many worlds
+# as ran at once before (the end-to-end suite beside the node suite's three shards), now for both
+# suites together; docs/DEVELOPMENT.md has what the queue measured.
 TEST_WORKERS ?= 4
 TEST_SUITE_TIMEOUT ?= 20m
 TEST_SUITE_PREREQUISITES =
