@@ -105,6 +105,36 @@ func (s XDSSnapshot) ServerNames(port uint32) map[string]string {
 	return out
 }
 
+// ChainProblems lists what the TLS listener on port should not hold, for a gateway whose every
+// server names its hosts: a filter chain without server names (a catch-all, answering any SNI with one
+// Gateway's certificate), a server name on two chains (which one Envoy takes is then an accident),
+// or a chain whose route configuration does not list its server names among its domains (not
+// answered yet, or routing them elsewhere). None for a port without a listener.
+func (s XDSSnapshot) ChainProblems(port uint32) []string {
+	l, ok := s.Listener(port)
+	if !ok {
+		return nil
+	}
+	var problems []string
+	chainOf := map[string]int{}
+	for i, fc := range l.FilterChains {
+		if len(fc.ServerNames) == 0 {
+			problems = append(problems, fmt.Sprintf("chain %d of %s has no server names (route configuration %q)", i, l.Name, fc.RouteConfig))
+		}
+		domains, answered := s.Routes[fc.RouteConfig]
+		for _, n := range fc.ServerNames {
+			if j, seen := chainOf[n]; seen {
+				problems = append(problems, fmt.Sprintf("%s is on chains %d and %d of %s", n, j, i, l.Name))
+			}
+			chainOf[n] = i
+			if !answered || !slices.Contains(domains, n) {
+				problems = append(problems, fmt.Sprintf("%s: chain %d's route configuration %q does not list it (domains %v)", n, i, fc.RouteConfig, domains))
+			}
+		}
+	}
+	return problems
+}
+
 // Domains returns every virtual host domain of the route configurations port's filter chains use.
 func (s XDSSnapshot) Domains(port uint32) []string {
 	var out []string

@@ -168,6 +168,13 @@ func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 	if got, _ := snap.Listener(8080); len(got.FilterChains) != 1 || got.FilterChains[0].RouteConfig != "http.8080" || got.FilterChains[0].SecretName != "" {
 		t.Errorf("8080's chains = %+v, want one plain-HTTP chain on http.8080", got.FilterChains)
 	}
+	wantProblems := []string{
+		`b.example.com is on chains 0 and 1 of 0.0.0.0_8443`,
+		`chain 2 of 0.0.0.0_8443 has no server names (route configuration "https.443.catchall")`,
+	}
+	if got := snap.ChainProblems(8443); !slices.Equal(got, wantProblems) {
+		t.Errorf("ChainProblems(8443) = %q, want %q", got, wantProblems)
+	}
 	if got := snap.Routes["https.443.catchall"]; !slices.Equal(got, []string{"*"}) {
 		t.Errorf("the catch-all's domains = %v", got)
 	}
