@@ -7,11 +7,13 @@
 #
 # The kubelet, kube-scheduler, kube-proxy and CNI plugin paths come from hack/make/tools.mk.
 
-# hack/testqueue runs each test in a process of its own, TEST_WORKERS at a time (Makefile), each
+# hack/testqueue runs each test in a process of its own, NODE_E2E_WORKERS at a time, each
 # starting its worlds in a network namespace of its own; one after another they took 17-26 minutes
 # on 2 cores. NODE_E2E_RUN selects tests (a -test.run expression), NODE_E2E_FLAGS adds test binary
 # flags (-test.failfast, ...), NODE_E2E_TIMEOUT bounds each test.
 NODE_E2E_RUN ?= .
+# The suite alone: three tests at a time, as its three shards ran before.
+NODE_E2E_WORKERS ?= 3
 NODE_E2E_TIMEOUT ?= 20m
 NODE_E2E_FLAGS ?=
 NODE_E2E_BINARY := $(BIN)/node.test
@@ -51,7 +53,7 @@ node-root:
 
 .PHONY: e2e-node
 e2e-node: e2e-node-prerequisites image node-binary ## Run the node suite: the operator's image, chart and CSV as pods on a two-node cluster (needs root).
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/testqueue --workers=$(TEST_WORKERS) --run='$(NODE_E2E_RUN)' \
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) run ./hack/testqueue --workers=$(NODE_E2E_WORKERS) --run='$(NODE_E2E_RUN)' \
 		--timeout=$(NODE_E2E_TIMEOUT) test/node=$(NODE_E2E_BINARY) -- $(NODE_E2E_FLAGS)
 
 .PHONY: node-binary

@@ -10,10 +10,11 @@
 // that hangs or panics takes no other with it.
 //
 // The tests start longest expected first (expected, measured), so that the last to start are the
-// short ones. Each test's start and result are echoed as they happen, its whole output when it ends;
+// short ones; --max caps one suite's tests at once (a node world computes more than an end-to-end
+// one), the other suite's filling the workers meanwhile. Each test's start and result are echoed as they happen, its whole output when it ends;
 // at the end a table of every test's time, and the command fails when any test failed.
 //
-//	go run ./hack/testqueue --workers=4 --timeout=20m test/e2e=bin/e2e.test test/node=bin/node.test -- -test.failfast
+//	go run ./hack/testqueue --workers=4 --max=test/node=2 --timeout=20m test/e2e=bin/e2e.test test/node=bin/node.test -- -test.failfast
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +67,13 @@ func main() {
 	workers := flag.Int("workers", 4, "how many tests run side by side")
 	run := flag.String("run", ".", "which tests (a -test.run expression)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "each test's -test.timeout")
+	capsFlag := flag.String("max", "", "at most this many of one suite's tests at once: DIR=N[,DIR=N...]")
 	flag.Parse()
+	caps, err := parseCaps(*capsFlag)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	suites, extra := splitArgs(flag.Args())
 	if len(suites) == 0 {
 		fmt.Fprintln(os.Stderr, "usage: testqueue [flags] DIR=TEST-BINARY... [-- TEST-FLAGS...]")
@@ -92,7 +100,7 @@ func main() {
 		os.Exit(1)
 	}
 	start := time.Now()
-	results := runQueue(inOrder(tests), *workers, func(t test) *exec.Cmd {
+	results := runQueue(inOrder(tests), *workers, caps, func(t test) *exec.Cmd {
 		args := append([]string{"-test.run", "^" + t.name + "$", "-test.v", "-test.count=1",
 			"-test.timeout", timeout.String()}, extra...)
 		cmd := exec.Command(t.binary, args...)
@@ -105,6 +113,23 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// parseCaps reads --max: "test/node=2,test/e2e=3".
+func parseCaps(s string) (map[string]int, error) {
+	caps := map[string]int{}
+	for _, c := range strings.Split(s, ",") {
+		if c == "" {
+			continue
+		}
+		dir, n, ok := strings.Cut(c, "=")
+		limit, err := strconv.Atoi(n)
+		if !ok || err != nil || limit < 1 {
+			return nil, fmt.Errorf("testqueue: --max %q: want DIR=N with N at least 1", c)
+		}
+		caps[dir] = limit
+	}
+	return caps, nil
 }
 
 // splitArgs separates the suites from the test binaries' flags after "--".
@@ -158,29 +183,53 @@ type result struct {
 	err  error
 }
 
-// runQueue runs one command per test, at most workers at a time, in the order given, and returns
-// every test's result in that order. Each command's progress lines are echoed at once, its whole
-// output when it ends.
-func runQueue(tests []test, workers int, command func(test) *exec.Cmd) []result {
+// runQueue runs one command per test, at most workers at a time and at most caps[dir] of one
+// suite's at a time (no cap when absent), each time starting the first test in the given order
+// that may start, and returns every test's result in that order. Each command's progress lines are
+// echoed at once, its whole output when it ends.
+func runQueue(tests []test, workers int, caps map[string]int, command func(test) *exec.Cmd) []result {
 	var (
+		echo    sync.Mutex
 		mu      sync.Mutex
+		ended   = sync.NewCond(&mu)
 		wg      sync.WaitGroup
-		next    = make(chan int)
+		running int
+		bySuite = map[string]int{}
+		started = make([]bool, len(tests))
 		results = make([]result, len(tests))
 	)
-	for range max(1, workers) {
+	workers = max(1, workers)
+	mayStart := func(i int) bool {
+		limit, capped := caps[tests[i].dir]
+		return !started[i] && running < workers && (!capped || bySuite[tests[i].dir] < max(1, limit))
+	}
+	mu.Lock()
+	for left := len(tests); left > 0; {
+		i := -1
+		for k := range tests {
+			if mayStart(k) {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			ended.Wait()
+			continue
+		}
+		started[i], left, running = true, left-1, running+1
+		bySuite[tests[i].dir]++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				results[i] = runOne(tests[i], command(tests[i]), &mu)
-			}
+			r := runOne(tests[i], command(tests[i]), &echo)
+			mu.Lock()
+			results[i], running = r, running-1
+			bySuite[tests[i].dir]--
+			ended.Broadcast()
+			mu.Unlock()
 		}()
 	}
-	for i := range tests {
-		next <- i
-	}
-	close(next)
+	mu.Unlock()
 	wg.Wait()
 	return results
 }

@@ -40,7 +40,7 @@ func TestRunQueue_AtMostWorkersAtOnceEveryTestOnce(t *testing.T) {
 	ran := map[string]int{}
 	tests := []test{{name: "T1"}, {name: "T2"}, {name: "T3"}, {name: "T4"}, {name: "T5"}, {name: "T6"}}
 	start := time.Now()
-	results := runQueue(tests, 3, func(tc test) *exec.Cmd {
+	results := runQueue(tests, 3, nil, func(tc test) *exec.Cmd {
 		mu.Lock()
 		ran[tc.name]++
 		mu.Unlock()
@@ -78,7 +78,7 @@ func TestRunQueue_AtMostWorkersAtOnceEveryTestOnce(t *testing.T) {
 
 func TestRunQueue_AFailedTestIsReportedAndTheOthersStillRun(t *testing.T) {
 	tests := []test{{name: "TestBad"}, {name: "TestGood"}}
-	results := runQueue(tests, 1, func(tc test) *exec.Cmd {
+	results := runQueue(tests, 1, nil, func(tc test) *exec.Cmd {
 		if tc.name == "TestBad" {
 			return exec.Command("sh", "-c", "echo '--- FAIL: TestBad (0.00s)'; exit 1")
 		}
@@ -113,6 +113,56 @@ func TestProgressLines(t *testing.T) {
 	} {
 		if got := progress.MatchString(line); got != want {
 			t.Errorf("progress(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
+
+// A suite's cap holds its tests back while the other suite's fill the workers: four node tests
+// and two end-to-end tests on three workers, at most one node test at a time, the node tests
+// listed first: never two node tests at once, and the end-to-end tests start beside the first
+// node test instead of after every node test.
+func TestRunQueue_ASuitesCapLetsTheOtherSuiteFillTheWorkers(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	tests := []test{{dir: "node", name: "N1"}, {dir: "node", name: "N2"}, {dir: "node", name: "N3"}, {dir: "node", name: "N4"},
+		{dir: "e2e", name: "E1"}, {dir: "e2e", name: "E2"}}
+	runQueue(tests, 3, map[string]int{"node": 1}, func(tc test) *exec.Cmd {
+		return exec.Command("sh", "-c", "echo +"+tc.dir+" >>"+log+"; sleep 0.1; echo -"+tc.dir+" >>"+log)
+	})
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]int{}
+	most := map[string]int{}
+	firstE2E := -1
+	lines := strings.Fields(string(data))
+	for i, line := range lines {
+		dir := line[1:]
+		if line[0] == '+' {
+			running[dir]++
+			if dir == "e2e" && firstE2E < 0 {
+				firstE2E = i
+			}
+		} else {
+			running[dir]--
+		}
+		most[dir] = max(most[dir], running[dir])
+	}
+	if most["node"] != 1 {
+		t.Errorf("%d node tests ran at once, want 1 (the cap)", most["node"])
+	}
+	if firstE2E > 2 {
+		t.Errorf("the first end-to-end test started at line %d of %q: it waited for node tests instead of filling a worker", firstE2E, lines)
+	}
+}
+
+func TestParseCaps(t *testing.T) {
+	if caps, err := parseCaps("test/node=2,test/e2e=3"); err != nil || caps["test/node"] != 2 || caps["test/e2e"] != 3 {
+		t.Errorf("parseCaps = %v, %v", caps, err)
+	}
+	for _, bad := range []string{"test/node", "test/node=0", "test/node=x"} {
+		if _, err := parseCaps(bad); err == nil {
+			t.Errorf("parseCaps(%q) took it", bad)
 		}
 	}
 }
