@@ -110,7 +110,7 @@ TEST_GO_BESIDE =
 # tests fill the workers. docs/DEVELOPMENT.md has what the queue measured.
 TEST_WORKERS ?= 4
 TEST_SUITE_CAPS ?= test/node=2
-TEST_SUITE_TIMEOUT ?= 20m
+TEST_SUITE_TIMEOUT ?= 30m
 TEST_SUITE_PREREQUISITES =
 TEST_SUITE_BINARIES =
 

@@ -9,7 +9,7 @@
 # E2E_RUN selects tests (a -test.run expression), E2E_FLAGS adds test binary flags
 # (-test.failfast, ...), E2E_TIMEOUT bounds each test.
 E2E_RUN ?= .
-E2E_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 30m
 E2E_FLAGS ?=
 E2E_BINARY := $(BIN)/e2e.test
 

@@ -14,7 +14,7 @@
 NODE_E2E_RUN ?= .
 # The suite alone: three tests at a time, as its three shards ran before.
 NODE_E2E_WORKERS ?= 3
-NODE_E2E_TIMEOUT ?= 20m
+NODE_E2E_TIMEOUT ?= 30m
 NODE_E2E_FLAGS ?=
 NODE_E2E_BINARY := $(BIN)/node.test
 

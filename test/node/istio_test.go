@@ -254,16 +254,19 @@ func dialGatewayXDS(ctx context.Context, t *testing.T, istio *framework.Istio, p
 }
 
 // waitServerNames waits until the gateway's HTTPS listener (httpsTargetPort) serves exactly want:
-// each server name with the SDS secret of its filter chain.
+// each server name with the SDS secret of its filter chain, on one chain only, no chain without
+// server names (a catch-all), and each chain's route configuration listing its names
+// (XDSSnapshot.ChainProblems).
 func waitServerNames(ctx context.Context, t *testing.T, c *framework.XDSClient, want map[string]string) {
 	t.Helper()
 	var got map[string]string
+	var problems []string
 	if _, err := c.Wait(ctx, 90*time.Second, func(s framework.XDSSnapshot) bool {
-		got = s.ServerNames(httpsTargetPort)
-		return maps.Equal(got, want)
+		got, problems = s.ServerNames(httpsTargetPort), s.ChainProblems(httpsTargetPort)
+		return maps.Equal(got, want) && len(problems) == 0
 	}); err != nil {
 		s, _ := c.Latest()
-		t.Fatalf("the gateway's listener on %d: server names %v, want %v (%v); listeners %+v", httpsTargetPort, got, want, err, s.Listeners)
+		t.Fatalf("the gateway's listener on %d: server names %v, want %v; %q (%v); listeners %+v, routes %v", httpsTargetPort, got, want, problems, err, s.Listeners, s.Routes)
 	}
 }
 
