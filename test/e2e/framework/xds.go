@@ -108,8 +108,8 @@ func (s XDSSnapshot) ServerNames(port uint32) map[string]string {
 // ChainProblems lists what the TLS listener on port should not hold, for a gateway whose every
 // server names its hosts: a filter chain without server names (a catch-all, answering any SNI with one
 // Gateway's certificate), a server name on two chains (which one Envoy takes is then an accident),
-// or a chain whose route configuration does not list its server names among its domains (not
-// answered yet, or routing them elsewhere). None for a port without a listener.
+// or a chain whose route configuration has no virtual host for its server names (not answered
+// yet, or routing them elsewhere). None for a port without a listener.
 func (s XDSSnapshot) ChainProblems(port uint32) []string {
 	l, ok := s.Listener(port)
 	if !ok {
@@ -127,12 +127,28 @@ func (s XDSSnapshot) ChainProblems(port uint32) []string {
 				problems = append(problems, fmt.Sprintf("%s is on chains %d and %d of %s", n, j, i, l.Name))
 			}
 			chainOf[n] = i
-			if !answered || !slices.Contains(domains, n) {
+			if !answered || !slices.ContainsFunc(domains, func(d string) bool { return domainMatches(d, n) }) {
 				problems = append(problems, fmt.Sprintf("%s: chain %d's route configuration %q does not list it (domains %v)", n, i, fc.RouteConfig, domains))
 			}
 		}
 	}
 	return problems
+}
+
+// domainMatches says whether a virtual host's domain takes host, as Envoy matches them: the same
+// name (with any port), "*", or a wildcard "*.suffix" or "prefix*". istiod gives a gateway's
+// HTTPS server without a VirtualService one virtual host for "*".
+func domainMatches(domain, host string) bool {
+	domain, _, _ = strings.Cut(domain, ":")
+	switch {
+	case domain == "*" || domain == host:
+		return true
+	case strings.HasPrefix(domain, "*"):
+		return strings.HasSuffix(host, domain[1:])
+	case strings.HasSuffix(domain, "*"):
+		return strings.HasPrefix(host, domain[:len(domain)-1])
+	}
+	return false
 }
 
 // Domains returns every virtual host domain of the route configurations port's filter chains use.

@@ -119,6 +119,21 @@ func listenerOn(name string, port uint32, chains ...*listenerv3.FilterChain) *li
 // a gateway's node, keeps every filter chain of every listener (a catch-all chain without server
 // names and two chains for one name included: nothing is collapsed), asks for exactly the route
 // configurations the chains name, ACKs each push with its nonce, and takes a later push whole.
+func TestDomainMatches(t *testing.T) {
+	for _, tc := range []struct {
+		domain, host string
+		want         bool
+	}{
+		{"*", "a.example.com", true}, {"a.example.com", "a.example.com", true}, {"a.example.com:*", "a.example.com", true},
+		{"*.example.com", "a.example.com", true}, {"a.*", "a.example.com", true},
+		{"b.example.com", "a.example.com", false}, {"*.example.org", "a.example.com", false},
+	} {
+		if got := domainMatches(tc.domain, tc.host); got != tc.want {
+			t.Errorf("domainMatches(%q, %q) = %v, want %v", tc.domain, tc.host, got, tc.want)
+		}
+	}
+}
+
 func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 	https := listenerOn("0.0.0.0_8443", 8443,
 		httpsChain(t, "kubernetes://cert-a", "https.443.a", "a.example.com", "b.example.com"),
