@@ -58,12 +58,6 @@ func (z *ZoneReading) ownerOf(name string) string {
 	return ""
 }
 
-// throughIntermediate says the zone answers name with a CNAME to an intermediate name: the name
-// then moves with it, never on its own.
-func (z *ZoneReading) throughIntermediate(name string) bool {
-	return isIntermediate(z.CNAMEs[Canonical(name)])
-}
-
 // servingOwnership is the ownership record of whatever decides who serves name: its
 // intermediate's when the zone answers name through one, its own otherwise.
 func (z *ZoneReading) servingOwnership(name string) (txtName string, set TXTSet, found bool) {
