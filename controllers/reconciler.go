@@ -138,23 +138,22 @@ func (b base) writeStatus(ctx context.Context, obj, original client.Object) (wro
 	if err != nil {
 		return false, err
 	}
-	switch b.Versions.Next(original, cached, !equality.Semantic.DeepEqual(before, after)) {
-	case ownwrite.Skip, ownwrite.Unchanged:
+	switch b.Versions.Next(original, cached, !equality.Semantic.DeepEqual(before, after)).For(ownwrite.StatusWrite) {
+	case ownwrite.Leave:
 		return false, nil
-	case ownwrite.RetryLater:
+	case ownwrite.LookAgain:
 		return false, errCacheLag
 	}
 	uid, replaced := original.GetUID(), original.GetResourceVersion()
 	b.Versions.Writing(uid, replaced)
 	produced, err := b.Writer.PatchStatus(ctx, obj, before, after, replaced)
+	lookAgain := b.Versions.Answered(uid, replaced, produced, err != nil)
 	switch {
 	case apierrors.IsConflict(err):
-		b.Versions.Failed(uid)
 		return false, errCacheLag
 	case err != nil:
-		b.Versions.Failed(uid)
 		return false, err
-	case !b.Versions.Wrote(uid, replaced, produced):
+	case lookAgain:
 		return true, errCacheLag // somebody else's change went by unseen: look again
 	}
 	return true, nil

@@ -35,14 +35,11 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 		if err != nil {
 			return core.Written[T]{}, err
 		}
-		switch w.Versions.Next(obj, cached, updating[obj.GetUID()]) {
-		case ownwrite.Skip:
-			// A copy our last write replaced: the API server has what that write sent, whatever
-			// this reconcile decides from the copy; that write's event runs it again.
-			return core.Written[T]{}, errCacheLag
-		case ownwrite.RetryLater:
-			// The cache moved on since the copy was read (an echo of our write may have gone
-			// by meanwhile): an object left alone as "already as desired" might not be.
+		// A copy our last write replaced (the API server has what that write sent, whatever this
+		// reconcile decides from the copy), or a cache that moved on since the copy was read (an
+		// echo of our write may have gone by meanwhile: an object left alone as "already as
+		// desired" might not be): look again shortly.
+		if w.Versions.Next(obj, cached, updating[obj.GetUID()]).For(ownwrite.ObjectWrite) == ownwrite.LookAgain {
 			return core.Written[T]{}, errCacheLag
 		}
 	}
@@ -56,12 +53,13 @@ func applyChanges[T client.Object](ctx context.Context, w base, k apply.Kind[T],
 	for _, obj := range ch.Update {
 		uid, replaced := obj.GetUID(), obj.GetResourceVersion()
 		w.Versions.Writing(uid, replaced)
-		if err := w.Writer.Update(ctx, obj); err != nil {
-			w.Versions.Failed(uid)
+		err := w.Writer.Update(ctx, obj)
+		lookAgain := w.Versions.Answered(uid, replaced, obj.GetResourceVersion(), err != nil)
+		if err != nil {
 			errs = append(errs, writeError("updating", k.Name, obj, err))
 			continue
 		}
-		if !w.Versions.Wrote(uid, replaced, obj.GetResourceVersion()) {
+		if lookAgain {
 			errs = append(errs, errCacheLag) // somebody else's change went by unseen: look again
 		}
 		out.Applied = append(out.Applied, obj)

@@ -17,9 +17,10 @@ import (
 )
 
 // The model of the write-echo logic: one object, an API server, a cache that lags, a watch whose
-// events the echo filter judges, and a reconciler that decides as the controllers do (Next, then
-// Writing, then Wrote or Failed, with the real Versions). Nothing runs concurrently and nothing
-// is timed: every step of every party is an action, and the search takes every order of them
+// events the echo filter judges, and a reconciler that decides as the controllers do, with their
+// own steps (Next and Decision.For, then Writing, then Answered, with the real Versions: steps.go).
+// Nothing runs concurrently and nothing is timed: every step of every party is an action, and the
+// search takes every order of them
 // (up to a budget of changes by others), so that each interleaving of write, echo, cache lag,
 // conflict and reconcile is one path through the model's states.
 //
@@ -63,6 +64,9 @@ const (
 )
 
 func (k writeKind) String() string { return [...]string{"status", "generated object"}[k] }
+
+// writeKind is the controllers' Kind of the write the model runs.
+func (k writeKind) controllersKind() Kind { return [...]Kind{StatusWrite, ObjectWrite}[k] }
 
 // stored is a version of the object as the API server stored it; rv 0: no object.
 type stored struct {
@@ -312,16 +316,12 @@ func (s *state) decide() string {
 		s.phase = writing // apply.Diff: nothing current, a create
 		return ""
 	}
-	switch s.v.Next(object(s.copy), rvString(s.cached().rv), s.copy.ours != s.want) {
-	case Write:
+	switch s.v.Next(object(s.copy), rvString(s.cached().rv), s.copy.ours != s.want).For(s.kind.controllersKind()) {
+	case Send:
 		s.phase = writing
 		return ""
-	case Skip:
-		if s.kind == generatedWrite {
-			s.retry = true // applyChanges: errCacheLag
-		}
-	case RetryLater:
-		s.retry = true
+	case LookAgain:
+		s.retry = true // the controllers' errCacheLag
 	}
 	s.phase = idle
 	return ""
@@ -382,11 +382,10 @@ func (s *state) answer() string {
 		if !s.v.Created(created, s.ok) || !s.ok {
 			s.retry = true // somebody else's event went by, or the name is taken by our own object: errCacheLag
 		}
-	case !s.ok:
-		s.v.Failed(uidOf(s.copy))
-		s.retry = true // a conflict (errCacheLag), or the object is gone (an error: the rate-limited retry)
-	case !s.v.Wrote(uidOf(s.copy), rvString(s.copy.rv), rvString(s.produced.rv)):
-		s.retry = true // somebody else's change went by unseen: errCacheLag
+	case s.v.Answered(uidOf(s.copy), rvString(s.copy.rv), rvString(s.produced.rv), !s.ok):
+		// A conflict (errCacheLag), the object gone (an error: the rate-limited retry), or
+		// somebody else's change gone by unseen (errCacheLag).
+		s.retry = true
 	}
 	return ""
 }
