@@ -551,3 +551,79 @@ func TestDocs_READMEGoIsTheHighestGoDirective(t *testing.T) {
 		assert.Equal(t, highest, row[1], "README.md names Go %s; %s needs %s", row[1], rel, highest)
 	}
 }
+
+// anchorLink is a markdown link to a heading: `[text](#anchor)` or `[text](FILE.md#anchor)`.
+var anchorLink = regexp.MustCompile(`\]\(([^)\s#]*)#([^)\s]+)\)`)
+
+// brokenAnchorLinks returns the links of a page (outside code blocks) to a heading that the
+// page, or the markdown file it names, does not have; headingsOf gives a file's anchors.
+func brokenAnchorLinks(page, markdown string, headingsOf func(file string) (map[string]bool, bool)) []string {
+	var broken []string
+	fenced := false
+	for i, line := range strings.Split(markdown, "\n") {
+		if isFence(line) {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range anchorLink.FindAllStringSubmatch(line, -1) {
+			file, anchor := m[1], m[2]
+			if strings.Contains(file, "://") || (file != "" && !strings.HasSuffix(file, ".md")) {
+				continue
+			}
+			target := page
+			if file != "" {
+				target = filepath.Join(filepath.Dir(page), file)
+			}
+			anchors, ok := headingsOf(target)
+			if !ok {
+				broken = append(broken, fmt.Sprintf("line %d links to %s, which does not exist", i+1, target))
+			} else if !anchors[anchor] {
+				broken = append(broken, fmt.Sprintf("line %d links to %s#%s, a heading %s does not have", i+1, target, anchor, target))
+			}
+		}
+	}
+	return broken
+}
+
+// TestDocs_AnchorLinksPointToHeadings: every link of README.md and docs/ to a heading, on the
+// same page or another, names a heading that page has (GitHub's anchors), so that a moved or
+// renamed section leaves no link that lands at the top of a page.
+func TestDocs_AnchorLinksPointToHeadings(t *testing.T) {
+	headingsOf := func(file string) (map[string]bool, bool) {
+		data, err := os.ReadFile(repoPath(file))
+		if err != nil {
+			return nil, false
+		}
+		anchors := map[string]bool{}
+		for _, h := range markdownHeadings(string(data)) {
+			anchors[h.anchor] = true
+		}
+		return anchors, true
+	}
+	links := 0
+	for _, page := range docPages(t) {
+		text := readFile(t, repoPath(page))
+		links += len(anchorLink.FindAllString(text, -1))
+		for _, problem := range brokenAnchorLinks(page, text, headingsOf) {
+			t.Errorf("%s: %s", page, problem)
+		}
+	}
+	assert.Greater(t, links, 100, "links to headings in the docs")
+
+	t.Run("control", func(t *testing.T) {
+		pages := map[string]string{"docs/A.md": "# A\n\n## Two words\n", "docs/B.md": "[x](#two-words) [y](A.md#two-words) [z](A.md#one) [w](C.md#x) [u](https://e.com/#x) [v](../config/x.yaml#L1)\n"}
+		of := func(file string) (map[string]bool, bool) {
+			text, ok := pages[file]
+			anchors := map[string]bool{}
+			for _, h := range markdownHeadings(text) {
+				anchors[h.anchor] = true
+			}
+			return anchors, ok
+		}
+		assert.Len(t, brokenAnchorLinks("docs/B.md", pages["docs/B.md"], of), 3, "#two-words is not B's, A has no #one, C.md does not exist")
+		assert.Empty(t, brokenAnchorLinks("docs/A.md", "[x](#two-words)\n```\n[y](#nowhere)\n```\n", of))
+	})
+}
