@@ -627,3 +627,16 @@ func TestDocs_AnchorLinksPointToHeadings(t *testing.T) {
 		assert.Empty(t, brokenAnchorLinks("docs/A.md", "[x](#two-words)\n```\n[y](#nowhere)\n```\n", of))
 	})
 }
+
+// TestDocs_TestedHelmIsTheBuiltOne: the Helm the Prerequisites table of docs/INSTALLATION.md says
+// is tested is the one bin/helm is built from (hack/tools/go.mod), and its minimum is at least
+// 3.17, the first Helm with the `--take-ownership` the upgrade from 0.1.0 runs.
+func TestDocs_TestedHelmIsTheBuiltOne(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^\s*helm\.sh/helm/v3 v(\d+\.\d+\.\d+)`).FindStringSubmatch(readFile(t, repoPath("hack", "tools", "go.mod")))
+	require.NotNil(t, m, "hack/tools/go.mod requires no helm.sh/helm/v3")
+	row := prerequisiteRow(t, "Helm (for the chart)")
+	require.GreaterOrEqual(t, len(row), 3)
+	assert.Truef(t, strings.HasPrefix(row[2], m[1]+" "), "docs/INSTALLATION.md's Prerequisites say Helm %q is tested; bin/helm is built from helm.sh/helm/v3 v%s", row[2], m[1])
+	assert.GreaterOrEqual(t, slices.Compare(goVersion(t, row[1]), []int{3, 17}), 0, "the minimum Helm must have --take-ownership (3.17), which the upgrade runs")
+	assert.Contains(t, docSection(t, readFile(t, repoPath("docs", "INSTALLATION.md")), "### Upgrading"), "--take-ownership", "the upgrade no longer takes ownership: revisit the Helm minimum")
+}
