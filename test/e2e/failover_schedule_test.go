@@ -33,8 +33,13 @@ import (
 //     and another team's, whose policy lists no stand-ins, which must stay aks01's);
 //   - no record a cluster publishes for its gateway is ever removed.
 //
-// After the schedule every fault is repaired (aks01 back, no partition, no drain, no cut, no
-// skew), and the team's name (failback Automatic) must be home with aks01 within two minutes.
+// Safety alone would pass a failover that never moves anything, so the schedule ends with
+// liveness, whatever its faults left behind: every fault but aks01's loss is repaired (aks01 is
+// lost then if it was not), and the team's name must answer aks02's gateway within
+// liveTakeoverBound; then aks01 comes back, and the name (failback Automatic) must be home with
+// aks01 within two minutes. The zone must have been read throughout: a transfer that fails is
+// counted, and more than one in ten failing, or fewer readings than one every two seconds, fails
+// the run (invariants not checked are not invariants kept).
 // The paths cut are the operators' only: ExternalDNS v0.22.0 takes every name of a zone whose
 // transfer fails in the middle (TestExternalDNS_ATransferTimeoutTakesEveryName), a fault of its
 // own that would otherwise show here; TestFailover_AnIsolatedClusterIsTakenOver cuts both. The seed is logged, and
@@ -58,7 +63,8 @@ func TestFailover_RandomFaultSchedule(t *testing.T) {
 		steps = n
 	}
 	r := runFaultSchedule(t, seed, steps)
-	t.Logf("seed %d: %d steps (%s), %d zone readings, %d violations", seed, steps, strings.Join(r.events, ", "), r.readings, len(r.violations))
+	t.Logf("seed %d: %d steps (%s); %d zone readings (%d failed), %d moves of the team's name; liveness: taken over in %s, home again in %s; %d violations",
+		seed, steps, strings.Join(r.events, ", "), r.readings, r.failedReadings, r.moves, r.takeover.Round(100*time.Millisecond), r.failback.Round(100*time.Millisecond), len(r.violations))
 }
 
 // BenchmarkFailover_FaultSchedules runs FAULT_SCHEDULES (default 3) schedules of FAULT_STEPS
@@ -86,11 +92,37 @@ func BenchmarkFailover_FaultSchedules(b *testing.B) {
 	}
 }
 
+// liveTakeoverBound is how long the liveness phase waits for the team's name to answer aks02's
+// gateway once only aks01's loss is left: the takeover's design bound in this world
+// (TestFailover_OperatorTakesOverALostRegion: the heartbeat stale after 5 s, a round, the write,
+// a synchronization: 10 s), plus a new leader's start if the repairs restarted aks02's operator,
+// plus a loaded machine's slack.
+const liveTakeoverBound = 30 * time.Second
+
 // scheduleRun is what one schedule did and saw.
 type scheduleRun struct {
-	events     []string
-	readings   int
-	violations []string
+	events []string
+	// readings are the zone transfers that answered, failedReadings those that did not; moves the
+	// changes of the team's intermediate from one gateway to another that the readings saw.
+	readings, failedReadings, moves int
+	// takeover and failback are the liveness phase's times: aks01 lost until the name answered
+	// aks02, aks01 back until it answered aks01 again.
+	takeover, failback time.Duration
+	violations         []string
+}
+
+// cnameOf is name's CNAME target in recs, "" if it has none (or several).
+func cnameOf(recs []framework.Record, name string) string {
+	found := ""
+	for _, r := range recs {
+		if r.Name == name+"." && r.Type == "CNAME" {
+			if found != "" {
+				return ""
+			}
+			found = r.Data
+		}
+	}
+	return found
 }
 
 // faultWorld is the state of the failover world's faults during a schedule.
@@ -145,17 +177,30 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 			run.violations = append(run.violations, fmt.Sprintf("at %s, after %d step(s): ", time.Since(began).Round(100*time.Millisecond), len(run.events))+fmt.Sprintf(format, args...))
 		}
 	}
+	intermediate := naming.IntermediateName("internal", failoverNS, "weu", w.domain)
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
+		serving := ""
 		for watchCtx.Err() == nil {
 			recs, err := zone.ZoneRecords(watchCtx)
-			if err == nil {
-				mu.Lock()
+			mu.Lock()
+			if err != nil && watchCtx.Err() == nil {
+				run.failedReadings++
+			} else if err == nil {
 				run.readings++
-				mu.Unlock()
-				checkFaultInvariants(recs, []string{name, naming.IntermediateName("internal", failoverNS, "weu", w.domain), otherName}, otherName, aks01, []string{aks01.target(w.domain), aks02.target(w.domain)}, w.domain, violate)
+				// A move is the intermediate's CNAME changing gateway (a failover, a failback).
+				if now := cnameOf(recs, intermediate); now != "" && now != serving {
+					if serving != "" {
+						run.moves++
+					}
+					serving = now
+				}
+			}
+			mu.Unlock()
+			if err == nil {
+				checkFaultInvariants(recs, []string{name, intermediate, otherName}, otherName, aks01, []string{aks01.target(w.domain), aks02.target(w.domain)}, w.domain, violate)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -170,16 +215,37 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 		mu.Unlock()
 		time.Sleep(time.Duration(2000+rng.IntN(6000)) * time.Millisecond)
 	}
-	event := f.repair(ctx, tb)
-	mu.Lock()
-	run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
-	mu.Unlock()
-	// Repaired: the team's name home with aks01, the other team's never moved.
+	record := func(event string) {
+		mu.Lock()
+		defer mu.Unlock()
+		run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
+	}
+	// Liveness: with only aks01's loss left in force, the team's name moves to aks02.
+	record(f.repairAllButTheLoss(ctx, tb))
+	if !f.lost {
+		w.lose()
+		f.lost = true
+		record("aks01 lost (liveness)")
+	}
+	lostSince := time.Now()
+	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks02)...), liveTakeoverBound, 200*time.Millisecond); err != nil {
+		violate("liveness: with only aks01 lost, %s did not move to aks02 within %s: %v", name, liveTakeoverBound, err)
+	} else {
+		run.takeover = time.Since(lostSince)
+	}
+	// Repaired: the team's name home with aks01 (it left above), the other team's never moved.
+	record(f.repair(ctx, tb))
+	backSince := time.Now()
 	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks01)...), 2*convergeTimeout, 200*time.Millisecond); err != nil {
 		violate("after the repairs, %s did not come home to aks01 within %s: %v", name, 2*convergeTimeout, err)
+	} else {
+		run.failback = time.Since(backSince)
 	}
 	stopWatching()
 	<-watched
+	if elapsed := time.Since(began); run.failedReadings*10 > run.readings+run.failedReadings || run.readings < int(elapsed/(2*time.Second)) {
+		violate("the zone was read %d times in %s and %d transfers failed: too few readings to have checked the invariants", run.readings, elapsed.Round(time.Second), run.failedReadings)
+	}
 	for _, v := range run.violations {
 		tb.Errorf("seed %d (FAULT_SEED=%d replays it), after %s: %s", seed, seed, strings.Join(run.events, ", "), v)
 	}
@@ -283,10 +349,17 @@ func (f *faultWorld) step(ctx context.Context, tb testing.TB, rng *rand.Rand) st
 
 // repair undoes every fault still in force.
 func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
-	w := f.w
 	if f.lost {
-		w.comeBack()
+		f.w.comeBack()
+		f.lost = false
 	}
+	f.repairAllButTheLoss(ctx, tb)
+	return "every fault repaired"
+}
+
+// repairAllButTheLoss undoes every fault still in force but aks01's loss.
+func (f *faultWorld) repairAllButTheLoss(ctx context.Context, tb testing.TB) string {
+	w := f.w
 	if f.partitioned {
 		updateConfig(ctx, tb, w.aks02, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
 	}
@@ -300,11 +373,13 @@ func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
 		if f.skews[m.cluster] != 0 {
 			f.skews[m.cluster] = 0
-			f.restart(ctx, tb, m)
+			if m != w.aks01 || !f.lost { // a lost aks01 comes back with its clock right
+				f.restart(ctx, tb, m)
+			}
 		}
 	}
-	f.lost, f.partitioned, f.drained = false, false, false
-	return "every fault repaired"
+	f.partitioned, f.drained = false, false
+	return "every fault but aks01's loss repaired"
 }
 
 // restart stops m's operator and starts a new one (a new leader), its clock as far off as the
