@@ -640,3 +640,98 @@ func TestDocs_TestedHelmIsTheBuiltOne(t *testing.T) {
 	assert.GreaterOrEqual(t, slices.Compare(goVersion(t, row[1]), []int{3, 17}), 0, "the minimum Helm must have --take-ownership (3.17), which the upgrade runs")
 	assert.Contains(t, docSection(t, readFile(t, repoPath("docs", "INSTALLATION.md")), "### Upgrading"), "--take-ownership", "the upgrade no longer takes ownership: revisit the Helm minimum")
 }
+
+// apiConstantValues returns the string constants of the API packages by name (ReasonX: "X").
+func apiConstantValues(t *testing.T) map[string]string {
+	t.Helper()
+	values := map[string]string{}
+	for _, f := range apiGoFiles(t) {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(file, func(n ast.Node) bool {
+			if spec, ok := n.(*ast.ValueSpec); ok {
+				for i, name := range spec.Names {
+					if i < len(spec.Values) {
+						if lit, ok := spec.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							v, err := strconv.Unquote(lit.Value)
+							require.NoError(t, err)
+							values[name.Name] = v
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	return values
+}
+
+// stalledReasons returns the reasons internal/decide's ProgressOf calls Stalled: the keys of its
+// stalledReasons map, each an API constant.
+func stalledReasons(t *testing.T) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), repoPath("internal", "decide", "progress.go"), nil, 0)
+	require.NoError(t, err)
+	constants := apiConstantValues(t)
+	var reasons []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		spec, ok := n.(*ast.ValueSpec)
+		if !ok || len(spec.Names) != 1 || spec.Names[0].Name != "stalledReasons" || len(spec.Values) != 1 {
+			return true
+		}
+		lit, ok := spec.Values[0].(*ast.CompositeLit)
+		require.True(t, ok, "stalledReasons is a map literal")
+		for _, elt := range lit.Elts {
+			sel, ok := elt.(*ast.KeyValueExpr).Key.(*ast.SelectorExpr)
+			require.True(t, ok, "a key of stalledReasons that is not an API constant")
+			v, ok := constants[sel.Sel.Name]
+			require.True(t, ok, "stalledReasons names %s, which apis/ does not declare", sel.Sel.Name)
+			reasons = append(reasons, v)
+		}
+		return false
+	})
+	require.NotEmpty(t, reasons, "internal/decide/progress.go has no stalledReasons")
+	slices.Sort(reasons)
+	return reasons
+}
+
+// codeNames returns the `Name`s in code of a text, sorted and unique.
+func codeNames(text string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile("`([A-Z][A-Za-z]+)`").FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestDocs_StalledReasonsAreTheCodes: the reasons the docs call Stalled are those ProgressOf
+// makes Stalled: OPERATOR-GUIDE's list of them, and USER-GUIDE's table of the reasons a route can
+// stall with (the Stalled reasons the ServiceRoute troubleshooting table has).
+func TestDocs_StalledReasonsAreTheCodes(t *testing.T) {
+	stalled := stalledReasons(t)
+	guide := readFile(t, repoPath("docs", "OPERATOR-GUIDE.md"))
+
+	// OPERATOR-GUIDE: the bullet "`Stalled=True`: ... The message says what to change."
+	section := strings.Join(strings.Fields(docSection(t, guide, "## Status, conditions and events")), " ")
+	start := strings.Index(section, "`Stalled=True`:")
+	require.GreaterOrEqual(t, start, 0, "docs/OPERATOR-GUIDE.md, ## Status, conditions and events: no `Stalled=True`: list")
+	end := strings.Index(section[start:], "The message says what to change")
+	require.Greater(t, end, 0, "the `Stalled=True` list ends with \"The message says what to change\"")
+	listed := slices.DeleteFunc(codeNames(section[start:start+end]), func(s string) bool { return s == "Stalled" })
+	assert.Equal(t, stalled, listed, "docs/OPERATOR-GUIDE.md lists as Stalled other reasons than internal/decide's stalledReasons")
+
+	// USER-GUIDE: the table of "A route is Stalled" has the Stalled reasons a ServiceRoute has.
+	var routeStalled []string
+	for r := range tableReasons(docSection(t, guide, "### ServiceRoute")) {
+		if slices.Contains(stalled, r) {
+			routeStalled = append(routeStalled, r)
+		}
+	}
+	slices.Sort(routeStalled)
+	require.NotEmpty(t, routeStalled)
+	faq := keys(tableReasons(docSection(t, readFile(t, repoPath("docs", "USER-GUIDE.md")), "### A route is Stalled")))
+	assert.Equal(t, routeStalled, faq, "docs/USER-GUIDE.md, ### A route is Stalled: its table must have exactly the Stalled reasons of OPERATOR-GUIDE's ServiceRoute table")
+}
