@@ -25,6 +25,7 @@ import (
 
 	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
+	"github.com/service-router/service-router-operator/internal/budget"
 	"github.com/service-router/service-router-operator/internal/core"
 	"github.com/service-router/service-router-operator/internal/decide"
 	"github.com/service-router/service-router-operator/internal/desired"
@@ -475,10 +476,10 @@ func requestsOf(cfg *clusterv1alpha1.DNSConfiguration) []ZoneRequestsSummary {
 }
 
 // writeRequests writes the zones' Resource Manager requests as a table, indented under Zones.
-func writeRequests(p *lines, zones []ZoneRequestsSummary, budget string) {
+func writeRequests(p *lines, zones []ZoneRequestsSummary, requestBudget string) {
 	p.line("")
 	p.line("  Azure Resource Manager requests of this cluster, a minute over the operator's last window (REMAINING: the tokens")
-	p.line("  of the zone's principal left of 250 reads and 200 writes, as Resource Manager last said, at SEEN):")
+	p.line("  of the zone's principal left of %d reads and %d writes, as Resource Manager last said, at SEEN):", budget.ReadBurst, budget.WriteBurst)
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ZONE\tREADS/MIN\tWRITES/MIN\tTHROTTLED\tREMAINING READS/WRITES\tSEEN\tWINDOW")
@@ -494,8 +495,8 @@ func writeRequests(p *lines, zones []ZoneRequestsSummary, budget string) {
 	for _, row := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
 		p.line("  %s", strings.TrimRight(row, " "))
 	}
-	if budget != "" {
-		p.line("  request budget: %s", budget)
+	if requestBudget != "" {
+		p.line("  request budget: %s", requestBudget)
 	}
 }
 

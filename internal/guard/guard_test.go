@@ -200,8 +200,9 @@ func TestGuard_ARetriedDeletionIsNotHeldAgain(t *testing.T) {
 	assert.False(t, held, "the delete failed and is retried: not held again")
 }
 
+// The operator's defaults, as PLUGIN.md states them: it trips at 10 or more and over 25%.
 func TestSettings_TripsAtTheMinimumAndAboveTheShare(t *testing.T) {
-	s := Settings{Share: 0.25, Minimum: 10, Window: 30 * time.Second, Observe: 5 * time.Second, Grace: 2 * time.Minute}
+	s := DefaultSettings
 	for _, tc := range []struct {
 		name             string
 		settings         Settings

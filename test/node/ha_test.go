@@ -126,6 +126,10 @@ func TestChart_HighAvailabilityInPods(t *testing.T) {
 	if last.Spec.RenewTime == nil || acquired.Spec.AcquireTime == nil {
 		t.Fatalf("the Lease lacks a renewal or acquisition time: before %+v, after %+v", last.Spec, acquired.Spec)
 	}
+	// values.yaml: the chart leaves the manager's 15 s Lease, which the takeover waits out.
+	if d := ptr.Deref(last.Spec.LeaseDurationSeconds, 0); d != 15 {
+		t.Errorf("the operator's Lease lasts %d s, want the 15 s values.yaml states", d)
+	}
 	late, bound := takeoverDelay(last, acquired, leaderRetryPeriod)
 	t.Logf("the leader %s was killed; %s leads %s later, %s after its Lease expired", leader.Name, *acquired.Spec.HolderIdentity,
 		takeover.Round(time.Millisecond), late.Round(time.Millisecond))
