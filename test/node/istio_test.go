@@ -47,8 +47,10 @@ const (
 	publicGateway   = "istio-ingressgateway"
 	publicControl   = "ingressgateway"
 	publicSecret    = "cert-public"
-	// httpsTargetPort is where an ingress gateway's Envoy listens for the Service's port 443.
+	// httpsTargetPort is where an ingress gateway's Envoy listens for the Service's port 443,
+	// httpTargetPort for its port 80.
 	httpsTargetPort = 8443
+	httpTargetPort  = 8080
 )
 
 // TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway runs Istio itself beside the operator:
@@ -150,6 +152,22 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	addonXDS, publicXDS := dialGatewayXDS(ctx, t, istio, gatewayPods[0]), dialGatewayXDS(ctx, t, istio, gatewayPods[1])
 	waitServerNames(ctx, t, addonXDS, map[string]string{api: "kubernetes://" + addonSecret, web: "kubernetes://" + addonGwSecret})
 	waitServerNames(ctx, t, publicXDS, map[string]string{shop: "kubernetes://" + publicSecret})
+	// The plain-HTTP listeners (the Service's port 80, Envoy's 8080): on the add-on's pods only
+	// addon-gateway has an HTTP server, and it redirects web's host to HTTPS; on the self-installed
+	// gateway, public-gateway serves shop's host. Team b's own VirtualService (the operator
+	// generates none) routes shop on both of that Gateway's servers, so both route configurations
+	// name shop itself, not only istiod's catch-all "*".
+	if out, err := cl.RunScript(ctx, "kubectl apply -f - <<'EOF'\n"+shopVirtualService(shop)+"EOF"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	waitPlainHTTPHosts(ctx, t, addonXDS, map[string]bool{web: true})
+	waitPlainHTTPHosts(ctx, t, publicXDS, map[string]bool{shop: false})
+	if _, err := publicXDS.Wait(ctx, 90*time.Second, func(s framework.XDSSnapshot) bool {
+		return slices.Equal(s.HostsWithOwnVirtualHost(httpsTargetPort), []string{shop})
+	}); err != nil {
+		s, _ := publicXDS.Latest()
+		t.Fatalf("the public gateway's HTTPS route configuration has no virtual host of its own for %s: %v; routes %v", shop, err, s.Routes)
+	}
 	if err := w.Client.Delete(ctx, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "myapp", Name: "api-route"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +260,27 @@ spec:
   application: teamb
 `
 
+// shopVirtualService is team b's own routing of shop's host on public-gateway's servers.
+func shopVirtualService(host string) string {
+	return `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: shop
+  namespace: teamb
+spec:
+  hosts:
+  - ` + host + `
+  gateways:
+  - ` + publicNamespace + `/public-gateway
+  http:
+  - route:
+    - destination:
+        host: shop.teamb.svc.cluster.local
+        port:
+          number: 80
+`
+}
+
 // dialGatewayXDS connects to istiod's xDS port as the gateway pod's proxy would.
 func dialGatewayXDS(ctx context.Context, t *testing.T, istio *framework.Istio, pod *corev1.Pod) *framework.XDSClient {
 	t.Helper()
@@ -267,6 +306,22 @@ func waitServerNames(ctx context.Context, t *testing.T, c *framework.XDSClient, 
 	}); err != nil {
 		s, _ := c.Latest()
 		t.Fatalf("the gateway's listener on %d: server names %v, want %v; %q (%v); listeners %+v, routes %v", httpsTargetPort, got, want, problems, err, s.Listeners, s.Routes)
+	}
+}
+
+// waitPlainHTTPHosts waits until the gateway's plain-HTTP listener (httpTargetPort) is one chain
+// without server names or TLS whose route configuration has virtual hosts for exactly want's
+// hosts, each redirecting to HTTPS or not as want says (XDSSnapshot.PlainHTTPHosts).
+func waitPlainHTTPHosts(ctx context.Context, t *testing.T, c *framework.XDSClient, want map[string]bool) {
+	t.Helper()
+	var got map[string]bool
+	var problems []string
+	if _, err := c.Wait(ctx, 90*time.Second, func(s framework.XDSSnapshot) bool {
+		got, problems = s.PlainHTTPHosts(httpTargetPort)
+		return maps.Equal(got, want) && len(problems) == 0
+	}); err != nil {
+		s, _ := c.Latest()
+		t.Fatalf("the gateway's plain-HTTP listener on %d: hosts (redirecting?) %v, want %v; %q (%v); listeners %+v, virtual hosts %+v", httpTargetPort, got, want, problems, err, s.Listeners, s.VirtualHosts)
 	}
 }
 

@@ -57,8 +57,10 @@ type XDSSnapshot struct {
 	// Listeners are the gateway's listeners (LDS), by name order.
 	Listeners []XDSListener
 	// Routes are the virtual hosts' domains of each route configuration (RDS) the HTTP filter
-	// chains name; a name is absent until istiod answered it.
-	Routes map[string][]string
+	// chains name; a name is absent until istiod answered it. VirtualHosts are the same route
+	// configurations' virtual hosts whole.
+	Routes       map[string][]string
+	VirtualHosts map[string][]XDSVirtualHost
 	// Pushes counts the responses received (both types).
 	Pushes int
 }
@@ -80,6 +82,86 @@ type XDSFilterChain struct {
 	SecretName string
 	// RouteConfig is the RDS route configuration its HTTP connection manager uses, if any.
 	RouteConfig string
+}
+
+// XDSVirtualHost is one virtual host of a route configuration.
+type XDSVirtualHost struct {
+	Name    string
+	Domains []string
+	// RedirectsToHTTPS: the virtual host sends every plain-HTTP request to HTTPS (require_tls ALL,
+	// as istiod gives a Gateway server with httpsRedirect, or every route an HTTPS redirect).
+	RedirectsToHTTPS bool
+	// Routes counts its routes.
+	Routes int
+}
+
+// summarizeVirtualHosts reads the virtual hosts of a route configuration.
+func summarizeVirtualHosts(rc *routev3.RouteConfiguration) []XDSVirtualHost {
+	var out []XDSVirtualHost
+	for _, vh := range rc.VirtualHosts {
+		redirects := vh.RequireTls == routev3.VirtualHost_ALL
+		if !redirects && len(vh.Routes) > 0 {
+			redirects = true
+			for _, r := range vh.Routes {
+				if rd := r.GetRedirect(); rd == nil || !rd.GetHttpsRedirect() && rd.GetSchemeRedirect() != "https" {
+					redirects = false
+				}
+			}
+		}
+		out = append(out, XDSVirtualHost{Name: vh.Name, Domains: vh.Domains, RedirectsToHTTPS: redirects, Routes: len(vh.Routes)})
+	}
+	return out
+}
+
+// PlainHTTPHosts reads the plain-HTTP listener on port as a Gateway's port-80 servers should make
+// it: one filter chain, without server names or TLS, on a route configuration istiod answered.
+// hosts maps every host a virtual host names (ports and "*" aside) to whether it redirects to
+// HTTPS; problems lists what departs from that shape, and a port without a listener is one.
+func (s XDSSnapshot) PlainHTTPHosts(port uint32) (hosts map[string]bool, problems []string) {
+	l, ok := s.Listener(port)
+	if !ok {
+		return nil, []string{fmt.Sprintf("no listener on %d", port)}
+	}
+	if len(l.FilterChains) != 1 {
+		problems = append(problems, fmt.Sprintf("%s has %d filter chains, want one", l.Name, len(l.FilterChains)))
+	}
+	hosts = map[string]bool{}
+	for i, fc := range l.FilterChains {
+		if len(fc.ServerNames) > 0 || fc.SecretName != "" {
+			problems = append(problems, fmt.Sprintf("chain %d of %s matches server names %v or terminates TLS (%q): plain HTTP has neither", i, l.Name, fc.ServerNames, fc.SecretName))
+		}
+		vhs, answered := s.VirtualHosts[fc.RouteConfig]
+		if !answered {
+			problems = append(problems, fmt.Sprintf("chain %d of %s: route configuration %q not answered", i, l.Name, fc.RouteConfig))
+		}
+		for _, vh := range vhs {
+			for _, d := range vh.Domains {
+				if host, _, _ := strings.Cut(d, ":"); host != "*" {
+					hosts[host] = vh.RedirectsToHTTPS
+				}
+			}
+		}
+	}
+	return hosts, problems
+}
+
+// HostsWithOwnVirtualHost lists the server names on port whose chain's route configuration has a
+// virtual host naming them, not only a catch-all "*": a host some VirtualService routes.
+func (s XDSSnapshot) HostsWithOwnVirtualHost(port uint32) []string {
+	var out []string
+	if l, ok := s.Listener(port); ok {
+		for _, fc := range l.FilterChains {
+			for _, n := range fc.ServerNames {
+				if slices.ContainsFunc(s.VirtualHosts[fc.RouteConfig], func(vh XDSVirtualHost) bool {
+					return slices.ContainsFunc(vh.Domains, func(d string) bool { host, _, _ := strings.Cut(d, ":"); return host == n })
+				}) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Listener returns the listener binding port, if any.
@@ -289,7 +371,7 @@ func (c *XDSClient) receive(stream grpc.BidiStreamingClient[discoveryv3.Discover
 				}
 			}
 		case routeType:
-			routes := map[string][]string{}
+			routes, vhosts := map[string][]string{}, map[string][]XDSVirtualHost{}
 			for _, a := range resp.Resources {
 				rc := &routev3.RouteConfiguration{}
 				if err := a.UnmarshalTo(rc); err != nil {
@@ -300,9 +382,9 @@ func (c *XDSClient) receive(stream grpc.BidiStreamingClient[discoveryv3.Discover
 				for _, vh := range rc.VirtualHosts {
 					domains = append(domains, vh.Domains...)
 				}
-				routes[rc.Name] = domains
+				routes[rc.Name], vhosts[rc.Name] = domains, summarizeVirtualHosts(rc)
 			}
-			next.Routes = routes
+			next.Routes, next.VirtualHosts = routes, vhosts
 			ack.ResourceNames = routeNames // a SotW ACK repeats the subscription
 			if err := stream.Send(ack); err != nil {
 				c.finish(err)

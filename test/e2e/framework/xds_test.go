@@ -147,7 +147,13 @@ func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 			{Name: "https.443.a", VirtualHosts: []*routev3.VirtualHost{{Name: "a", Domains: []string{"a.example.com", "b.example.com"}}}},
 			{Name: "https.443.b", VirtualHosts: []*routev3.VirtualHost{{Name: "b", Domains: []string{"b.example.com"}}}},
 			{Name: "https.443.catchall", VirtualHosts: []*routev3.VirtualHost{{Name: "all", Domains: []string{"*"}}}},
-			{Name: "http.8080", VirtualHosts: []*routev3.VirtualHost{{Name: "redirect", Domains: []string{"*"}}}},
+			{Name: "http.8080", VirtualHosts: []*routev3.VirtualHost{
+				{Name: "a.example.com:80", Domains: []string{"a.example.com", "a.example.com:*"}, RequireTls: routev3.VirtualHost_ALL},
+				{Name: "b.example.com:80", Domains: []string{"b.example.com"}, Routes: []*routev3.Route{
+					{Action: &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true}}}}}},
+				{Name: "c.example.com:80", Domains: []string{"c.example.com"}, Routes: []*routev3.Route{
+					{Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "outbound|80||c"}}}}}},
+			}},
 			{Name: "not-asked-for"},
 		},
 		requests: make(chan *discoveryv3.DiscoveryRequest, 100),
@@ -189,6 +195,18 @@ func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 	}
 	if got := snap.ChainProblems(8443); !slices.Equal(got, wantProblems) {
 		t.Errorf("ChainProblems(8443) = %q, want %q", got, wantProblems)
+	}
+	// The plain-HTTP listener: one chain, its hosts with whether each redirects (require_tls ALL,
+	// or every route an HTTPS redirect) or serves.
+	hosts, problems := snap.PlainHTTPHosts(8080)
+	if want := map[string]bool{"a.example.com": true, "b.example.com": true, "c.example.com": false}; !reflect.DeepEqual(hosts, want) || len(problems) > 0 {
+		t.Errorf("PlainHTTPHosts(8080) = %v, %q; want %v and no problem", hosts, problems, want)
+	}
+	if _, problems := snap.PlainHTTPHosts(8443); len(problems) == 0 {
+		t.Error("PlainHTTPHosts(8443), a TLS listener of three chains, found nothing wrong")
+	}
+	if got := snap.HostsWithOwnVirtualHost(8443); !slices.Equal(got, []string{"a.example.com", "b.example.com", "b.example.com"}) {
+		t.Errorf("HostsWithOwnVirtualHost(8443) = %v: the catch-all's chain names no host", got)
 	}
 	if got := snap.Routes["https.443.catchall"]; !slices.Equal(got, []string{"*"}) {
 		t.Errorf("the catch-all's domains = %v", got)
