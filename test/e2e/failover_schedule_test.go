@@ -34,10 +34,10 @@ import (
 //   - no record a cluster publishes for its gateway is ever removed.
 //
 // Safety alone would pass a failover that never moves anything, so the schedule ends with
-// liveness, whatever its faults left behind: every fault but aks01's loss is repaired (aks01 is
-// lost then if it was not), and the team's name must answer aks02's gateway within
-// liveTakeoverBound; then aks01 comes back, and the name (failback Automatic) must be home with
-// aks01 within two minutes. The zone must have been read throughout: a transfer that fails is
+// liveness, whatever its faults left behind: every fault is repaired and the team's name (failback
+// Automatic) must be home with aks01 within two minutes; then aks01 is lost and the name must
+// answer aks02's gateway within liveTakeoverBound of the loss; then aks01 comes back and the name
+// must be home again within two minutes. The zone must have been read throughout: a transfer that fails is
 // counted, and more than one in ten failing, or fewer readings than one every two seconds, fails
 // the run (invariants not checked are not invariants kept).
 // The paths cut are the operators' only: ExternalDNS v0.22.0 takes every name of a zone whose
@@ -220,27 +220,28 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 		defer mu.Unlock()
 		run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
 	}
-	// Liveness: with only aks01's loss left in force, the team's name moves to aks02.
-	record(f.repairAllButTheLoss(ctx, tb))
-	if !f.lost {
-		w.lose()
-		f.lost = true
-		record("aks01 lost (liveness)")
+	// Liveness, whatever the schedule left behind: every fault repaired, the team's name comes
+	// home; then aks01 is lost, and the name moves to aks02 within liveTakeoverBound of the loss;
+	// then aks01 comes back, and the name comes home again.
+	home := func(what string) time.Duration {
+		since := time.Now()
+		if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks01)...), 2*convergeTimeout, 200*time.Millisecond); err != nil {
+			violate("%s, %s did not come home to aks01 within %s: %v", what, name, 2*convergeTimeout, err)
+		}
+		return time.Since(since)
 	}
-	lostSince := time.Now()
-	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks02)...), liveTakeoverBound, 200*time.Millisecond); err != nil {
-		violate("liveness: with only aks01 lost, %s did not move to aks02 within %s: %v", name, liveTakeoverBound, err)
-	} else {
-		run.takeover = time.Since(lostSince)
-	}
-	// Repaired: the team's name home with aks01 (it left above), the other team's never moved.
 	record(f.repair(ctx, tb))
-	backSince := time.Now()
-	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks01)...), 2*convergeTimeout, 200*time.Millisecond); err != nil {
-		violate("after the repairs, %s did not come home to aks01 within %s: %v", name, 2*convergeTimeout, err)
+	home("after the repairs")
+	lostAt := w.lose()
+	f.lost = true
+	record("aks01 lost (liveness)")
+	if _, err := framework.Converge(ctx, zone.Query(name, "A"), framework.Resolves(chain(aks02)...), liveTakeoverBound, 200*time.Millisecond); err != nil {
+		violate("liveness: aks01 lost, %s did not move to aks02 within %s: %v", name, liveTakeoverBound, err)
 	} else {
-		run.failback = time.Since(backSince)
+		run.takeover = time.Since(lostAt)
 	}
+	record(f.repair(ctx, tb))
+	run.failback = home("aks01 back")
 	stopWatching()
 	<-watched
 	if elapsed := time.Since(began); run.failedReadings*10 > run.readings+run.failedReadings || run.readings < int(elapsed/(2*time.Second)) {
@@ -349,17 +350,11 @@ func (f *faultWorld) step(ctx context.Context, tb testing.TB, rng *rand.Rand) st
 
 // repair undoes every fault still in force.
 func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
-	if f.lost {
-		f.w.comeBack()
-		f.lost = false
-	}
-	f.repairAllButTheLoss(ctx, tb)
-	return "every fault repaired"
-}
-
-// repairAllButTheLoss undoes every fault still in force but aks01's loss.
-func (f *faultWorld) repairAllButTheLoss(ctx context.Context, tb testing.TB) string {
 	w := f.w
+	if f.lost {
+		w.comeBack() // with its clock right
+		f.skews[w.aks01.cluster] = 0
+	}
 	if f.partitioned {
 		updateConfig(ctx, tb, w.aks02, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.ProbePort = ptr.To(int32(w.port)) })
 	}
@@ -373,13 +368,11 @@ func (f *faultWorld) repairAllButTheLoss(ctx context.Context, tb testing.TB) str
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
 		if f.skews[m.cluster] != 0 {
 			f.skews[m.cluster] = 0
-			if m != w.aks01 || !f.lost { // a lost aks01 comes back with its clock right
-				f.restart(ctx, tb, m)
-			}
+			f.restart(ctx, tb, m)
 		}
 	}
-	f.partitioned, f.drained = false, false
-	return "every fault but aks01's loss repaired"
+	f.lost, f.partitioned, f.drained = false, false, false
+	return "every fault repaired"
 }
 
 // restart stops m's operator and starts a new one (a new leader), its clock as far off as the

@@ -82,6 +82,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		ep1 := dnsEndpoint(ns, "api", controller, name, "CNAME", target1)
 		at := create(ctx, t, aks01.Client, ep1)
 		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
+		waitOwnershipTXT(ctx, t, weu, txt1)
 		recs := framework.LogZone(ctx, t, "1. aks01 published "+name, weu)
 		assertTXT(t, recs, txt1, true, owner)
 
@@ -116,6 +117,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 		if !handedOver {
 			waitAnswer(ctx, t, at, q, []string{"CNAME " + target2}, diag...)
 		}
+		waitOwnershipTXT(ctx, t, weu, txt2)
 		recs = framework.LogZone(ctx, t, "3. aks01 deleted its DNSEndpoint", weu)
 		assertTXT(t, recs, txt1, false, "")
 		assertTXT(t, recs, txt2, true, owner)
@@ -141,6 +143,7 @@ func TestCrossClusterSameOwnerID(t *testing.T) {
 
 		at := create(ctx, t, aks01.Client, dnsEndpoint(ns, "web", controller, name, "CNAME", target1))
 		waitAnswer(ctx, t, at, q, []string{"CNAME " + target1}, diag...)
+		waitOwnershipTXT(ctx, t, weu, txt)
 		recs := framework.LogZone(ctx, t, "1. aks01 published "+name, weu)
 		assertTXT(t, recs, txt, true, owner)
 
@@ -231,6 +234,22 @@ func waitSyncs(ctx context.Context, t testing.TB, since time.Time, eds ...*frame
 }
 
 // assertTXT checks that the ownership TXT record name exists with the owner, or does not exist.
+// waitOwnershipTXT waits until zone holds ExternalDNS's ownership TXT name: ExternalDNS's RFC 2136
+// provider may send a record and its ownership TXT in separate updates, so the record's answer
+// alone does not say the TXT is there yet.
+func waitOwnershipTXT(ctx context.Context, t *testing.T, zone *framework.BindServer, name string) {
+	t.Helper()
+	if err := framework.Poll(ctx, convergeTimeout, 100*time.Millisecond, "ownership TXT "+name, func(ctx context.Context) (bool, string, error) {
+		recs, err := zone.ZoneRecords(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return framework.HasRecord(recs, name, "TXT", "heritage=external-dns"), "", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func assertTXT(t *testing.T, recs []framework.Record, name string, present bool, owner string) {
 	t.Helper()
 	found := framework.HasRecord(recs, name, "TXT", "heritage=external-dns")
