@@ -40,6 +40,9 @@ const (
 	// The line of INSTALLATION's AKS install that makes the cluster's values file from the template.
 	aksValuesLine = `sed -e "s/<cluster>/$CLUSTER/" -e "s/<client-id>/$CLIENT_ID/" ` + aksValues + ` > values-$CLUSTER.yaml`
 	aksSamples    = "config/samples"
+	// operatorIdentityClientID is the client ID of the operator's identity, which OPERATOR-GUIDE's
+	// identity commands (az identity create, then show) leave in CLIENT_ID.
+	operatorIdentityClientID = "33333333-3333-3333-3333-333333333333"
 	// The AKS Istio add-on's internal ingress Service (the Gateway sample's ingressNamespace and
 	// controller), which the add-on and Azure's load balancer would create, with an address of
 	// the cluster's virtual network.
@@ -248,12 +251,12 @@ func (j *aksJourney) readDocs(ctx context.Context) {
 	j.guideControllers = fragment.ExternalDNSControllers
 	j.rootsScript = block(aksGuide+", the TLS roots", guide, "create configmap")
 
-	// The install block's CLIENT_ID: the operator's identity (a placeholder the docs give, kept).
-	clientID := regexp.MustCompile(`(?m)^CLIENT_ID=(\S+)`).FindStringSubmatch(j.installScript)
-	if clientID == nil {
-		t.Fatalf("%s: the install sets no CLIENT_ID:\n%s", aksDoc, j.installScript)
+	// The install block takes CLIENT_ID from the shell, where OPERATOR-GUIDE's identity commands
+	// left the client ID of the identity az created: here one the Azure stand-in federates.
+	if !strings.Contains(j.installScript, `: "${CLIENT_ID:?`) {
+		t.Fatalf("%s: the install does not take CLIENT_ID from the identity commands, stopping when it is unset:\n%s", aksDoc, j.installScript)
 	}
-	j.operatorClientID = clientID[1]
+	j.operatorClientID = operatorIdentityClientID
 
 	// The ExternalDNS values of each zone, and their arguments as the chart renders them.
 	j.examples = map[string]*aksExample{}
@@ -405,7 +408,8 @@ func (j *aksJourney) installOperator(ctx context.Context) {
 		"myregistry.azurecr.io/service-router/service-router-operator", repo, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.Replace(j.installScript, aksValues, localTemplate, 1) + "\n" +
+	script := "CLIENT_ID=" + j.operatorClientID + " # as OPERATOR-GUIDE's identity commands leave it\n" +
+		strings.Replace(j.installScript, aksValues, localTemplate, 1) + "\n" +
 		strings.Replace(j.rootsScript, bundle[1], j.ca, 1)
 	started := time.Now()
 	out, err := j.cl.RunScript(ctx, script)

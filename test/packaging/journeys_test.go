@@ -80,7 +80,7 @@ var journeyBlocks = []journeyBlock{
 	{line: "kubectl -n olm delete catalogsource service-router", test: "TestOLM_SubscriberJourney", selector: "delete catalogsource"},
 	// OPERATOR-GUIDE, verifying Azure Private DNS zones.
 	{line: "CLUSTER=aks01                 # this cluster's name (and its resource group rg-aks01)", test: "TestAKS_InstallJourneyPublishesThroughWorkloadIdentity", selector: "federated-credential create",
-		partly: "the az CLI cannot reach Azure here: the test parses the federated credential's --subject and --audiences and federates exactly those in the Azure stand-in, which exchanges only them, and gives the operator the client ID of INSTALLATION's CLIENT_ID line"},
+		partly: "the az CLI cannot reach Azure here: the test parses the federated credential's --subject and --audiences and federates exactly those in the Azure stand-in, which exchanges only them, and gives the operator a client ID in CLIENT_ID, as the identity commands leave it before INSTALLATION's install block takes it"},
 	{line: "kubectl -n service-router-system create configmap tls-roots --from-file=roots.pem=./roots.pem", test: "TestAKS_InstallJourneyPublishesThroughWorkloadIdentity", selector: "create configmap"},
 	// OPERATOR-GUIDE, regional failover.
 	{line: `kubectl -n service-router-system create secret generic zone-tsig --from-literal=weu="$TSIG_SECRET_WEU"`, test: "TestFailover_InPodsTakesOverALostRegion", selector: "  secret: zone-tsig"},

@@ -58,16 +58,41 @@ kubectl() { :; }
 az() { echo 33333333-3333-3333-3333-333333333333; }
 `
 
+// identityClientID is the client ID OPERATOR-GUIDE's identity commands leave in CLIENT_ID, in the
+// shell where the AKS install block runs next (a well-formed client ID of no identity).
+const identityClientID = "22222222-2222-2222-2222-222222222222"
+
 // recordDocSequence runs the blocks of steps in one shell as written, in a directory of its own
-// where docs/ and charts/ are the repository's, and returns the arguments of each helm install or
-// upgrade in order (values files copied as they were then) and the script run.
+// where docs/ and charts/ are the repository's, CLIENT_ID set as OPERATOR-GUIDE's identity
+// commands leave it, and returns the arguments of each helm install or upgrade in order (values
+// files copied as they were then) and the script run.
 func recordDocSequence(t *testing.T, steps []docStep) ([][]string, string) {
 	t.Helper()
-	dir, calls := t.TempDir(), t.TempDir()
+	calls := t.TempDir()
+	script, out, err := runDocSequence(t, steps, "CALLS="+calls, "CLIENT_ID="+identityClientID)
+	require.NoError(t, err, "%s\n%s", script, out)
+
+	var recorded [][]string
+	for n := 1; ; n++ {
+		args, err := os.ReadFile(filepath.Join(calls, strconv.Itoa(n)+".args"))
+		if os.IsNotExist(err) {
+			return recorded, script
+		}
+		require.NoError(t, err)
+		recorded = append(recorded, strings.Split(strings.TrimSuffix(string(args), "\037"), "\037"))
+	}
+}
+
+// runDocSequence runs the blocks of steps in one shell as written, in a directory of its own where
+// docs/ and charts/ are the repository's, with env added to the test's environment (CALLS, where
+// the helm recorder writes, among it).
+func runDocSequence(t *testing.T, steps []docStep, env ...string) (script string, out []byte, err error) {
+	t.Helper()
+	dir := t.TempDir()
 	for _, entry := range []string{"docs", "charts"} {
 		require.NoError(t, os.Symlink(repoPath(entry), filepath.Join(dir, entry)))
 	}
-	script := helmRecorder
+	script = helmRecorder
 	for _, step := range steps {
 		text := readFile(t, repoPath("docs", step.doc))
 		if step.section != "" {
@@ -80,19 +105,22 @@ func recordDocSequence(t *testing.T, steps []docStep) ([][]string, string) {
 	// Without -u: a block may use what an earlier section sets (TSIG_SECRET_WEU).
 	cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CALLS="+calls)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s\n%s", script, out)
+	cmd.Env = append(os.Environ(), env...)
+	out, err = cmd.CombinedOutput()
+	return script, out, err
+}
 
-	var recorded [][]string
-	for n := 1; ; n++ {
-		args, err := os.ReadFile(filepath.Join(calls, strconv.Itoa(n)+".args"))
-		if os.IsNotExist(err) {
-			return recorded, script
-		}
-		require.NoError(t, err)
-		recorded = append(recorded, strings.Split(strings.TrimSuffix(string(args), "\037"), "\037"))
-	}
+// TestDocs_AKSInstallStopsWithoutTheIdentitysClientID: the AKS install block pasted in a shell
+// where CLIENT_ID is not set stops before it writes a values file or installs anything, and says
+// which variable to set; it never installs with a placeholder or an example identity.
+func TestDocs_AKSInstallStopsWithoutTheIdentitysClientID(t *testing.T) {
+	calls := t.TempDir()
+	t.Setenv("CLIENT_ID", "")
+	script, out, err := runDocSequence(t, aksValuesSequence[:1], "CALLS="+calls)
+	require.Error(t, err, "the block ran without CLIENT_ID:\n%s\n%s", script, out)
+	assert.Contains(t, string(out), "CLIENT_ID: set CLIENT_ID to the client ID of the operator identity", "the message names the variable")
+	installs, _ := filepath.Glob(filepath.Join(calls, "*.args"))
+	assert.Empty(t, installs, "nothing installed")
 }
 
 // documentedAKSValues returns the AKS cluster values file as docs/INSTALLATION.md#aks makes it from
@@ -233,8 +261,8 @@ func TestDocs_AKSValuesSurviveEveryDocumentedUpgrade(t *testing.T) {
 			}
 			assert.Equal(t, "/etc/ssl/tls-roots/roots.pem", env["SSL_CERT_FILE"])
 			sa := findObject(t, last, "ServiceAccount", releaseName)
-			assert.Equal(t, "22222222-2222-2222-2222-222222222222", sa.GetAnnotations()["azure.workload.identity/client-id"],
-				"the identity the install block sets")
+			assert.Equal(t, identityClientID, sa.GetAnnotations()["azure.workload.identity/client-id"],
+				"the identity OPERATOR-GUIDE's commands leave in CLIENT_ID")
 			monitor := findObject(t, last, "ServiceMonitor", releaseName)
 			endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
 			require.NotEmpty(t, endpoints)
