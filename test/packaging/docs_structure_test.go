@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,23 @@ func isFence(line string) bool {
 	return strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")
 }
 
+// linesOutsideFences yields the lines of a markdown text outside fenced code blocks, each with
+// its index (0-based).
+func linesOutsideFences(markdown string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fenced := false
+		for i, line := range strings.Split(markdown, "\n") {
+			if isFence(line) {
+				fenced = !fenced
+				continue
+			}
+			if !fenced && !yield(i, line) {
+				return
+			}
+		}
+	}
+}
+
 // githubAnchor is the anchor GitHub gives a heading's text (before the -1, -2 of a repeated
 // one): lower case, every character but letters, digits, '-', '_' and spaces dropped, spaces
 // made '-'.
@@ -78,15 +96,7 @@ func githubAnchor(text string) string {
 func markdownHeadings(markdown string) []mdHeading {
 	var headings []mdHeading
 	seen := map[string]int{}
-	fenced := false
-	for _, line := range strings.Split(markdown, "\n") {
-		if isFence(line) {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for _, line := range linesOutsideFences(markdown) {
 		level := len(line) - len(strings.TrimLeft(line, "#"))
 		if level == 0 || level > 6 || !strings.HasPrefix(line[level:], " ") {
 			continue
@@ -111,15 +121,7 @@ var tocLink = regexp.MustCompile(`^\s*[-*] \[([^\]]+)\]\(#([^)\s]+)\)\s*$`)
 // `- [text](#anchor)` before its first ## heading.
 func tableOfContents(markdown string) []string {
 	var anchors []string
-	fenced := false
-	for _, line := range strings.Split(markdown, "\n") {
-		if isFence(line) {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for _, line := range linesOutsideFences(markdown) {
 		if strings.HasPrefix(line, "## ") {
 			break
 		}
@@ -192,14 +194,9 @@ func TestDocs_TableOfContentsListsEveryHeading(t *testing.T) {
 // (runes) outside code blocks, tables and link reference definitions, with their line numbers.
 func longProseLines(markdown string) []string {
 	var long []string
-	fenced := false
 	linkDefinition := regexp.MustCompile(`^\s*\[[^\]]+\]:\s`)
-	for i, line := range strings.Split(markdown, "\n") {
-		if isFence(line) {
-			fenced = !fenced
-			continue
-		}
-		if fenced || strings.HasPrefix(strings.TrimSpace(line), "|") || linkDefinition.MatchString(line) {
+	for i, line := range linesOutsideFences(markdown) {
+		if strings.HasPrefix(strings.TrimSpace(line), "|") || linkDefinition.MatchString(line) {
 			continue
 		}
 		if n := len([]rune(line)); n > maxProseLine {
@@ -559,15 +556,7 @@ var anchorLink = regexp.MustCompile(`\]\(([^)\s#]*)#([^)\s]+)\)`)
 // page, or the markdown file it names, does not have; headingsOf gives a file's anchors.
 func brokenAnchorLinks(page, markdown string, headingsOf func(file string) (map[string]bool, bool)) []string {
 	var broken []string
-	fenced := false
-	for i, line := range strings.Split(markdown, "\n") {
-		if isFence(line) {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for i, line := range linesOutsideFences(markdown) {
 		for _, m := range anchorLink.FindAllStringSubmatch(line, -1) {
 			file, anchor := m[1], m[2]
 			if strings.Contains(file, "://") || (file != "" && !strings.HasSuffix(file, ".md")) {
