@@ -154,11 +154,18 @@ func TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway(t *testing.T) {
 	waitServerNames(ctx, t, publicXDS, map[string]string{shop: "kubernetes://" + publicSecret})
 	// The plain-HTTP listeners (the Service's port 80, Envoy's 8080): on the add-on's pods only
 	// addon-gateway has an HTTP server, and it redirects web's host to HTTPS; on the self-installed
-	// gateway, public-gateway serves shop's host. Team b's own VirtualService (the operator
-	// generates none) routes shop on both of that Gateway's servers, so both route configurations
-	// name shop itself, not only istiod's catch-all "*".
-	if out, err := cl.RunScript(ctx, "kubectl apply -f - <<'EOF'\n"+shopVirtualService(shop)+"EOF"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	// gateway, public-gateway serves shop's host. Each team routes its host with a VirtualService
+	// of its own (the operator generates none), so both route configurations of a Gateway name
+	// the host itself, not only istiod's catch-all "*". (Without a VirtualService, istiod 1.31
+	// gives a redirecting server's host a virtual host for "namespace/host", which no request's
+	// Host header matches: PlainHTTPHosts lists it apart, and the test logs it.)
+	for _, vs := range []string{
+		virtualService("shop", "teamb", shop, publicNamespace+"/public-gateway"),
+		virtualService("web", "myapp", web, addonNamespace+"/addon-gateway"),
+	} {
+		if out, err := cl.RunScript(ctx, "kubectl apply -f - <<'EOF'\n"+vs+"EOF"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 	}
 	waitPlainHTTPHosts(ctx, t, addonXDS, map[string]bool{web: true})
 	waitPlainHTTPHosts(ctx, t, publicXDS, map[string]bool{shop: false})
@@ -260,22 +267,22 @@ spec:
   application: teamb
 `
 
-// shopVirtualService is team b's own routing of shop's host on public-gateway's servers.
-func shopVirtualService(host string) string {
+// virtualService is a team's own routing of host, on gateway's servers, to its Service name.
+func virtualService(name, namespace, host, gateway string) string {
 	return `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata:
-  name: shop
-  namespace: teamb
+  name: ` + name + `
+  namespace: ` + namespace + `
 spec:
   hosts:
   - ` + host + `
   gateways:
-  - ` + publicNamespace + `/public-gateway
+  - ` + gateway + `
   http:
   - route:
     - destination:
-        host: shop.teamb.svc.cluster.local
+        host: ` + name + `.` + namespace + `.svc.cluster.local
         port:
           number: 80
 `
@@ -315,13 +322,16 @@ func waitServerNames(ctx context.Context, t *testing.T, c *framework.XDSClient, 
 func waitPlainHTTPHosts(ctx context.Context, t *testing.T, c *framework.XDSClient, want map[string]bool) {
 	t.Helper()
 	var got map[string]bool
-	var problems []string
+	var unmatchable, problems []string
 	if _, err := c.Wait(ctx, 90*time.Second, func(s framework.XDSSnapshot) bool {
-		got, problems = s.PlainHTTPHosts(httpTargetPort)
+		got, unmatchable, problems = s.PlainHTTPHosts(httpTargetPort)
 		return maps.Equal(got, want) && len(problems) == 0
 	}); err != nil {
 		s, _ := c.Latest()
 		t.Fatalf("the gateway's plain-HTTP listener on %d: hosts (redirecting?) %v, want %v; %q (%v); listeners %+v, virtual hosts %+v", httpTargetPort, got, want, problems, err, s.Listeners, s.VirtualHosts)
+	}
+	if len(unmatchable) > 0 {
+		t.Logf("the plain-HTTP listener on %d also has virtual hosts for %q, which no Host header matches", httpTargetPort, unmatchable)
 	}
 }
 

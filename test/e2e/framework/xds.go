@@ -115,12 +115,15 @@ func summarizeVirtualHosts(rc *routev3.RouteConfiguration) []XDSVirtualHost {
 
 // PlainHTTPHosts reads the plain-HTTP listener on port as a Gateway's port-80 servers should make
 // it: one filter chain, without server names or TLS, on a route configuration istiod answered.
-// hosts maps every host a virtual host names (ports and "*" aside) to whether it redirects to
-// HTTPS; problems lists what departs from that shape, and a port without a listener is one.
-func (s XDSSnapshot) PlainHTTPHosts(port uint32) (hosts map[string]bool, problems []string) {
+// hosts maps every host a request's Host header can match (ports and "*" aside) to whether its
+// virtual host redirects to HTTPS; unmatchable lists the domains no Host header can carry (a
+// "namespace/host" of a Gateway server, which istiod 1.31 copies into the redirect virtual host of
+// a host no VirtualService binds); problems lists what departs from that shape, and a port without
+// a listener is one.
+func (s XDSSnapshot) PlainHTTPHosts(port uint32) (hosts map[string]bool, unmatchable, problems []string) {
 	l, ok := s.Listener(port)
 	if !ok {
-		return nil, []string{fmt.Sprintf("no listener on %d", port)}
+		return nil, nil, []string{fmt.Sprintf("no listener on %d", port)}
 	}
 	if len(l.FilterChains) != 1 {
 		problems = append(problems, fmt.Sprintf("%s has %d filter chains, want one", l.Name, len(l.FilterChains)))
@@ -136,13 +139,16 @@ func (s XDSSnapshot) PlainHTTPHosts(port uint32) (hosts map[string]bool, problem
 		}
 		for _, vh := range vhs {
 			for _, d := range vh.Domains {
-				if host, _, _ := strings.Cut(d, ":"); host != "*" {
+				switch host, _, _ := strings.Cut(d, ":"); {
+				case strings.Contains(host, "/"):
+					unmatchable = append(unmatchable, d)
+				case host != "*":
 					hosts[host] = vh.RedirectsToHTTPS
 				}
 			}
 		}
 	}
-	return hosts, problems
+	return hosts, unmatchable, problems
 }
 
 // HostsWithOwnVirtualHost lists the server names on port whose chain's route configuration has a

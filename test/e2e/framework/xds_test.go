@@ -151,6 +151,7 @@ func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 				{Name: "a.example.com:80", Domains: []string{"a.example.com", "a.example.com:*"}, RequireTls: routev3.VirtualHost_ALL},
 				{Name: "b.example.com:80", Domains: []string{"b.example.com"}, Routes: []*routev3.Route{
 					{Action: &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true}}}}}},
+				{Name: "team/d.example.com:80", Domains: []string{"team/d.example.com"}, RequireTls: routev3.VirtualHost_ALL},
 				{Name: "c.example.com:80", Domains: []string{"c.example.com"}, Routes: []*routev3.Route{
 					{Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "outbound|80||c"}}}}}},
 			}},
@@ -198,11 +199,14 @@ func TestDialXDS_SummarisesEveryChainAndFollowsPushes(t *testing.T) {
 	}
 	// The plain-HTTP listener: one chain, its hosts with whether each redirects (require_tls ALL,
 	// or every route an HTTPS redirect) or serves.
-	hosts, problems := snap.PlainHTTPHosts(8080)
+	hosts, unmatchable, problems := snap.PlainHTTPHosts(8080)
 	if want := map[string]bool{"a.example.com": true, "b.example.com": true, "c.example.com": false}; !reflect.DeepEqual(hosts, want) || len(problems) > 0 {
 		t.Errorf("PlainHTTPHosts(8080) = %v, %q; want %v and no problem", hosts, problems, want)
 	}
-	if _, problems := snap.PlainHTTPHosts(8443); len(problems) == 0 {
+	if !slices.Equal(unmatchable, []string{"team/d.example.com"}) {
+		t.Errorf("PlainHTTPHosts(8080)'s unmatchable domains = %q, want the namespace-qualified one", unmatchable)
+	}
+	if _, _, problems := snap.PlainHTTPHosts(8443); len(problems) == 0 {
 		t.Error("PlainHTTPHosts(8443), a TLS listener of three chains, found nothing wrong")
 	}
 	if got := snap.HostsWithOwnVirtualHost(8443); !slices.Equal(got, []string{"a.example.com", "b.example.com", "b.example.com"}) {
