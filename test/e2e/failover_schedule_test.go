@@ -208,17 +208,14 @@ func runFaultSchedule(tb testing.TB, seed uint64, steps int) scheduleRun {
 
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	f := &faultWorld{w: w, paths: paths, cut: map[string]bool{}, skews: map[string]time.Duration{}}
-	for range steps {
-		event := f.step(ctx, tb, rng)
-		mu.Lock()
-		run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
-		mu.Unlock()
-		time.Sleep(time.Duration(2000+rng.IntN(6000)) * time.Millisecond)
-	}
 	record := func(event string) {
 		mu.Lock()
 		defer mu.Unlock()
 		run.events = append(run.events, fmt.Sprintf("%s (at %s)", event, time.Since(began).Round(100*time.Millisecond)))
+	}
+	for range steps {
+		record(f.step(ctx, tb, rng))
+		time.Sleep(time.Duration(2000+rng.IntN(6000)) * time.Millisecond)
 	}
 	// Liveness, whatever the schedule left behind: every fault repaired, the team's name comes
 	// home; then aks01 is lost, and the name moves to aks02 within liveTakeoverBound of the loss;

@@ -139,7 +139,7 @@ func (s XDSSnapshot) PlainHTTPHosts(port uint32) (hosts map[string]bool, unmatch
 		}
 		for _, vh := range vhs {
 			for _, d := range vh.Domains {
-				switch host, _, _ := strings.Cut(d, ":"); {
+				switch host := domainHost(d); {
 				case strings.Contains(host, "/"):
 					unmatchable = append(unmatchable, d)
 				case host != "*":
@@ -159,7 +159,7 @@ func (s XDSSnapshot) HostsWithOwnVirtualHost(port uint32) []string {
 		for _, fc := range l.FilterChains {
 			for _, n := range fc.ServerNames {
 				if slices.ContainsFunc(s.VirtualHosts[fc.RouteConfig], func(vh XDSVirtualHost) bool {
-					return slices.ContainsFunc(vh.Domains, func(d string) bool { host, _, _ := strings.Cut(d, ":"); return host == n })
+					return slices.ContainsFunc(vh.Domains, func(d string) bool { return domainHost(d) == n })
 				}) {
 					out = append(out, n)
 				}
@@ -223,11 +223,17 @@ func (s XDSSnapshot) ChainProblems(port uint32) []string {
 	return problems
 }
 
+// domainHost is a virtual host domain without its port ("host:*" and "host:80" are host).
+func domainHost(domain string) string {
+	host, _, _ := strings.Cut(domain, ":")
+	return host
+}
+
 // domainMatches says whether a virtual host's domain takes host, as Envoy matches them: the same
 // name (with any port), "*", or a wildcard "*.suffix" or "prefix*". istiod gives a gateway's
 // HTTPS server without a VirtualService one virtual host for "*".
 func domainMatches(domain, host string) bool {
-	domain, _, _ = strings.Cut(domain, ":")
+	domain = domainHost(domain)
 	switch {
 	case domain == "*" || domain == host:
 		return true
