@@ -94,6 +94,8 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	letter, _ := specOf(t, sampleObjects(t), "ClusterIdentity")["environmentLetter"].(string)
+	require.NotEmpty(t, letter, "the samples' ClusterIdentity's environment letter")
 	files, err := filepath.Glob(repoPath("docs", "examples", "external-dns", "*-values.yaml"))
 	require.NoError(t, err)
 	var zones []string
@@ -116,7 +118,8 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 			assert.Equal(t, "sync", cfg.Policy)
 			assert.Equal(t, "txt", cfg.Registry)
 			assert.Equal(t, release+"-"+exampleCluster, cfg.TXTOwnerID, "owner ID <controller>-<cluster>, from the install")
-			assert.Equal(t, zone+"-p-", cfg.TXTPrefix, "one prefix per zone, the same in every cluster")
+			assert.Equal(t, zone+"-"+letter+"-", cfg.TXTPrefix,
+				"one prefix per zone, the same in every cluster: <region>-<environment letter>- with the samples' ClusterIdentity's letter")
 			assert.Equal(t, "azure-private-dns", cfg.Provider)
 			assert.Equal(t, "rg-dns-"+zone, cfg.AzureResourceGroup)
 			assert.Equal(t, release, d.Spec.Template.Spec.ServiceAccountName, "the federated credential names this service account")
