@@ -27,7 +27,7 @@ import (
 // as the API server stores it, and the writes per route (cold, then for one route added to the
 // converged cluster). GATEWAYAPI_ROUTES lists the sizes (default "3000,10000").
 func BenchmarkGatewayAPI(b *testing.B) {
-	for _, n := range envInts("GATEWAYAPI_ROUTES", 3000, 10000) {
+	for _, n := range framework.EnvInts("GATEWAYAPI_ROUTES", 3000, 10000) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			for range b.N {
 				r := runGatewayAPI(b, n, envInt("SCALE_NAMESPACES", 10))

@@ -38,7 +38,7 @@ func BenchmarkTimeToProgrammed(b *testing.B) {
 	if _, err := framework.IstiodBinary(); err != nil {
 		b.Fatalf("istiod is needed (run make istio): %v", err)
 	}
-	for _, n := range envInts("SCALE_ROUTES", 3000) {
+	for _, n := range framework.EnvInts("SCALE_ROUTES", 3000) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			var namespaces []string
 			for i := range envInt("SCALE_NAMESPACES", 10) {

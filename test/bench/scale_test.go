@@ -51,7 +51,7 @@ func envInt(name string, def int) int {
 // (space-separated, e.g. GOMEMLIMIT=48MiB), SCALE_PPROF_DIR saves heap and CPU profiles there,
 // SCALE_CONTROL_PLANE_CPUS pins the control plane (`make bench` pins it to CPU 1).
 func BenchmarkScale(b *testing.B) {
-	for _, n := range envInts("SCALE_ROUTES", 3000, 10000) {
+	for _, n := range framework.EnvInts("SCALE_ROUTES", 3000, 10000) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			runs := 1
 			if n == judgedRoutes {
@@ -136,20 +136,6 @@ func verdict(ratio, goal float64) string {
 		return "goal met"
 	}
 	return "goal missed"
-}
-
-// envInts reads a comma-separated list of positive numbers, or returns the defaults.
-func envInts(name string, defaults ...int) []int {
-	var out []int
-	for _, f := range strings.Split(os.Getenv(name), ",") {
-		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		return defaults
-	}
-	return out
 }
 
 // runScale runs the floor and the operator at n routes once, prints the run's table and returns

@@ -29,40 +29,87 @@ const moveNamespaces, moveRoutes = 10, 30
 // record — and nothing of the 300 names: the move costs two record writes per policy, whatever
 // the names. A move that passed each name (the design before intermediates) changes 600.
 func TestFailover_AMoveWritesAConstantPerPolicy(t *testing.T) {
-	ctx := t.Context()
-	w, zone := startBindFailoverWorld(t)
+	m := measureMoves(t, moveNamespaces, moveRoutes, false)
+	if want := m.intermediateSets(); !slices.Equal(m.takeover, want) {
+		t.Errorf("the move changed %d record sets, want the %d of the 10 intermediates (their CNAME and ownership record) and nothing else:\n got %v\nwant %v",
+			len(m.takeover), len(want), m.takeover, want)
+	}
+}
+
+// moves are the measured moves of a region's names: the takeover of a lost region's names and,
+// when measured, their failback.
+type moves struct {
+	names, policies int
+	// intermediates are the policies' intermediate names in the zone.
+	intermediates []string
+	// published is how long aks01's names took to go through their intermediates from the first
+	// create; judged how long aks02 took to judge weu lost after the loss; moved how long from
+	// the judgement until every name answered aks02. takeover are the record sets the takeover
+	// changed (changedRecordSets).
+	published, judged, moved time.Duration
+	takeover                 []string
+	// back is how long from aks01's return until every name answered aks01 again; failback the
+	// record sets that changed (zero: failback not measured).
+	back     time.Duration
+	failback []string
+}
+
+// intermediateSets are the record sets a move should change: each intermediate's CNAME and its
+// ownership record.
+func (m moves) intermediateSets() []string {
+	var want []string
+	for _, i := range m.intermediates {
+		want = append(want, i+" CNAME", "weu-d-cname-"+i+" TXT")
+	}
+	slices.Sort(want)
+	return want
+}
+
+// measureMoves publishes perPolicy names for each of policies teams, from aks01 (weu) and aks02
+// (neu, each team's policy's stand-in) into the weu zone (BIND, TSIG), loses aks01 and measures the
+// takeover; with failback, the policies fail back automatically, aks01 comes back and the failback
+// is measured too.
+func measureMoves(tb testing.TB, policies, perPolicy int, failback bool) moves {
+	ctx := tb.Context()
+	w, zone := startBindFailoverWorld(tb)
 	aks01, aks02 := w.aks01, w.aks02
 	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	m := moves{names: policies * perPolicy, policies: policies}
 	var names []string
 	intermediates := map[string]string{} // the team's intermediate name, by namespace
-	for i := range moveNamespaces {
+	for i := range policies {
 		ns := fmt.Sprintf("team%02d", i)
 		intermediates[ns] = naming.IntermediateName("internal", ns, "weu", w.domain) + "."
-		for j := range moveRoutes {
-			names = append(names, fmt.Sprintf("svc%02d-ns-%s-dev-%s.%s.", j, worldEnvLetter, ns, w.domain))
+		m.intermediates = append(m.intermediates, intermediates[ns])
+		for j := range perPolicy {
+			names = append(names, fmt.Sprintf("svc%03d-ns-%s-dev-%s.%s.", j, worldEnvLetter, ns, w.domain))
 		}
 	}
-	publish := func(m *failoverMember) time.Time {
+	mode := routingv1alpha1.FailbackManual
+	if failback {
+		mode = routingv1alpha1.FailbackAutomatic
+	}
+	publish := func(member *failoverMember) time.Time {
 		at := time.Now()
 		for ns := range intermediates {
-			createNamespace(ctx, t, m.cl.Client, ns)
-			create(ctx, t, m.cl.Client, failoverPolicy(ns, &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}}))
-			for j := range moveRoutes {
-				create(ctx, t, m.cl.Client, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("svc%02d", j)},
-					Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: fmt.Sprintf("svc%02d", j), GatewayName: gatewayName, GatewayNamespace: gatewayNamespace,
+			createNamespace(ctx, tb, member.cl.Client, ns)
+			create(ctx, tb, member.cl.Client, failoverPolicy(ns, &routingv1alpha1.PolicyFailover{StandIns: []string{"neu"}, Failback: mode}))
+			for j := range perPolicy {
+				create(ctx, tb, member.cl.Client, &routingv1alpha1.ServiceRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("svc%03d", j)},
+					Spec: routingv1alpha1.ServiceRouteSpec{ServiceName: fmt.Sprintf("svc%03d", j), GatewayName: gatewayName, GatewayNamespace: gatewayNamespace,
 						Environment: "dev", Application: ns}})
 			}
 		}
 		return at
 	}
 	// served waits until every name goes through its team's intermediate name and every
-	// intermediate points at m's gateway, and returns the zone then.
-	served := func(step string, m *framework.BindServer, by *failoverMember, timeout time.Duration) []framework.Record {
-		t.Helper()
+	// intermediate points at by's gateway, and returns the zone then.
+	served := func(step string, by *failoverMember, timeout time.Duration) []framework.Record {
+		tb.Helper()
 		var recs []framework.Record
 		err := framework.Poll(ctx, timeout, 250*time.Millisecond, step, func(ctx context.Context) (bool, string, error) {
 			var err error
-			if recs, err = m.ZoneRecords(ctx); err != nil {
+			if recs, err = zone.ZoneRecords(ctx); err != nil {
 				return false, err.Error(), nil
 			}
 			cnames := map[string]string{}
@@ -81,36 +128,65 @@ func TestFailover_AMoveWritesAConstantPerPolicy(t *testing.T) {
 			return wrong == 0, fmt.Sprintf("%d of %d names not through their intermediate to %s", wrong, len(names), by.cluster), nil
 		})
 		if err != nil {
-			t.Fatalf("%v%s", err, diagnose(diag()))
+			tb.Fatalf("%v%s", err, diagnose(diag()))
 		}
 		return recs
 	}
+	// Publication grows with the names (ExternalDNS's batches, the zone transfers); the moves
+	// must not.
+	publishing := time.Duration(max(3, m.names/100)) * convergeTimeout
 
 	at := publish(aks01)
-	served("aks01 publishes 300 names", zone, aks01, 3*convergeTimeout)
-	t.Logf("aks01's 300 names through 10 intermediates %s after the first create", time.Since(at).Round(time.Millisecond))
+	served(fmt.Sprintf("aks01 publishes %d names", m.names), aks01, publishing)
+	m.published = time.Since(at)
+	tb.Logf("aks01's %d names through %d intermediates %s after the first create", m.names, policies, m.published.Round(time.Millisecond))
 	at = publish(aks02)
-	waitSyncs(ctx, t, at, aks01.ed, aks02.ed)
-	waitSyncs(ctx, t, time.Now(), aks01.ed, aks02.ed)
-	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
-	before := served("both publish", zone, aks01, convergeTimeout)
+	waitSyncs(ctx, tb, at, aks01.ed, aks02.ed)
+	waitSyncs(ctx, tb, time.Now(), aks01.ed, aks02.ed)
+	waitRegion(ctx, tb, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
+	before := served("both publish", aks01, publishing)
 
 	lost := w.lose()
-	waitRegion(ctx, t, aks02, "weu", "Lost", "HeartbeatStale", diag)
+	waitRegion(ctx, tb, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	judged := time.Now()
-	after := served("every name to answer aks02", zone, aks02, 2*convergeTimeout)
-	moved := time.Now()
-	changed := changedRecordSets(before, after)
-	t.Logf("aks01 lost: judged lost %s after, every one of the 300 names answers aks02 %s after the judgement; record sets changed in the zone: %d (%s)",
-		judged.Sub(lost).Round(time.Millisecond), moved.Sub(judged).Round(time.Millisecond), len(changed), strings.Join(changed, ", "))
-	var want []string
-	for _, i := range intermediates {
-		want = append(want, i+" CNAME", "weu-d-cname-"+i+" TXT")
+	after := served("every name to answer aks02", aks02, 2*convergeTimeout)
+	m.judged, m.moved, m.takeover = judged.Sub(lost), time.Since(judged), changedRecordSets(before, after)
+	tb.Logf("aks01 lost: judged lost %s after, every one of the %d names answers aks02 %s after the judgement; record sets changed in the zone: %d (%s)",
+		m.judged.Round(time.Millisecond), m.names, m.moved.Round(time.Millisecond), len(m.takeover), strings.Join(m.takeover, ", "))
+	if !failback {
+		return m
 	}
-	slices.Sort(want)
-	if !slices.Equal(changed, want) {
-		t.Errorf("the move changed %d record sets, want the %d of the 10 intermediates (their CNAME and ownership record) and nothing else:\n got %v\nwant %v",
-			len(changed), len(want), changed, want)
+	back := time.Now()
+	w.comeBack()
+	home := served("every name to answer aks01 again", aks01, 2*convergeTimeout)
+	m.back, m.failback = time.Since(back), changedRecordSets(after, home)
+	tb.Logf("aks01 back: every one of the %d names answers aks01 %s after its return (failbackAfter 3 s); record sets changed: %d",
+		m.names, m.back.Round(time.Millisecond), len(m.failback))
+	return m
+}
+
+// BenchmarkFailover_AMoveAtScale is the time and the record writes of a takeover and a failback
+// in the BIND failover world (fast settings: stale after 5 s, failback after 3 s) at 300, 3,000
+// and 10,000 names in 30 policies (FAILOVER_MOVE_NAMES: a comma-separated list): both must stay
+// flat as the names grow. Each run fails when a move changes more than the policies'
+// intermediates (two record sets each).
+func BenchmarkFailover_AMoveAtScale(b *testing.B) {
+	const policies = 30
+	for _, n := range framework.EnvInts("FAILOVER_MOVE_NAMES", 300, 3000, 10000) {
+		b.Run(fmt.Sprintf("names=%d", n), func(b *testing.B) {
+			for range b.N {
+				m := measureMoves(b, policies, n/policies, true)
+				want := m.intermediateSets()
+				if !slices.Equal(m.takeover, want) || !slices.Equal(m.failback, want) {
+					b.Errorf("%d names: the takeover changed %d record sets and the failback %d, want the %d of the intermediates", m.names, len(m.takeover), len(m.failback), len(want))
+				}
+				b.ReportMetric(m.moved.Seconds(), "takeover-s")
+				b.ReportMetric(float64(len(m.takeover)), "takeover-writes")
+				b.ReportMetric(m.back.Seconds(), "failback-s")
+				b.ReportMetric(float64(len(m.failback)), "failback-writes")
+				b.ReportMetric(m.published.Seconds(), "publish-s")
+			}
+		})
 	}
 }
 

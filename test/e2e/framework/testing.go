@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -40,4 +42,19 @@ func HasRecord(recs []Record, name, rtype, data string) bool {
 		}
 	}
 	return false
+}
+
+// EnvInts reads a comma-separated list of positive numbers from the environment variable name, or
+// returns the defaults: the sizes a benchmark runs at.
+func EnvInts(name string, defaults ...int) []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv(name), ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v > 0 {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return defaults
+	}
+	return out
 }
