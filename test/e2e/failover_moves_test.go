@@ -29,7 +29,7 @@ const moveNamespaces, moveRoutes = 10, 30
 // record — and nothing of the 300 names: the move costs two record writes per policy, whatever
 // the names. A move that passed each name (the design before intermediates) changes 600.
 func TestFailover_AMoveWritesAConstantPerPolicy(t *testing.T) {
-	m := measureMoves(t, moveNamespaces, moveRoutes, false)
+	m := measureMoves(t, bindMoveZone(t), moveNamespaces, moveRoutes, false)
 	if want := m.intermediateSets(); !slices.Equal(m.takeover, want) {
 		t.Errorf("the move changed %d record sets, want the %d of the 10 intermediates (their CNAME and ownership record) and nothing else:\n got %v\nwant %v",
 			len(m.takeover), len(want), m.takeover, want)
@@ -52,6 +52,30 @@ type moves struct {
 	// record sets that changed (zero: failback not measured).
 	back     time.Duration
 	failback []string
+	// writes are the zone's record writes during the takeover, as the zone counts them, requests
+	// all its requests then ("" for BIND, which counts none).
+	writes   int
+	requests string
+}
+
+// moveZone is the weu zone of a failover world a move is measured in: the world, the zone's
+// records as a transfer lists them, its diagnostics; limit turns on the zone's documented
+// request limits at the start of the measurement, and requests says what the zone was asked since
+// (both nil for BIND, which has none).
+type moveZone struct {
+	w        *failoverWorld
+	records  func(context.Context) ([]framework.Record, error)
+	diag     func() string
+	limit    func()
+	requests func() (writes int, summary string)
+	// timeout bounds a move.
+	timeout time.Duration
+}
+
+// bindMoveZone is the BIND failover world's zone (TSIG, fast settings, ExternalDNS every 500 ms).
+func bindMoveZone(tb testing.TB) moveZone {
+	w, zone := startBindFailoverWorld(tb)
+	return moveZone{w: w, records: zone.ZoneRecords, diag: zone.Diagnostics, timeout: 2 * convergeTimeout}
 }
 
 // intermediateSets are the record sets a move should change: each intermediate's CNAME and its
@@ -69,11 +93,11 @@ func (m moves) intermediateSets() []string {
 // (neu, each team's policy's stand-in) into the weu zone (BIND, TSIG), loses aks01 and measures the
 // takeover; with failback, the policies fail back automatically, aks01 comes back and the failback
 // is measured too.
-func measureMoves(tb testing.TB, policies, perPolicy int, failback bool) moves {
+func measureMoves(tb testing.TB, zone moveZone, policies, perPolicy int, failback bool) moves {
 	ctx := tb.Context()
-	w, zone := startBindFailoverWorld(tb)
+	w := zone.w
 	aks01, aks02 := w.aks01, w.aks02
-	diag := func() []func() string { return append(w.diagnostics(), zone.Diagnostics) }
+	diag := func() []func() string { return append(w.diagnostics(), zone.diag) }
 	m := moves{names: policies * perPolicy, policies: policies}
 	var names []string
 	intermediates := map[string]string{} // the team's intermediate name, by namespace
@@ -109,7 +133,7 @@ func measureMoves(tb testing.TB, policies, perPolicy int, failback bool) moves {
 		var recs []framework.Record
 		err := framework.Poll(ctx, timeout, 250*time.Millisecond, step, func(ctx context.Context) (bool, string, error) {
 			var err error
-			if recs, err = zone.ZoneRecords(ctx); err != nil {
+			if recs, err = zone.records(ctx); err != nil {
 				return false, err.Error(), nil
 			}
 			cnames := map[string]string{}
@@ -145,20 +169,26 @@ func measureMoves(tb testing.TB, policies, perPolicy int, failback bool) moves {
 	waitSyncs(ctx, tb, time.Now(), aks01.ed, aks02.ed)
 	waitRegion(ctx, tb, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	before := served("both publish", aks01, publishing)
+	if zone.limit != nil {
+		zone.limit()
+	}
 
 	lost := w.lose()
 	waitRegion(ctx, tb, aks02, "weu", "Lost", "HeartbeatStale", diag)
 	judged := time.Now()
-	after := served("every name to answer aks02", aks02, 2*convergeTimeout)
+	after := served("every name to answer aks02", aks02, zone.timeout)
 	m.judged, m.moved, m.takeover = judged.Sub(lost), time.Since(judged), changedRecordSets(before, after)
-	tb.Logf("aks01 lost: judged lost %s after, every one of the %d names answers aks02 %s after the judgement; record sets changed in the zone: %d (%s)",
-		m.judged.Round(time.Millisecond), m.names, m.moved.Round(time.Millisecond), len(m.takeover), strings.Join(m.takeover, ", "))
+	if zone.requests != nil {
+		m.writes, m.requests = zone.requests()
+	}
+	tb.Logf("aks01 lost: judged lost %s after, every one of the %d names answers aks02 %s after the judgement; record sets changed in the zone: %d (%s) %s",
+		m.judged.Round(time.Millisecond), m.names, m.moved.Round(time.Millisecond), len(m.takeover), strings.Join(m.takeover, ", "), m.requests)
 	if !failback {
 		return m
 	}
 	back := time.Now()
 	w.comeBack()
-	home := served("every name to answer aks01 again", aks01, 2*convergeTimeout)
+	home := served("every name to answer aks01 again", aks01, zone.timeout)
 	m.back, m.failback = time.Since(back), changedRecordSets(after, home)
 	tb.Logf("aks01 back: every one of the %d names answers aks01 %s after its return (failbackAfter 3 s); record sets changed: %d",
 		m.names, m.back.Round(time.Millisecond), len(m.failback))
@@ -175,7 +205,7 @@ func BenchmarkFailover_AMoveAtScale(b *testing.B) {
 	for _, n := range framework.EnvInts("FAILOVER_MOVE_NAMES", 300, 3000, 10000) {
 		b.Run(fmt.Sprintf("names=%d", n), func(b *testing.B) {
 			for range b.N {
-				m := measureMoves(b, policies, n/policies, true)
+				m := measureMoves(b, bindMoveZone(b), policies, n/policies, true)
 				want := m.intermediateSets()
 				if !slices.Equal(m.takeover, want) || !slices.Equal(m.failback, want) {
 					b.Errorf("%d names: the takeover changed %d record sets and the failback %d, want the %d of the intermediates", m.names, len(m.takeover), len(m.failback), len(want))

@@ -376,7 +376,7 @@ type azureExampleZone struct {
 
 // startAzureExampleZone starts the Azure stand-in with the zone the ExternalDNS chart renders
 // from the weu example values for controller.
-func startAzureExampleZone(t *testing.T, controller string) *azureExampleZone {
+func startAzureExampleZone(t testing.TB, controller string) *azureExampleZone {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
