@@ -56,7 +56,7 @@ control-plane: $(CONTROL_PLANE) ## Build etcd, kube-apiserver, kube-controller-m
 operator-sdk: $(OPERATOR_SDK) ## Build operator-sdk into bin/.
 
 .PHONY: external-dns
-external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.22.0 (rfc2136 and Azure providers) into bin/external-dns.
+external-dns: $(EXTERNAL_DNS) ## Build ExternalDNS v0.23.0 (rfc2136 and Azure providers) into bin/external-dns.
 	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 $(CONTROLLER_GEN): hack/tools/go.mod

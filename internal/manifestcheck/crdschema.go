@@ -174,7 +174,7 @@ func (s *crdSchema) validate(ctx context.Context, u, old *unstructured.Unstructu
 		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, old.Object, s.openAPI, apiservervalidation.WithRatcheting(correlated))...)
 		celOptions = append(celOptions, cel.WithRatcheting(correlated))
 	}
-	errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, s.structural, false)...)
+	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u.Object, s.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
 	if s.cel == nil {
 		return errs
