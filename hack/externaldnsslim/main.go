@@ -11,7 +11,7 @@
 // constructors; nothing else in the module changes), and writes a go.mod and go.sum for
 // `go build -modfile`: the tools module's own, replacing sigs.k8s.io/external-dns with the copy.
 // Every other module, and every line of ExternalDNS but those table entries, is what upstream
-// v0.22.0 ships. A provider the table no longer holds is refused as ExternalDNS refuses an unknown
+// ships in that version. A provider the table no longer holds is refused as ExternalDNS refuses an unknown
 // one ("unknown dns provider").
 //
 // It is run by the bin/external-dns rule of hack/make/tools.mk.

@@ -121,8 +121,9 @@ $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
 	cd hack/tools/operator-sdk && $(GO) build -tags containers_image_openpgp -ldflags "$(OPERATOR_SDK_LDFLAGS)" \
 		-o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
-# ExternalDNS v0.22.0 with the two providers the project runs, rfc2136 (the demo, the end-to-end
-# suite) and azure-private-dns (the AKS world): ExternalDNS' main imports all 24 providers through
+# ExternalDNS (the version hack/tools/external-dns pins) with the two providers the project runs,
+# rfc2136 (the demo, the end-to-end suite) and azure-private-dns (the AKS world): ExternalDNS'
+# main imports all its providers through
 # one table (provider/factory), so hack/externaldnsslim copies the module from the module cache
 # into a temporary directory with the other providers' lines dropped from that table (every other
 # line as upstream ships it) and writes a go.mod replacing the module with that copy, removed
@@ -132,9 +133,13 @@ $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
 # `cd hack/tools/external-dns && go build sigs.k8s.io/external-dns`. Static (no cgo), as ExternalDNS'
 # own images are: the node suite runs the same binary as a pod from a scratch image.
 EXTERNAL_DNS_PROVIDERS := rfc2136,azure
+# The version the tools module pins, stamped into the binary as ExternalDNS's own build does
+# (`external-dns --version`, its start-up log).
+EXTERNAL_DNS_VERSION := $(shell awk '$$1 == "sigs.k8s.io/external-dns" {print $$2}' hack/tools/external-dns/go.mod)
 $(EXTERNAL_DNS): hack/tools/external-dns/go.mod hack/tools/external-dns/go.sum hack/externaldnsslim/main.go
 	@echo "==> building external-dns (providers $(EXTERNAL_DNS_PROVIDERS) only) into bin/ (first run only, a few minutes)"
 	src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
 		$(GO) run ./hack/externaldnsslim --tools-module=hack/tools/external-dns --out=$$src --keep=$(EXTERNAL_DNS_PROVIDERS) && \
-		cd hack/tools/external-dns && CGO_ENABLED=0 $(GO) build -modfile=$$src/go.mod -trimpath -o $@ sigs.k8s.io/external-dns
+		cd hack/tools/external-dns && CGO_ENABLED=0 $(GO) build -modfile=$$src/go.mod -trimpath \
+			-ldflags "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=$(EXTERNAL_DNS_VERSION)" -o $@ sigs.k8s.io/external-dns
 	@touch $@

@@ -44,7 +44,7 @@ func TestOLM_Scorecard(t *testing.T) {
 	dir := t.TempDir()
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, "tar"), "./test/e2e/framework/tar")
 	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building tar: %v\n%s", err, out)
 	}

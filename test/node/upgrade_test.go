@@ -580,7 +580,7 @@ func pushRelease010Image(ctx context.Context, t *testing.T, tree, registry strin
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
 		"-ldflags=-s -w -X github.com/service-router/service-router-operator/internal/metrics.Version=v"+release010Version, "-o", bin, ".")
 	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the %s operator as its Dockerfile does: %v\n%s", release010Version, err, out)
 	}

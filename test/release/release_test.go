@@ -177,7 +177,6 @@ func startRegistry(t *testing.T, root string) string {
 	bin := filepath.Join(dir, "registry")
 	build := exec.Command("go", "build", "-o", bin, "./registry")
 	build.Dir = filepath.Join(root, "hack", "image")
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building hack/image/registry: %s", out)
 

@@ -42,13 +42,14 @@ type TSIGKey struct {
 }
 
 // ExternalDNSArgs are the rfc2136 provider's arguments for a zone that takes updates signed with
-// k, or only from its own address without a key (k nil): --rfc2136-insecure.
+// k, or only from its own address without a key (k nil): --rfc2136-insecure. The caller adds
+// --rfc2136-axfr (transfers are signed with the key when there is one).
 func (k *TSIGKey) ExternalDNSArgs() []string {
 	if k == nil {
 		return []string{"--rfc2136-insecure"}
 	}
 	return []string{"--rfc2136-tsig-keyname=" + k.Name, "--rfc2136-tsig-secret=" + k.Secret,
-		"--rfc2136-tsig-secret-alg=" + k.Algorithm, "--rfc2136-tsig-axfr"}
+		"--rfc2136-tsig-secret-alg=" + k.Algorithm}
 }
 
 // BindServer is a running `named` on 127.0.0.1:Port with one primary zone that accepts dynamic

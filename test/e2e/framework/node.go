@@ -254,7 +254,6 @@ func (w *NodeWorld) startRegistry(ctx context.Context) error {
 	registryBin := filepath.Join(binDir, "registry")
 	build := exec.CommandContext(ctx, "go", "build", "-o", registryBin, "./registry")
 	build.Dir = filepath.Join(w.root, "hack", "image")
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building hack/image/registry: %v: %s", err, out)
 	}

@@ -162,7 +162,7 @@ func buildStatic(ctx context.Context, root, pkgDir, dir string) (string, error) 
 	out := filepath.Join(dir, filepath.Base(pkgDir))
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./"+pkgDir)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v: %s", pkgDir, err, msg)
 	}
