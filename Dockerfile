@@ -5,7 +5,7 @@
 # running as an unprivileged user. `make image` builds the same image without Docker (hack/image);
 # test/packaging checks that both have the same base, user and entrypoint.
 
-FROM golang:1.26 AS builder
+FROM golang:1.27 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 # The version service_router_build_info reports.

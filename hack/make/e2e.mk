@@ -1,4 +1,4 @@
-# End-to-end infrastructure: the real ExternalDNS binary (v0.22.0 with its rfc2136 and Azure
+# End-to-end infrastructure: the real ExternalDNS binary (v0.23.0 with its rfc2136 and Azure
 # providers), BIND 9 as an RFC 2136 DNS server, and the Go end-to-end suite in test/e2e (build tag
 # `e2e`), which starts control planes, `named` processes, ExternalDNS processes and the operator as
 # plain local processes.

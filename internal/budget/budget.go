@@ -135,7 +135,7 @@ const (
 )
 
 // ExternalDNSPageSize is the record sets a request of ExternalDNS's azure-private-dns provider
-// lists (v0.22.0 sets no $top: Resource Manager's default).
+// lists (v0.23.0, like v0.22.0, sets no $top: Resource Manager's default).
 const ExternalDNSPageSize = 100
 
 // ExternalDNSListsPerSync is the list requests one ExternalDNS instance sends a zone of

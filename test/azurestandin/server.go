@@ -18,7 +18,7 @@
 // aadClientSecret (ClientID, or a principal AddServicePrincipal added), or as a workload identity
 // with its federated token: the fixed FederatedToken, or a Kubernetes service account token
 // checked against federated credentials (TrustIssuer, Federate) as Entra ID checks it. TLS uses
-// a CA made at start, written to CAFile for SSL_CERT_FILE. There is no cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.22.0 and the SDK take the
+// a CA made at start, written to CAFile for SSL_CERT_FILE. There is no cloud metadata endpoint: with cloud AzureStackCloud, ExternalDNS v0.23.0 and the SDK take the
 // endpoints from the azure.json and fetch none. Not served: zone writes and virtual network
 // links (ExternalDNS never makes them; CreateZone stands for the platform team's Terraform).
 package azurestandin

@@ -326,8 +326,8 @@ func (w *aksWorld) testRestart(ctx context.Context, t *testing.T, apps ...aksApp
 	for _, r := range worldRegions {
 		w.stopExternalDNS(t, r)
 		// Returns after its first successful synchronization: the one that, without the
-		// example's --label-filter, deletes every record the instance owns
-		// (TestExternalDNSExample_RestartKeepsTheZone). The example's next one comes a minute
+		// example's --label-filter, deleted every record the instance owned with ExternalDNS
+		// v0.22.0 (TestExternalDNSExample_RestartKeepsTheZone). The example's next one comes a minute
 		// later; waiting for it would prove nothing more.
 		w.startExternalDNS(ctx, t, r)
 	}

@@ -108,8 +108,7 @@ func TestFailover_AZoneUnreachableHoldsBackOnlyItself(t *testing.T) {
 	diag := func() []func() string { return zonesDiagnostics(w, zones) }
 	w.publishBoth(diag, inRegionOrder(zones)...)
 	// aks02's ExternalDNS instances run on events alone (startEveryZoneWorld): wait out the run its
-	// own status writes cause, so that none transfers frc while it is stopped. One that did would
-	// meet ExternalDNS's own fault (TestExternalDNS_ATransferTimeoutTakesEveryName), not ours.
+	// own status writes cause, so that the zones are settled before frc stops.
 	waitSyncs(ctx, t, waitProcessed(ctx, t, aks02), aks02.eds...)
 	waitRegion(ctx, t, aks02, "weu", "Unreachable", "WitnessSaysAlive", diag)
 	frcController := framework.RegionalControllerName("frc")

@@ -24,7 +24,7 @@ import (
 
 // TestFailover_OwnershipPassesByRewritingTheOwnershipTXT measures the mechanism the regional
 // failover design rests on (docs/ARCHITECTURE.md#regional-failover-design), with the real
-// ExternalDNS v0.22.0 and BIND, in the recommended ownership configuration (one --txt-prefix per
+// ExternalDNS v0.23.0 and BIND, in the recommended ownership configuration (one --txt-prefix per
 // zone, one --txt-owner-id per cluster):
 //
 //  1. Two clusters publish the same name; the first publisher (aks01) owns it, aks02's instance

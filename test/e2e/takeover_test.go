@@ -12,7 +12,7 @@ import (
 	"github.com/service-router/service-router-operator/test/e2e/framework"
 )
 
-// TestCrossClusterSameOwnerID records what ExternalDNS v0.22.0 really does when two clusters
+// TestCrossClusterSameOwnerID records what ExternalDNS v0.23.0 really does when two clusters
 // (two control planes, one ExternalDNS each) manage the same zone with the same --txt-owner-id,
 // as the architecture's "Cross-Cluster DNS Takeover" section describes, and publish the same name
 // with different targets.

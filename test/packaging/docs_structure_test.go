@@ -525,8 +525,8 @@ func goVersion(t *testing.T, v string) []int {
 // TestDocs_TheMakefilesGoBuildsEveryModule: the Makefile exports GOTOOLCHAIN=<its toolchain>, so
 // every module is built with that Go whatever Go the machine has. It must be at least the highest
 // `go` (or `toolchain`) directive of go.mod and of the tools' modules under hack/tools (with less,
-// a first `make test` fails at the module that needs more), and README.md's prerequisites must name
-// both that toolchain and the Go a user installs (the one that was tested to fetch it).
+// a first `make test` fails at the module that needs more); the Dockerfile's builder image must have
+// go.mod's Go; and README.md's prerequisites must name the toolchain beside the Go a user installs.
 func TestDocs_TheMakefilesGoBuildsEveryModule(t *testing.T) {
 	mods, err := filepath.Glob(repoPath("hack", "tools", "*", "go.mod"))
 	require.NoError(t, err)
@@ -548,6 +548,15 @@ func TestDocs_TheMakefilesGoBuildsEveryModule(t *testing.T) {
 	rel, _ := filepath.Rel(repoRoot, from)
 	assert.GreaterOrEqual(t, slices.Compare(goVersion(t, toolchain[1]), goVersion(t, highest)), 0,
 		"the Makefile builds with Go %s; %s needs %s", toolchain[1], rel, highest)
+	// The Dockerfile's builder image sets GOTOOLCHAIN=local (the official golang images do): its Go
+	// must be the one go.mod asks for.
+	builder := regexp.MustCompile(`(?m)^FROM golang:(\d+\.\d+) AS builder$`).FindStringSubmatch(readFile(t, repoPath("Dockerfile")))
+	if assert.NotNil(t, builder, "Dockerfile: no `FROM golang:1.x AS builder`") {
+		mainGo := directive.FindStringSubmatch(readFile(t, repoPath("go.mod")))
+		require.NotNil(t, mainGo, "go.mod: no go directive")
+		assert.GreaterOrEqual(t, slices.Compare(goVersion(t, builder[1]+".99"), goVersion(t, mainGo[1])), 0,
+			"the Dockerfile builds with golang:%s; go.mod needs %s", builder[1], mainGo[1])
+	}
 	prerequisites := docSection(t, readFile(t, repoPath("README.md")), "## Prerequisites")
 	row := regexp.MustCompile(`(?m)^\| Go \| \*\*(\d+\.\d+\.\d+)\*\*[^|]*\| `).FindString(prerequisites)
 	if assert.NotEmpty(t, row, "README.md, ## Prerequisites: no row `| Go | **1.x.y** ...`") {

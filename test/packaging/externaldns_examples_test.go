@@ -114,7 +114,7 @@ func TestExternalDNSExamples_OneReleasePerZoneWithTheRecommendedFlags(t *testing
 				"the instance publishes the DNSEndpoints the operator annotates for controller %s", release)
 			assert.Equal(t, naming.LabelController+"="+release, cfg.LabelFilter,
 				"the API server sends the instance only the DNSEndpoints the operator labels for controller %s: "+
-					"without it a restart deletes every record of the zone", release)
+					"without it a restart of ExternalDNS v0.22.0 or older deletes every record of the zone", release)
 			assert.Equal(t, "sync", cfg.Policy)
 			assert.Equal(t, "txt", cfg.Registry)
 			assert.Equal(t, release+"-"+exampleCluster, cfg.TXTOwnerID, "owner ID <controller>-<cluster>, from the install")

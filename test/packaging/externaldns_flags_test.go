@@ -30,8 +30,9 @@ var requiredExternalDNSFlags = []struct {
 	{"annotation-filter", func(value, controller string) string {
 		return equals(naming.AnnotationController+"="+controller)(value, controller)
 	}},
-	// Without it, ExternalDNS v0.22.0 started while other controllers' DNSEndpoints exist reads
-	// none of its own and deletes every record it owns (TestExternalDNSRestart_... in test/e2e).
+	// With it the API server sends each instance only its own DNSEndpoints. Without it, ExternalDNS
+	// v0.22.0 and older started while other controllers' DNSEndpoints exist read none of their own
+	// and delete every record they own; v0.23.0 keeps the zone (TestExternalDNSRestart_... in test/e2e).
 	{"label-filter", func(value, controller string) string {
 		return equals(naming.LabelController+"="+controller)(value, controller)
 	}},

@@ -49,10 +49,11 @@ type ExternalDNSOptions struct {
 	LogLevel string
 	// AnnotationFilterOnly leaves out --label-filter=router.io/controller=<Name>, which the
 	// instance otherwise has, as docs/EXTERNALDNS-INTEGRATION.md recommends: ExternalDNS v0.22.0
-	// selecting by annotation alone drops its whole initial list of DNSEndpoints when it holds
+	// selecting by annotation alone dropped its whole initial list of DNSEndpoints when it held
 	// another controller's (a restart, or a start that meets the operator's first records), and
-	// then publishes nothing until each of its DNSEndpoints changes again. Only the test that
-	// shows this sets it.
+	// then published nothing until each of its DNSEndpoints changed again; v0.23.0 keeps the zone
+	// (kubernetes-sigs/external-dns#6728). Only the test that restarts an instance with either
+	// filter (TestExternalDNSRestart_KeepsTheZoneWithEitherFilter) sets it.
 	AnnotationFilterOnly bool
 	// TSIG, when set, signs the updates and transfers with the key (ForBind sets it for a zone that
 	// takes only signed updates) instead of --rfc2136-insecure.
@@ -101,7 +102,7 @@ func ExternalDNSBinary() (string, error) {
 	}
 	p := filepath.Join(root, "bin", "external-dns")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found: run `make external-dns` (builds ExternalDNS v0.22.0 once, a few minutes): %w", p, err)
+		return "", fmt.Errorf("%s not found: run `make external-dns` (builds ExternalDNS once, a few minutes): %w", p, err)
 	}
 	return p, nil
 }

@@ -12,12 +12,12 @@ import (
 
 // ExternalDNSImageTag is the tag the world's ExternalDNS image carries: the version the example
 // values pin (image.tag), of the module the tools build.
-const ExternalDNSImageTag = "v0.22.0"
+const ExternalDNSImageTag = "v0.23.0"
 
 // PushExternalDNSImage packages bin/external-dns (the slim static build, ExternalDNS' own main)
 // as an image like the project's: the binary at /bin/external-dns on an empty base, run as
-// 65532, and pushes it to the world's registry as external-dns/external-dns:v0.22.0. It returns
-// the repository, for the chart's image.repository.
+// 65532, and pushes it to the world's registry as external-dns/external-dns:v0.23.0
+// (ExternalDNSImageTag). It returns the repository, for the chart's image.repository.
 func (w *NodeWorld) PushExternalDNSImage(ctx context.Context) (string, error) {
 	binary, err := ExternalDNSBinary()
 	if err != nil {

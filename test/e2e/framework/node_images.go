@@ -22,7 +22,7 @@ import (
 // own image is: what the node world runs that users would pull from elsewhere (the pause image,
 // ExternalDNS' slim build, the tests' helper servers).
 type BinaryImage struct {
-	// Repository and Tag name the image in the registry, e.g. "external-dns" and "v0.22.0".
+	// Repository and Tag name the image in the registry, e.g. "external-dns" and "v0.23.0".
 	Repository, Tag string
 	// Files maps a path in the image to the file on this machine to copy there (mode 0755).
 	Files map[string]string
