@@ -33,8 +33,9 @@ import (
 //     records): the survivor's ExternalDNS restarted with --migrate-from-txt-owner=<the lost
 //     owner> rewrites the record to its own target in one update, with no NXDOMAIN in between,
 //     and takes over the lost cluster's other records too (deleting the ones it does not publish
-//     itself). It leaves the lost owner's ownership TXT values behind, next to its own; the flag
-//     is removed again and those values are deleted by hand (nsupdate here).
+//     itself), the lost owner's ownership TXT values with them (ExternalDNS v0.22.0 left those
+//     behind, for a person to delete: the procedure's step 4, still run here, finds nothing); the
+//     flag is removed again.
 //  5. The lost cluster comes back with its DNSEndpoints unchanged: it republishes what nobody owns
 //     (its gateway address) and waits for the name the survivor now owns: no flapping.
 //  6. When the survivor stops publishing the name, the returned cluster takes it as in 3.
@@ -137,12 +138,15 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	}
 	// aks02's gateway record is now aks01's, and aks01 does not publish it: deleted.
 	waitAnswer(ctx, t, at, weu.Query(gw2, "A"), nil, ed1m.Diagnostics, weu.Diagnostics)
-	// The rfc2136 provider deletes the old ownership TXT values by content, and computes that
-	// content with the new owner: aks02's values stay behind, next to aks01's.
+	// The lost owner's ownership values go with the takeover: ExternalDNS v0.23.0 deletes them by
+	// their own content (v0.22.0's rfc2136 provider computed that content with the new owner and
+	// left aks02's values behind, next to aks01's, for a person to delete).
 	recs = framework.LogZone(ctx, t, "4. after the takeover", weu)
 	assertTXT(t, recs, txtName, true, owner1)
-	assertTXT(t, recs, txtName, true, owner2)
-	assertTXT(t, recs, prefix+"a-"+gw2+".", true, owner2)
+	if framework.HasRecord(recs, txtName, "TXT", "external-dns/owner="+owner2+",") {
+		t.Errorf("4. the lost owner's ownership value of %s is left behind", txtName)
+	}
+	assertTXT(t, recs, prefix+"a-"+gw2+".", false, "")
 	before = weu.Log()
 	syncs, err := ed1m.SyncsDuring(ctx, 3*time.Second)
 	if err != nil {
@@ -151,7 +155,8 @@ func TestRecommendedOwnership_PerClusterOwnerIDs(t *testing.T) {
 	t.Logf("4. with --migrate-from-txt-owner still set: named applied %d updates in %d synchronizations",
 		strings.Count(strings.TrimPrefix(weu.Log(), before), "updating zone"), syncs)
 
-	// The flag is removed again, and the lost owner's leftover TXT values are deleted by hand.
+	// The flag is removed again, and whatever the lost owner left behind is deleted by hand (the
+	// procedure's step for older versions: nothing with v0.23.0).
 	if err := ed1m.Stop(); err != nil {
 		t.Fatal(err)
 	}
