@@ -62,6 +62,8 @@ func TestFailover_RandomFaultSchedule(t *testing.T) {
 		}
 		steps = n
 	}
+	// Logged first: a run that stops on a fatal error still says how to replay it.
+	t.Logf("seed %d, %d steps (FAULT_SEED=%d FAULT_STEPS=%d replays it)", seed, steps, seed, steps)
 	r := runFaultSchedule(t, seed, steps)
 	t.Logf("seed %d: %d steps (%s); %d zone readings (%d failed), %d moves of the team's name; liveness: taken over in %s, home again in %s; %d violations",
 		seed, steps, strings.Join(r.events, ", "), r.readings, r.failedReadings, r.moves, r.takeover.Round(100*time.Millisecond), r.failback.Round(100*time.Millisecond), len(r.violations))
@@ -288,9 +290,16 @@ func (f *faultWorld) step(ctx context.Context, tb testing.TB, rng *rand.Rand) st
 	switch rng.IntN(7) {
 	case 0:
 		if f.lost {
+			// Its ExternalDNS's start waits for a synchronization, which needs the zone.
+			healed := ""
+			if f.cut[w.aks01.cluster] {
+				f.paths[w.aks01.cluster].Heal()
+				f.cut[w.aks01.cluster] = false
+				healed = " (its path to the zone healed)"
+			}
 			w.comeBack()
 			f.lost, f.skews[w.aks01.cluster] = false, 0
-			return "aks01 back"
+			return "aks01 back" + healed
 		}
 		w.lose()
 		f.lost = true
@@ -349,6 +358,12 @@ func (f *faultWorld) step(ctx context.Context, tb testing.TB, rng *rand.Rand) st
 // repair undoes every fault still in force.
 func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
 	w := f.w
+	// The paths first: a cluster that comes back starts its ExternalDNS, which must reach the zone
+	// to complete the synchronization its start waits for.
+	for cluster, p := range f.paths {
+		p.Heal()
+		f.cut[cluster] = false
+	}
 	if f.lost {
 		w.comeBack() // with its clock right
 		f.skews[w.aks01.cluster] = 0
@@ -358,10 +373,6 @@ func (f *faultWorld) repair(ctx context.Context, tb testing.TB) string {
 	}
 	if f.drained {
 		updateConfig(ctx, tb, w.aks01, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.Drain = false })
-	}
-	for cluster, p := range f.paths {
-		p.Heal()
-		f.cut[cluster] = false
 	}
 	for _, m := range []*failoverMember{w.aks01, w.aks02} {
 		if f.skews[m.cluster] != 0 {
