@@ -122,11 +122,10 @@ $(OPERATOR_SDK): hack/tools/operator-sdk/go.mod
 		-o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
 # ExternalDNS (the version hack/tools/external-dns pins) with the two providers the project runs,
-# rfc2136 (the demo, the end-to-end suite) and azure-private-dns (the AKS world): ExternalDNS'
-# main imports all its providers through
-# one table (provider/factory), so hack/externaldnsslim copies the module from the module cache
-# into a temporary directory with the other providers' lines dropped from that table (every other
-# line as upstream ships it) and writes a go.mod replacing the module with that copy, removed
+# rfc2136 (the demo, the end-to-end suite) and azure-private-dns (the AKS world): ExternalDNS' main
+# imports all its providers through one table (provider/factory), so hack/externaldnsslim copies
+# the module from the module cache into a temporary directory with the other providers' lines
+# dropped from that table (every other line as upstream ships it) and writes a go.mod replacing the module with that copy, removed
 # after the build. Not under the repository: controller-gen's `paths=./...` loads every module it
 # finds below the root, a copy under bin/ included. Half the CPU time of the full build (6.3
 # against 13.1 minutes measured, cold caches) and fewer downloads. The full binary:

@@ -81,12 +81,14 @@ func TestExternalDNSExample_RestartKeepsTheZone(t *testing.T) {
 		filepath.Base(example.ValuesFile), strings.Join(example.ChartArgs, " "), strings.Join(replaced, " "), strings.Join(args, " "))
 	// The example's arguments with its --label-filter selecting no DNSEndpoint: the control.
 	selectingNothing := slices.Clone(args)
+	labelFilters := 0
 	for i, a := range selectingNothing {
 		if strings.HasPrefix(a, "--label-filter=") {
 			selectingNothing[i] = "--label-filter=router.io/controller=external-dns-nobody"
+			labelFilters++
 		}
 	}
-	if slices.Equal(selectingNothing, args) || len(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "--label-filter=") })) != len(args)-1 {
+	if labelFilters != 1 {
 		t.Fatalf("the example has no single --label-filter: %q", example.ChartArgs)
 	}
 
