@@ -203,6 +203,7 @@ verify-prerequisites:
 	$(GO) mod tidy
 	cd hack/tools && $(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
+	cd hack/tools/kubenode && $(GO) mod tidy
 	cd hack/tools/cni && $(GO) mod tidy
 	cd hack/tools/etcd && $(GO) mod tidy
 	cd hack/tools/operator-sdk && $(GO) mod tidy

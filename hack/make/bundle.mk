@@ -14,7 +14,7 @@ BUNDLE_IMG ?= $(IMAGE_REGISTRY)/service-router-operator-bundle:v$(VERSION)
 # reproducible. Set it to the release date when VERSION changes.
 BUNDLE_CREATED_AT ?= 2026-11-25T00:00:00Z
 # Kubernetes version the optional validators check removed APIs against (the newest we test on).
-BUNDLE_VALIDATE_K8S_VERSION ?= 1.36
+BUNDLE_VALIDATE_K8S_VERSION ?= 1.37
 BUNDLE_CSV := bundle/manifests/service-router-operator.clusterserviceversion.yaml
 
 .PHONY: bundle

@@ -24,8 +24,9 @@ DEMO := $(BIN)/demo
 
 CONTROL_PLANE := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
 
-# The node of the node suite (test/node, hack/make/node.mk): the kubelet, kube-scheduler and
-# kube-proxy of the control plane's version, and the CNI plugins the kubelet's pods get their
+# The node suite (test/node, hack/make/node.mk): the kube-scheduler of the control plane's version;
+# the node's kubelet and kube-proxy, a minor version older (hack/tools/kubenode: kubelet 1.37 needs
+# containerd 2, the test world runs containerd 1.6); and the CNI plugins the kubelet's pods get their
 # network from (bin/cni/bridge, host-local, loopback, portmap).
 KUBELET := $(BIN)/kubelet
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
@@ -79,25 +80,39 @@ $(ETCD): hack/tools/etcd/go.mod hack/tools/etcd/main.go
 	@echo "==> building etcd into bin/ (first run only, about a minute)"
 	cd hack/tools/etcd && $(GO) build -o $@ .
 
-# The version the Kubernetes binaries report (/version, kubectl version): without it they say
-# v0.0.0-master, which no kubeVersion constraint (Helm charts, OLM minKubeVersion) accepts.
-KUBE_VERSION := v1.36.3
-KUBE_VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
+# The version the Kubernetes binaries report (/version, kubectl version, --version): without it
+# they say v0.0.0-master, which no kubeVersion constraint (Helm charts, OLM minKubeVersion) accepts.
+# Each module's binaries report the k8s.io/kubernetes version its go.mod requires (its
+# k8s.io/component-base, whose variables these are, is that release's own): hack/tools/kube the
+# control plane's, hack/tools/kubenode the node's.
+kube_module_version = $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' $(1))
+kube_version_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
+	-X k8s.io/component-base/version.gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(1)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
+KUBE_VERSION := $(call kube_module_version,hack/tools/kube/go.mod)
+KUBE_NODE_VERSION := $(call kube_module_version,hack/tools/kubenode/go.mod)
 
 # One go build for the three Kubernetes commands shares the compilation of k8s.io/kubernetes.
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) &: hack/tools/kube/go.mod
-	@echo "==> building kube-apiserver, kube-controller-manager and kubectl into bin/ (first run only, 5-10 minutes on 2 cores)"
-	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+	@echo "==> building kube-apiserver, kube-controller-manager and kubectl $(KUBE_VERSION) into bin/ (first run only, 5-10 minutes on 2 cores)"
+	cd hack/tools/kube && $(GO) build -ldflags "$(call kube_version_ldflags,$(KUBE_VERSION))" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL)
 
-# The node's commands, from the same module (and so mostly the same compiled packages) as the
-# control plane, in a build of their own: `make demo` needs none of them.
-$(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) &: hack/tools/kube/go.mod
-	@echo "==> building kubelet, kube-scheduler and kube-proxy into bin/ (first run only, a few minutes)"
-	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
-	@touch $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY)
+# The node suite's scheduler, from the control plane's module (and so mostly the same compiled
+# packages), in a build of its own: `make demo` needs none of it. A control-plane component, it
+# runs the API server's version (the skew policy allows it at most one minor older).
+$(KUBE_SCHEDULER): hack/tools/kube/go.mod
+	@echo "==> building kube-scheduler $(KUBE_VERSION) into bin/ (first run only, a minute or two)"
+	cd hack/tools/kube && $(GO) build -ldflags "$(call kube_version_ldflags,$(KUBE_VERSION))" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
+	@touch $(KUBE_SCHEDULER)
+
+# The node's commands, from a module of their own at the node's version (hack/tools/kubenode's
+# go.mod says why it is older, and how far the skew may go).
+$(KUBELET) $(KUBE_PROXY) &: hack/tools/kubenode/go.mod
+	@echo "==> building kubelet and kube-proxy $(KUBE_NODE_VERSION) into bin/ (first run only, several minutes)"
+	cd hack/tools/kubenode && $(GO) build -ldflags "$(call kube_version_ldflags,$(KUBE_NODE_VERSION))" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+	@touch $(KUBELET) $(KUBE_PROXY)
 
 # Static, as CNI plugins are shipped: the kubelet's runtime execs them in the node's network namespace.
 $(CNI_PLUGINS) &: hack/tools/cni/go.mod
@@ -108,7 +123,7 @@ $(CNI_PLUGINS) &: hack/tools/cni/go.mod
 	@touch $(CNI_PLUGINS)
 
 .PHONY: node
-node: $(NODE) ## Build the node suite's kubelet, kube-scheduler, kube-proxy and CNI plugins.
+node: $(NODE) ## Build the node suite's kube-scheduler, kubelet, kube-proxy and CNI plugins.
 	@: # (a recipe, so that make does not say "Nothing to be done" when a sub-make finds it built)
 
 # The version operator-sdk reports (and writes into the bundle's builder labels) is set at link time

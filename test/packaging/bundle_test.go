@@ -23,7 +23,7 @@ import (
 const (
 	// validationK8sVersion is the Kubernetes version the optional validators check removed APIs
 	// against; keep it equal to BUNDLE_VALIDATE_K8S_VERSION in hack/make/bundle.mk.
-	validationK8sVersion = "1.36"
+	validationK8sVersion = "1.37"
 	operatorImage        = "ghcr.io/service-router/service-router-operator:v0.2.0"
 )
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,9 @@ func textual(file, phrase, why string) claim {
 
 var claims = []claim{
 	// docs/INSTALLATION.md, ## Prerequisites.
-	{"docs/INSTALLATION.md", "| Kubernetes | 1.30 | 1.36 (the API server of every integration, packaging and end-to-end test)", "TestClaims_MinimumKubernetesEverywhere", ""},
+	{"docs/INSTALLATION.md", "| Kubernetes | 1.30 | 1.37 (the API server of every integration, packaging and end-to-end test: kube-apiserver and kube-controller-manager 1.37.2)", "TestClaims_MinimumKubernetesEverywhere", ""},
+	{"docs/INSTALLATION.md", "in the node suite, kubelet and kube-proxy 1.36.3 under that 1.37.2 API server", "TestClaims_MinimumKubernetesEverywhere", ""},
+	{"docs/INSTALLATION.md", "a node one minor behind its control plane as [the version skew policy](https://kubernetes.io/releases/version-skew-policy/) allows", "https://kubernetes.io/releases/version-skew-policy/", ""},
 	{"docs/INSTALLATION.md", "The chart's `kubeVersion` and the bundle's `minKubeVersion` enforce 1.30.", "TestClaims_MinimumKubernetesEverywhere", ""},
 	{"docs/INSTALLATION.md", "the `networking.istio.io/v1` Gateway CRD of `istio.io/api` v1.32.0 everywhere else", "TestClaims_TestedVersionsAreTheModules", ""},
 	{"docs/INSTALLATION.md", "istiod 1.31 (`istio.io/istio` main line `eed52ebb66ad`, the one minor the module proxy serves)", "TestIstio_IstiodAdmitsAnalysesAndProgramsEveryGateway", ""},
@@ -72,7 +75,7 @@ var claims = []claim{
 	// docs/PLUGIN.md.
 	{"docs/PLUGIN.md", "kubectl reads such completion helpers from 1.26 on", "https://github.com/kubernetes/kubernetes/blob/master/CHANGELOG/CHANGELOG-1.26.md", ""},
 	{"docs/PLUGIN.md", "completes `kubectl router ...` when an executable `kubectl_complete-router` on the `PATH` runs", "TestPlugin_KubectlCompletesTheRouterCommands", ""},
-	{"docs/PLUGIN.md", "asks kubectl 1.36 to complete `kubectl router st`", "TestClaims_MinimumKubernetesEverywhere", ""},
+	{"docs/PLUGIN.md", "asks kubectl 1.37 to complete `kubectl router st`", "TestClaims_MinimumKubernetesEverywhere", ""},
 	{"docs/PLUGIN.md", "and the operator's CRDs: get and list, nothing else", "TestClaims_PluginRightsAreThePlanReaderRole", ""},
 	{"docs/PLUGIN.md", "**`service-router-plan-reader`** (`config/rbac/plan_reader_role.yaml`; in the Helm chart `<rbac.userRoles.namePrefix>-plan-reader`; in the OLM bundle)", "TestChartRBAC_UserRoles", ""},
 	{"docs/PLUGIN.md", "and get of the operator's five CustomResourceDefinitions by name", "TestClaims_PluginRightsAreThePlanReaderRole", ""},
@@ -208,7 +211,9 @@ func prerequisiteRow(t *testing.T, component string) []string {
 // TestClaims_MinimumKubernetesEverywhere: the minimum Kubernetes of the Prerequisites table is the
 // one the chart's kubeVersion and the bundle's minKubeVersion enforce and the one the docs name
 // for ratcheting and the ValidatingAdmissionPolicy; the tested version is the one the tests render
-// for and run (kubectl in bin/, when built).
+// for and run: the control plane hack/tools/kube builds (kube-apiserver, kube-controller-manager
+// and kubectl in bin/, when built, report it) and the node suite's kubelet and kube-proxy, which
+// hack/tools/kubenode builds within the version skew policy's three minors below it.
 func TestClaims_MinimumKubernetesEverywhere(t *testing.T) {
 	row := prerequisiteRow(t, "Kubernetes")
 	minimum := row[1]
@@ -231,14 +236,43 @@ func TestClaims_MinimumKubernetesEverywhere(t *testing.T) {
 	assert.Contains(t, normalized(chartPath+"/values.yaml", readFile(t, repoPath(chartPath, "values.yaml"))), "ValidatingAdmissionPolicy (Kubernetes "+minimum+"+)",
 		"the admission policy needs no more than the chart's minimum (ValidatingAdmissionPolicy is GA in Kubernetes 1.30)")
 
-	tested := strings.Join(strings.Split(renderKubeVersion, ".")[:2], ".")
+	controlPlane := kubeModuleVersion(t, "hack/tools/kube/go.mod")
+	node := kubeModuleVersion(t, "hack/tools/kubenode/go.mod")
+	tested := strings.Join(strings.Split(controlPlane, ".")[:2], ".")
+	assert.Equal(t, tested, strings.Join(strings.Split(renderKubeVersion, ".")[:2], "."), "renderKubeVersion is the control plane's minor")
 	assert.True(t, strings.HasPrefix(row[2], tested+" "), "the Tested column %q names the version the tests run, %s", row[2], tested)
+	assert.Contains(t, row[2], "kube-apiserver and kube-controller-manager "+controlPlane, "the Tested column names hack/tools/kube's version")
+	assert.Contains(t, row[2], "kubelet and kube-proxy "+node+" under that "+controlPlane+" API server", "the Tested column names hack/tools/kubenode's version")
+	skew := minorOf(t, controlPlane) - minorOf(t, node)
+	assert.True(t, skew >= 0 && skew <= 3, "kubelet %s and kube-apiserver %s: the version skew policy allows a kubelet up to three minors older, never newer", node, controlPlane)
+	assert.Contains(t, row[3], "API servers from "+minimum+" to 1."+strconv.Itoa(minorOf(t, controlPlane)-1)+" are not tested.", "the Why column says which API servers are not tested")
+	development := readFile(t, repoPath("docs", "DEVELOPMENT.md"))
+	assert.Regexp(t, "(?m)^\\| `hack/tools/kube` \\| [^|\\n]* v"+regexp.QuoteMeta(controlPlane)+" ", development, "DEVELOPMENT's tools table names hack/tools/kube's version")
+	assert.Regexp(t, "(?m)^\\| `hack/tools/kubenode` \\| [^|\\n]* v"+regexp.QuoteMeta(node)+" ", development, "DEVELOPMENT's tools table names hack/tools/kubenode's version")
 	assert.Contains(t, readFile(t, repoPath("docs", "PLUGIN.md")), "asks kubectl "+tested+" to complete")
+	// The binaries report their module's version (hack/make/tools.mk stamps it at link time).
+	// kube-apiserver and kube-controller-manager are test-go's prerequisites; the node's binaries
+	// may still be building beside it (make test), so they are not run here.
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager"} {
+		if path := repoPath("bin", name); fileExists(path) {
+			out, err := exec.Command(path, "--version").Output()
+			require.NoError(t, err, "%s --version", name)
+			assert.Equal(t, "Kubernetes v"+controlPlane, strings.TrimSpace(string(out)), "bin/%s --version", name)
+		}
+	}
 	if kubectl := repoPath("bin", "kubectl"); fileExists(kubectl) {
 		out, err := exec.Command(kubectl, "version", "--client", "-o", "yaml").Output()
 		require.NoError(t, err)
-		assert.Contains(t, string(out), "minor: \""+strings.Split(tested, ".")[1]+"\"", "bin/kubectl is %s", tested)
+		assert.Contains(t, string(out), "gitVersion: v"+controlPlane+"\n", "bin/kubectl is %s", controlPlane)
 	}
+}
+
+// kubeModuleVersion returns the k8s.io/kubernetes version (without the v) a tools module requires.
+func kubeModuleVersion(t *testing.T, goMod string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^require k8s\.io/kubernetes v(\d+\.\d+\.\d+)$`).FindStringSubmatch(readFile(t, repoPath(goMod)))
+	require.NotNil(t, m, "%s requires no k8s.io/kubernetes release", goMod)
+	return m[1]
 }
 
 func minorOf(t *testing.T, v string) int {

@@ -33,7 +33,7 @@ const (
 	releaseNamespace = "service-router-system"
 	// renderKubeVersion is the Kubernetes version `helm template` renders for; it must satisfy the
 	// chart's kubeVersion and match the API server the tests start.
-	renderKubeVersion = "1.36.0"
+	renderKubeVersion = "1.37.0"
 )
 
 var (

@@ -30,7 +30,7 @@ type ExternalDNSExample struct {
 }
 
 // exampleKubeVersion is the Kubernetes version the chart is rendered for: the control plane's.
-const exampleKubeVersion = "1.36.3"
+const exampleKubeVersion = "1.37.2"
 
 // HelmBinary returns $E2E_HELM_BINARY or <repo>/bin/helm (built by `make e2e`).
 func HelmBinary() (string, error) {
