@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,17 +26,28 @@ func failoverZone(cfg *clusterv1alpha1.DNSConfiguration, controller string) bool
 }
 
 // RouteForm is the form of a route's name in one zone: what the zone's reading says
-// (failover.FormIn), never less than the DNSEndpoint current already has. A form once taken is
-// kept: the reading of a zone a failover moved (the intermediate a stand-in's now) would turn a
-// name that goes through it back to this cluster's gateway, past the failover; and a new leader,
-// which has read nothing yet, must not turn every name back to direct and then through again
-// (two writes per name in a zone that allows 60 a minute). Without a reading, only the zone's
-// own region publishes the intermediate (FormIn's rule).
+// (failover.FormIn), with a Through form current already has kept. A form once taken is kept: the
+// reading of a zone a failover moved (the intermediate a stand-in's now) would turn a name that
+// goes through it back to this cluster's gateway, past the failover; and a new leader, which has
+// read nothing yet, must not turn every name back to direct and then through again (two writes per
+// name in a zone that allows 60 a minute). The intermediate's own record, which an earlier version
+// published through ExternalDNS, is kept only while no reading shows it released to the operators
+// (failover.IntermediateOwner): a route never starts publishing it, and its ExternalDNS deletes it
+// only once no ExternalDNS owns it.
+//
+// A name the route publishes directly already goes through an intermediate only once the zone
+// shows it (not view.Unheld): the reading may predate its ExternalDNS's write of the name.
 func RouteForm(current *externaldnsv1alpha1.DNSEndpoint, view failover.Form, known bool, hostname, intermediate string) failover.Form {
 	kept := FormOf(current, hostname, intermediate)
-	f := failover.Form{Intermediate: kept.Intermediate || view.Intermediate, Through: kept.Through || (known && view.Through)}
-	f.Intermediate = f.Intermediate || f.Through
-	return f
+	through := known && view.Through && !(view.Unheld && publishes(current, hostname))
+	return failover.Form{Intermediate: kept.Intermediate && (!known || view.Intermediate), Through: kept.Through || through}
+}
+
+// publishes says ep has a record for hostname.
+func publishes(ep *externaldnsv1alpha1.DNSEndpoint, hostname string) bool {
+	return ep != nil && slices.ContainsFunc(ep.Spec.Endpoints, func(r *endpoint.Endpoint) bool {
+		return r != nil && strings.EqualFold(r.DNSName, hostname)
+	})
 }
 
 // FormOf is the form a route's DNSEndpoint publishes its name in (nil: none yet).
@@ -58,17 +70,27 @@ func FormOf(ep *externaldnsv1alpha1.DNSEndpoint, hostname, intermediate string) 
 
 // WithForm makes a route's DNSEndpoint (its one CNAME from the name to the gateway target
 // hostname) take form f: the name a CNAME to intermediate instead when Through, and beside it
-// the intermediate's CNAME to the target when Intermediate. ep is changed in place and returned.
+// the intermediate's CNAME to the target when Intermediate (an earlier version's form, kept until
+// the operators take the intermediate over). ep is changed in place and returned.
 func WithForm(ep *externaldnsv1alpha1.DNSEndpoint, f failover.Form, intermediate string) *externaldnsv1alpha1.DNSEndpoint {
-	if len(ep.Spec.Endpoints) != 1 || !f.Intermediate {
+	if len(ep.Spec.Endpoints) != 1 {
 		return ep
 	}
 	name := ep.Spec.Endpoints[0]
 	target := name.Targets
 	if f.Through {
 		name.Targets = endpoint.Targets{intermediate}
+		if len(target) == 1 {
+			ep.Annotations = maps.Clone(ep.Annotations)
+			if ep.Annotations == nil {
+				ep.Annotations = map[string]string{}
+			}
+			ep.Annotations[naming.AnnotationIntermediateTarget] = target[0]
+		}
 	}
-	ep.Spec.Endpoints = append(ep.Spec.Endpoints, &endpoint.Endpoint{DNSName: intermediate, RecordType: endpoint.RecordTypeCNAME, Targets: target})
+	if f.Intermediate {
+		ep.Spec.Endpoints = append(ep.Spec.Endpoints, &endpoint.Endpoint{DNSName: intermediate, RecordType: endpoint.RecordTypeCNAME, Targets: target})
+	}
 	return ep
 }
 

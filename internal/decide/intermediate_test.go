@@ -51,27 +51,34 @@ func TestRoute_AFailoverNameGoesThroughItsIntermediateAsTheZoneAllows(t *testing
 			return f, ok
 		}
 	}
-	through, intermediateOnly := failover.Form{Intermediate: true, Through: true}, failover.Form{Intermediate: true}
+	through := failover.Form{Through: true}
 	tests := []struct {
 		name    string
 		in      RouteInputs
 		records []string
 	}{
-		{"no reading yet: direct everywhere, the home zone's intermediate published", failoverWorld(nil), []string{
+		{"no reading yet: direct everywhere, no intermediate published (the operators write it)", failoverWorld(nil), []string{
 			"api-route-external-dns-weu: " + apiHost + " → " + aks01Entry,
-			"api-route-external-dns-weu: " + weuInt + " → " + aks01Entry,
 			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
 		}},
-		{"read: through in weu, the intermediate beside it in neu", failoverWorld(read(map[string]failover.Form{"external-dns-weu": through, "external-dns-neu": intermediateOnly})), []string{
+		{"read: through in weu, direct in neu", failoverWorld(read(map[string]failover.Form{"external-dns-weu": through, "external-dns-neu": {}})), []string{
 			"api-route-external-dns-weu: " + apiHost + " → " + weuInt,
-			"api-route-external-dns-weu: " + weuInt + " → " + aks01Entry,
 			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
-			"api-route-external-dns-neu: " + neuInt + " → " + aks01Entry,
 		}},
 		{"a form once taken is kept, whatever the reading says now", failoverWorld(read(map[string]failover.Form{"external-dns-weu": {}, "external-dns-neu": {}}),
+			endpointWith("api-route-external-dns-weu", "external-dns-weu", apiHost, weuInt)), []string{
+			"api-route-external-dns-weu: " + apiHost + " → " + weuInt,
+			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
+		}},
+		{"an earlier version's intermediate record: kept while its ExternalDNS owns it", failoverWorld(read(map[string]failover.Form{"external-dns-weu": {Intermediate: true, Through: true}}),
 			endpointWith("api-route-external-dns-weu", "external-dns-weu", apiHost, weuInt, weuInt, aks01Entry)), []string{
 			"api-route-external-dns-weu: " + apiHost + " → " + weuInt,
 			"api-route-external-dns-weu: " + weuInt + " → " + aks01Entry,
+			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
+		}},
+		{"that record dropped once the reading shows it released to the operators", failoverWorld(read(map[string]failover.Form{"external-dns-weu": through}),
+			endpointWith("api-route-external-dns-weu", "external-dns-weu", apiHost, weuInt, weuInt, aks01Entry)), []string{
+			"api-route-external-dns-weu: " + apiHost + " → " + weuInt,
 			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
 		}},
 		{"without failover in the policy: the seed's one record, whatever the zone", func() RouteInputs {
@@ -88,7 +95,6 @@ func TestRoute_AFailoverNameGoesThroughItsIntermediateAsTheZoneAllows(t *testing
 			return in
 		}(), []string{
 			"api-route-external-dns-weu: " + apiHost + " → " + weuInt,
-			"api-route-external-dns-weu: " + weuInt + " → " + aks01Entry,
 			"api-route-external-dns-neu: " + apiHost + " → " + aks01Entry,
 		}},
 	}
@@ -127,13 +133,17 @@ func TestRouteForm(t *testing.T) {
 		want    failover.Form
 	}{
 		{"new, nothing known", nil, failover.Form{}, false, failover.Form{}},
-		{"new, the view known", nil, failover.Form{Intermediate: true, Through: true}, true, failover.Form{Intermediate: true, Through: true}},
-		{"not known: a view's Through is not taken", direct, failover.Form{Intermediate: true, Through: true}, false, failover.Form{Intermediate: true}},
-		{"direct to beside", direct, failover.Form{Intermediate: true}, true, failover.Form{Intermediate: true}},
-		{"beside to through", beside, failover.Form{Intermediate: true, Through: true}, true, failover.Form{Intermediate: true, Through: true}},
-		{"beside kept when the view says direct", beside, failover.Form{}, true, failover.Form{Intermediate: true}},
-		{"through kept when the view says direct (a stand-in holds the intermediate)", through, failover.Form{Intermediate: true}, true, failover.Form{Intermediate: true, Through: true}},
-		{"through kept while nothing is known (a new leader)", through, failover.Form{}, false, failover.Form{Intermediate: true, Through: true}},
+		{"new, the view known: through, never the intermediate's own record", nil, failover.Form{Intermediate: true, Through: true}, true, failover.Form{Through: true}},
+		{"not known: a view's Through is not taken", direct, failover.Form{Through: true}, false, failover.Form{}},
+		{"direct to through", direct, failover.Form{Through: true}, true, failover.Form{Through: true}},
+		{"new, the name unheld and no intermediate yet: through (the name did not resolve)", nil, failover.Form{Through: true, Unheld: true}, true, failover.Form{Through: true}},
+		{"direct, the name unheld in the reading, no intermediate yet: direct (its ExternalDNS may have written it since)",
+			direct, failover.Form{Through: true, Unheld: true}, true, failover.Form{}},
+		{"an earlier version's beside to through, its record kept while ExternalDNS owns it", beside, failover.Form{Intermediate: true, Through: true}, true, failover.Form{Intermediate: true, Through: true}},
+		{"beside, the record released: dropped", beside, failover.Form{}, true, failover.Form{}},
+		{"beside, nothing known: kept", beside, failover.Form{}, false, failover.Form{Intermediate: true}},
+		{"through kept when the view says direct (a stand-in holds the intermediate)", through, failover.Form{}, true, failover.Form{Through: true}},
+		{"through kept while nothing is known (a new leader), the record too", through, failover.Form{}, false, failover.Form{Intermediate: true, Through: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

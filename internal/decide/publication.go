@@ -100,7 +100,7 @@ func zoneStatus(z ZoneInput, previous []routingv1alpha1.ZoneStatus) routingv1alp
 // checkedKey is the expectation verification checks a DNSEndpoint against (verify.Expected.Key).
 func checkedKey(ep *externaldnsv1alpha1.DNSEndpoint) string {
 	if _, route := ep.Labels[naming.LabelServiceRoute]; route {
-		return verify.ExpectedOf(verify.RouteRecord(ep.Spec.Endpoints)).Key()
+		return verify.ExpectedOf(verify.RouteRecord(verify.RouteRecords(ep))).Key()
 	}
 	return verify.ExpectedOf(ep.Spec.Endpoints).Key()
 }

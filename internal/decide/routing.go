@@ -224,7 +224,7 @@ func withFailoverForm(ep *externaldnsv1alpha1.DNSEndpoint, in RouteInputs, contr
 		return ep
 	}
 	hostname := ep.Spec.Endpoints[0].DNSName
-	view, known := failover.Form{Intermediate: region == in.Identity.Spec.Region}, false
+	view, known := failover.Form{}, false
 	if in.Forms != nil {
 		view, known = in.Forms(controller, hostname, intermediate)
 	}

@@ -6,65 +6,59 @@ import (
 )
 
 // Form is how a cluster publishes one name of a failover policy into one zone
-// (docs/ARCHITECTURE.md#one-record-moves-a-policy): Intermediate, the policy's intermediate name
-// there (naming.IntermediateName) as a CNAME to this cluster's gateway target hostname; Through,
-// the name as a CNAME to that intermediate name instead of to the target hostname directly. A
-// move then rewrites the intermediate's ownership, one record for all the policy's names.
+// (docs/ARCHITECTURE.md#one-record-moves-a-policy): Through, the name as a CNAME to the policy's
+// intermediate name there (naming.IntermediateName) instead of to the gateway target hostname
+// directly; Intermediate, the route's DNSEndpoint still publishes that intermediate's CNAME
+// beside the name, as an earlier version did, while ExternalDNS owns it. The operators write the
+// intermediates themselves (Upkeep), and a move rewrites one of them, one record for all the
+// policy's names.
 type Form struct {
 	Intermediate, Through bool
+	// Unheld: Through only because nobody held the name when the zone was read and the
+	// intermediate is not there yet. A route whose DNSEndpoint already publishes the name directly
+	// keeps it so (decide.RouteForm): its ExternalDNS may have written the name since the reading,
+	// and pointing it at an intermediate not yet created would leave it without an address.
+	Unheld bool
 }
 
 // FormIn is the form a name should take in a zone as the zone's last whole reading shows it;
 // known is false when the zone was not read whole (the caller then keeps the form it has). own is
 // this cluster's region, hostname the name, intermediate its intermediate name there.
 //
-// Only a cluster of the zone's own region creates an intermediate name: another region's
-// cluster (a stand-in) publishes it only once it exists, so that no stand-in, however early its
-// ExternalDNS synchronises, becomes the first owner of a region's intermediate name and draws its
-// traffic. A name goes through the intermediate only when that changes nobody's answer:
-//   - a name nobody holds yet: it did not resolve before (the intermediate is created in the same
-//     synchronisation by the zone's own region, or exists already);
+// Only a cluster of the zone's own region creates an intermediate name (Upkeep): a name goes
+// through one of another region only once it exists, so that no stand-in points a region's names
+// at itself. A name goes through the intermediate only when that changes nobody's answer:
+//   - a name nobody holds yet: it did not resolve before (the zone's own region creates the
+//     intermediate at its next reading, or it exists already);
 //   - a name this cluster holds: once the intermediate is held by this cluster too, so that it
 //     resolves to the same gateway as before (a cluster upgraded from direct names, or a stand-in
 //     that took a name on its own before taking the intermediate);
 //   - a name another cluster holds: this cluster's record of it is not the one served (ExternalDNS
 //     leaves it alone), and it goes through the intermediate once that exists.
 //
-// The caller keeps a form once taken (the DNSEndpoint's records say it), so that a failover that
-// moved the intermediate away from this cluster never makes its names point past it.
+// Intermediate is true only while the zone shows the intermediate owned by an ExternalDNS (an
+// earlier version's): the route keeps publishing it until the operators take it over
+// (IntermediateOwner), so that its ExternalDNS never deletes it meanwhile.
+//
+// The caller keeps a Through form once taken (the DNSEndpoint's records say it), so that a
+// failover that moved the intermediate away from this cluster never makes its names point past it.
 func FormIn(z ZoneReading, own, hostname, intermediate string) (f Form, known bool) {
 	if !z.Read || z.Owner == "" {
-		return Form{Intermediate: z.Region == own}, false
+		return Form{}, false
 	}
-	nameOwner, intOwner := z.ownerOf(hostname), z.ownerOf(intermediate)
-	f.Intermediate = z.Region == own || intOwner != ""
+	nameOwner := z.ownerOf(hostname)
+	held, exists := z.holding(intermediate)
+	f.Intermediate = exists && !held.written()
 	switch {
-	case !f.Intermediate:
 	case nameOwner == "":
-		f.Through = true
+		f.Through = z.Region == own || held.Owner != ""
+		f.Unheld = f.Through && held.Owner == ""
 	case nameOwner == z.Owner:
-		f.Through = intOwner == z.Owner
+		f.Through = held.Owner == z.Owner
 	default:
-		f.Through = intOwner != ""
+		f.Through = held.Owner != ""
 	}
 	return f, true
-}
-
-// ownerOf is the owner ID the ownership record of name in the zone names, or "" when none does.
-func (z *ZoneReading) ownerOf(name string) string {
-	if _, set, found := z.ownership(name); found {
-		return OwnerOf(set.Values[0])
-	}
-	return ""
-}
-
-// servingOwnership is the ownership record of whatever decides who serves name: its
-// intermediate's when the zone answers name through one, its own otherwise.
-func (z *ZoneReading) servingOwnership(name string) (txtName string, set TXTSet, found bool) {
-	if target := z.CNAMEs[Canonical(name)]; isIntermediate(target) {
-		return z.ownership(target)
-	}
-	return z.ownership(name)
 }
 
 // intermediateLabel is naming.IntermediateLabel (this package imports no other of ours).

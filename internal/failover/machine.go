@@ -40,7 +40,10 @@ type Machine struct {
 	unanswered []PassWrite
 	drain      DrainState
 	// forming says in which zones a name waits for a reading to go through its intermediate.
-	forming     map[string]bool
+	forming map[string]bool
+	// creating says in which zones the last whole reading lacked an intermediate this cluster
+	// creates (Upkeeps): they are read whole again until one shows it.
+	creating    map[string]bool
 	reads       map[string]*zoneRecord
 	beatsSeen   Observations
 	attribution Attribution
@@ -50,7 +53,7 @@ type Machine struct {
 
 // NewMachine is a leader's machine before its first round.
 func NewMachine() *Machine {
-	return &Machine{regions: map[string]RegionView{}, reads: map[string]*zoneRecord{}, beatsSeen: Observations{}, forming: map[string]bool{}}
+	return &Machine{regions: map[string]RegionView{}, reads: map[string]*zoneRecord{}, beatsSeen: Observations{}, forming: map[string]bool{}, creating: map[string]bool{}}
 }
 
 // phase is how far a round has got: each asks for something (ask) and takes the answers (take).
@@ -109,7 +112,7 @@ func (m *Machine) Begin(s RoundStart) Ready {
 	for _, z := range s.Zones {
 		regions[z.Controller] = z.Region
 		if p, listed := s.Publishing[z.Controller]; listed {
-			m.forming[z.Controller] = p.Forming || p.NewestCreated.After(m.record(z.Controller).at.Full)
+			m.forming[z.Controller] = p.Forming || p.NewestCreated.After(m.record(z.Controller).at.Full) || m.creating[z.Controller]
 		}
 	}
 	m.attribution.Cluster, m.attribution.ZoneRegions = s.Cluster, regions
@@ -140,7 +143,7 @@ func (m *Machine) next() Ready {
 		}
 		rd := m.ask()
 		rd.Removals, r.removals, r.pendingRemovals = r.pendingRemovals, r.pendingRemovals, nil
-		if rd.Publish != nil || len(rd.Removals)+len(rd.ProbeOwn)+len(rd.Heartbeats)+len(rd.Reads)+len(rd.Probes)+len(rd.Passes) > 0 {
+		if rd.Publish != nil || len(rd.Removals)+len(rd.ProbeOwn)+len(rd.Heartbeats)+len(rd.Reads)+len(rd.Probes)+len(rd.Passes)+len(rd.Upkeep) > 0 {
 			return rd
 		}
 		m.take(Answers{})
@@ -201,7 +204,7 @@ func (m *Machine) take(a Answers) {
 // (once: to say there is nothing to report).
 func (m *Machine) Forget() bool {
 	m.attribution, m.drain, m.forms = Attribution{}, DrainState{}, FormView{}
-	m.reads, m.beatsSeen, m.unanswered, m.forming = map[string]*zoneRecord{}, Observations{}, nil, map[string]bool{}
+	m.reads, m.beatsSeen, m.unanswered, m.forming, m.creating = map[string]*zoneRecord{}, Observations{}, nil, map[string]bool{}, map[string]bool{}
 	m.round = nil
 	if m.judged && len(m.regions) == 0 {
 		return false
@@ -320,6 +323,7 @@ func (m *Machine) decide() Ready {
 		r.passes = append(r.passes, PassWrite{Pass: p})
 	}
 	rd.Passes = r.passes
+	rd.Upkeep = m.upkeep()
 	return rd
 }
 
@@ -347,6 +351,9 @@ func (m *Machine) passed(answers []PassAnswer) {
 					return u.Pass.Controller == w.Pass.Controller && u.Pass.Hostname == w.Pass.Hostname
 				}), w)
 				continue
+			}
+			if w.Pass.To == IntermediateOwner {
+				continue // a release, followed by the intermediate's own pass: that one is announced
 			}
 			if w.Takeover {
 				r.taken = append(r.taken, w.Pass)
@@ -387,4 +394,29 @@ func (m *Machine) finish() Ready {
 	m.round = nil
 	return Ready{Done: true, Outcome: Outcome{Events: r.events, Marks: r.marks, View: m.View(),
 		Changed: changed || drainChanged || refusalsChanged || unreadableChanged, FormsChangedIn: formsChanged}}
+}
+
+// upkeep is the round's Upkeeps, each zone taken as its newest whole reading not yet used for
+// them: this round's, or a listing publication verification made since (Listed), which in a zone
+// read through Resource Manager stands for failover's own whole reading at rest. Every upkeep
+// write is conditional on what that reading showed.
+func (m *Machine) upkeep() []UpkeepWrite {
+	r := m.round
+	zones := make([]ZoneReading, len(r.Zones))
+	for i, z := range r.Zones {
+		rec := m.record(z.Controller)
+		zones[i] = z.label(ZoneReading{})
+		if !rec.at.Full.IsZero() && rec.at.Full.After(rec.upkeptAt) {
+			zones[i], rec.upkeptAt = rec.whole, rec.at.Full
+		}
+	}
+	writes := Upkeeps(r.Own, r.Targets, zones, r.Names)
+	for _, z := range zones {
+		if z.Read {
+			m.creating[z.Controller] = slices.ContainsFunc(writes, func(w UpkeepWrite) bool {
+				return w.Controller == z.Controller && w.Old == "" && w.TXTName == ""
+			})
+		}
+	}
+	return writes
 }

@@ -80,6 +80,9 @@ type Ready struct {
 	// Probes are the other regions' gateway addresses: does any of each region's answer?
 	Probes []RegionProbe
 	Passes []PassWrite
+	// Upkeep are the writes that keep this cluster's intermediate names (Upkeeps), made after the
+	// passes; their answers come back in Answers.Upkeep.
+	Upkeep []UpkeepWrite
 	// Done ends the round, with what it concluded.
 	Done    bool
 	Outcome Outcome
@@ -128,6 +131,9 @@ type Answers struct {
 	// Probes say, by region, whether any address answered.
 	Probes map[string]bool
 	Passes []PassAnswer
+	// Upkeep are the errors of the upkeep writes (nil: done): nothing is kept of them, the next
+	// whole reading says what to write.
+	Upkeep []error
 }
 
 // ZoneAnswer is how a zone answered a request tried from Started, its answer (or its timeout)

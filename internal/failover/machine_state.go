@@ -14,8 +14,9 @@ type zoneRecord struct {
 	at             ZoneReads
 	// legacyRemoved says this cluster's heartbeat under its earlier name is gone from the zone.
 	legacyRemoved bool
-	// formsAt is the whole reading the routes' forms were last checked against (keepForms).
-	formsAt time.Time
+	// formsAt is the whole reading the routes' forms were last checked against (keepForms);
+	// upkeptAt the one the intermediates were last kept by (upkeep).
+	formsAt, upkeptAt time.Time
 	// reads and beats keep the zone out of the rounds' reads, and out of their heartbeat writes,
 	// for a while after one of them failed (ZoneBackoff). A zone that answered, if only to refuse
 	// (its role for this cluster cut to Reader), keeps the other kind going: the round must go on

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -204,4 +205,101 @@ func TestMachine_DrivesATakeoverFromAnswersAlone(t *testing.T) {
 		assert.Empty(t, passes, "the zone says the name is aks02's: nothing passes again")
 		assert.Len(t, o.View.Held, 1, "held")
 	}
+}
+
+// The machine creates the intermediate a new route of its own region wants: the round after the
+// route's DNSEndpoint appears reads the zone whole and asks for the create; a refused create is
+// asked again at the next whole reading, a heartbeatStaleAfter later (the holding pace, not rest's
+// six minutes), and once the zone holds it nothing more is written.
+func TestMachine_CreatesTheIntermediateItsNamesWant(t *testing.T) {
+	zone := throughZone("", asOwner(aks01Owner))
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", Endpoint: "api-route-external-dns-weu", StandIns: []string{"neu"},
+		Intermediate: intName, Target: targets[aks01Owner], TTL: 60}
+	settings := MachineSettings{ProbeInterval: 5 * time.Second, HeartbeatInterval: 10 * time.Second, SettledInterval: 5 * time.Minute, Judge: DefaultSettings}
+	m := NewMachine()
+	created := time.Unix(2000, 0)
+	refuse := true
+	round := func(now time.Time) (whole bool, upkeep []UpkeepWrite) {
+		rd := m.Begin(RoundStart{Now: now, Cluster: "aks01", Own: "weu", Settings: settings, Addresses: []string{"10.1.0.1"}, Targets: []string{targets[aks01Owner]},
+			Names:      []Name{api, intermediateName(aks01Owner)},
+			Publishing: map[string]Publishing{"external-dns-weu": {NewestCreated: created}},
+			Zones:      []MachineZone{{Controller: "external-dns-weu", Region: "weu", Zone: "example.com", Owner: aks01Owner, TXTPrefix: "weu-p-"}}})
+		for !rd.Done {
+			a, read := answered(rd, now, zone)
+			whole = whole || read
+			for _, w := range rd.Upkeep {
+				upkeep = append(upkeep, w)
+				if refuse {
+					a.Upkeep = append(a.Upkeep, errors.New("refused"))
+					continue
+				}
+				zone.CNAMEs[w.Name] = w.New
+				a.Upkeep = append(a.Upkeep, nil)
+			}
+			rd = m.Advance(a)
+		}
+		return whole, upkeep
+	}
+	create := []UpkeepWrite{{Controller: "external-dns-weu", Name: intName, New: targets[aks01Owner], TTL: 60}}
+	now := created.Add(time.Second)
+	whole, upkeep := round(now)
+	assert.True(t, whole, "a new DNSEndpoint: the zone read whole")
+	assert.Equal(t, create, upkeep)
+	refuse = false
+	_, upkeep = round(now.Add(5 * time.Second))
+	assert.Empty(t, upkeep, "not read whole again yet: nothing asked")
+	now = now.Add(DefaultSettings.HeartbeatStaleAfter)
+	whole, upkeep = round(now)
+	assert.True(t, whole, "the create refused: the zone read whole again at the holding pace")
+	assert.Equal(t, create, upkeep, "and the create asked again")
+	for i := 1; i < 20; i++ {
+		_, upkeep = round(now.Add(time.Duration(i) * 5 * time.Second))
+		assert.Empty(t, upkeep, "round %d: the zone holds it", i)
+	}
+}
+
+// In a zone read through Resource Manager, a listing publication verification made stands for
+// the whole reading at rest: the intermediate it lacks is created from it, once, without a read
+// of failover's own.
+func TestMachine_KeepsTheIntermediatesFromVerificationsListing(t *testing.T) {
+	listed := throughZone("", asOwner(aks01Owner))
+	api := Name{Controller: "external-dns-weu", Hostname: apiName, Namespace: "myapp", StandIns: []string{"neu"}, Intermediate: intName, Target: targets[aks01Owner], TTL: 60}
+	settings := MachineSettings{ProbeInterval: 5 * time.Second, HeartbeatInterval: 10 * time.Second, SettledInterval: 5 * time.Minute, Judge: DefaultSettings}
+	m := NewMachine()
+	start := time.Unix(2000, 0)
+	round := func(now time.Time, l map[string]Listing) (whole bool, upkeep []UpkeepWrite) {
+		rd := m.Begin(RoundStart{Now: now, Cluster: "aks01", Own: "weu", Settings: settings, Targets: []string{targets[aks01Owner]},
+			Names: []Name{api, intermediateName(aks01Owner)}, Listed: l,
+			Zones: []MachineZone{{Controller: "external-dns-weu", Region: "weu", Zone: "example.com", Owner: aks01Owner, TXTPrefix: "weu-p-"}}})
+		for !rd.Done {
+			a, read := answered(rd, now, listed)
+			whole = whole || read
+			upkeep = append(upkeep, rd.Upkeep...)
+			a.Upkeep = make([]error, len(rd.Upkeep))
+			rd = m.Advance(a)
+		}
+		return whole, upkeep
+	}
+	whole, upkeep := round(start, map[string]Listing{"external-dns-weu": {Reading: listed, Started: start.Add(-time.Second)}})
+	assert.False(t, whole, "verification's listing is the whole reading")
+	assert.Equal(t, []UpkeepWrite{{Controller: "external-dns-weu", Name: intName, New: targets[aks01Owner], TTL: 60}}, upkeep)
+	_, upkeep = round(start.Add(5*time.Second), nil)
+	assert.Empty(t, upkeep, "the same listing is not used twice")
+}
+
+// answered are the answers of a healthy cluster's round to rd at now: its own gateway answers,
+// every heartbeat and pass succeeds, and every read returns zone; whole says a read was whole.
+func answered(rd Ready, now time.Time, zone ZoneReading) (a Answers, whole bool) {
+	a = Answers{OwnAnswers: true, Probes: map[string]bool{}}
+	for range rd.Heartbeats {
+		a.Heartbeats = append(a.Heartbeats, ZoneAnswer{Started: now, Finished: now})
+	}
+	for _, r := range rd.Reads {
+		whole = whole || r.Full
+		a.Reads = append(a.Reads, ReadAnswer{ZoneAnswer: ZoneAnswer{Started: now, Finished: now}, Reading: zone})
+	}
+	for range rd.Passes {
+		a.Passes = append(a.Passes, PassAnswer{At: now})
+	}
+	return a, whole
 }

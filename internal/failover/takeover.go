@@ -136,10 +136,20 @@ type Name struct {
 	// TakenFrom is the region this cluster took the name over from, as its DNSEndpoint's mark
 	// (naming.AnnotationTakenFrom) says; "" when it took none.
 	TakenFrom string
+	// Intermediate is, for a route's name, its policy's intermediate name in the zone
+	// (naming.IntermediateName; "" when it has none); for an intermediate name, "" (Hostname is
+	// it).
+	Intermediate string
+	// Target is this cluster's gateway target hostname the name (or its intermediate) points at
+	// from this cluster, and TTL the records' TTL: what the operators write an intermediate with.
+	Target string
+	TTL    uint32
 }
 
 // Pass is one ownership write: the TXT record TXTName in the zone of Controller goes from the
-// lost region's owner From to this cluster's owner To (Old replaced by New, TTL kept).
+// lost region's owner From to this cluster's owner To (Old replaced by New, TTL kept). For an
+// intermediate name the operators write (TXTName ""), it is the intermediate's CNAME that goes
+// from the target Old, of From's cluster, to this cluster's target New.
 type Pass struct {
 	Controller, Hostname, TXTName string
 	TTL                           uint32
@@ -188,14 +198,17 @@ func Reclaims(own string, healthy bool, zones []ZoneReading, names []Name) []Pas
 	})
 }
 
-// passes walks the ownership records of the names in their zones and passes to this cluster's
-// owner those held by another owner whose region (known from the zone's heartbeats) take accepts,
-// published from the name's own namespace. A zone not read, a record set of other than one
-// ownership value and an owner no heartbeat names are left alone, and so is a name the zone
-// answers through an intermediate name this cluster publishes too: the intermediate's pass moves
-// it. One whose intermediate this cluster does not publish yet (its routes took their form from
-// a reading older than the intermediate) is passed on its own: its ExternalDNS then points it at
-// this cluster's gateway directly, and the name is not left with a lost region meanwhile.
+// passes walks the holdings of the names in their zones and passes to this cluster's owner those
+// held by another owner whose region (known from the zone's heartbeats) take accepts: an
+// intermediate the operators write by rewriting its CNAME to this cluster's target, any other name
+// by rewriting its ownership record, when it was published from the name's own namespace. A zone
+// not read, a record set of other than one ownership value and an owner no heartbeat names are
+// left alone, and so is a name the zone answers through an intermediate name this cluster wants
+// too: the intermediate's pass moves it. One whose intermediate this cluster does not publish
+// through yet is passed on its own: its ExternalDNS then points it at this cluster's gateway
+// directly, and the name is not left with a lost region meanwhile. An intermediate ExternalDNS
+// still owns (an earlier version's) is first released to IntermediateOwner, in the same round as
+// its CNAME's pass.
 func passes(zones []ZoneReading, names []Name, skipThrough bool, take func(z *ZoneReading, n Name, holder string) bool) []Pass {
 	byController := zonesByController(zones)
 	type key struct{ controller, name string }
@@ -212,41 +225,76 @@ func passes(zones []ZoneReading, names []Name, skipThrough bool, take func(z *Zo
 		if target := z.CNAMEs[Canonical(n.Hostname)]; skipThrough && isIntermediate(target) && published[key{n.Controller, target}] {
 			continue
 		}
-		for _, txtName := range ownershipNames(z.TXTPrefix, n.Hostname) {
-			set, ok := z.TXT[txtName]
-			if !ok || len(set.Values) != 1 {
-				continue
-			}
-			owner := OwnerOf(set.Values[0])
-			holder := z.regionOf(owner)
-			if owner == "" || owner == z.Owner || holder == "" || resourceNamespace(set.Values[0]) != n.Namespace || !take(z, n, holder) {
-				continue
-			}
-			if passed, ok := PassOwnership(set.Values[0], owner, z.Owner); ok {
-				out = append(out, Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), TXTName: txtName, TTL: set.TTL,
-					Old: set.Values[0], New: passed, From: owner, To: z.Owner, Region: holder, Namespace: n.Namespace, Endpoint: n.Endpoint})
-			}
+		h, found := z.holding(n.Hostname)
+		if !found || h.Owner == "" || h.Owner == z.Owner {
+			continue
+		}
+		holder := z.regionOf(h.Owner)
+		if holder == "" || !take(z, n, holder) {
+			continue
+		}
+		pass := Pass{Controller: n.Controller, Hostname: Canonical(n.Hostname), From: h.Owner, To: z.Owner, Region: holder, Namespace: n.Namespace, Endpoint: n.Endpoint}
+		if isIntermediate(n.Hostname) {
+			out = append(out, intermediatePasses(z, n, h, pass)...)
+			continue
+		}
+		if resourceNamespace(h.Set.Values[0]) != n.Namespace {
+			continue
+		}
+		if passed, ok := PassOwnership(h.Set.Values[0], h.Owner, z.Owner); ok {
+			pass.TXTName, pass.TTL, pass.Old, pass.New = h.TXTName, h.Set.TTL, h.Set.Values[0], passed
+			out = append(out, pass)
 		}
 	}
 	return out
 }
 
-// Held counts, by region and zone, the names of taken whose ownership records in the zones still
-// name this cluster's owner: the takeovers that still stand (a name passed back, or taken by its
-// own region again, no longer counts). A zone not read keeps its names counted.
+// intermediatePasses move an intermediate name held as h to this cluster: its CNAME rewritten to
+// this cluster's target, after (for one ExternalDNS still owns) its ownership record released to
+// IntermediateOwner.
+func intermediatePasses(z *ZoneReading, n Name, h holding, pass Pass) []Pass {
+	target := z.CNAMEs[Canonical(n.Hostname)]
+	if n.Target == "" || target == "" || target == Canonical(n.Target) {
+		return nil
+	}
+	var out []Pass
+	if !h.written() {
+		released, ok := PassOwnership(h.Set.Values[0], h.Owner, IntermediateOwner)
+		if !ok {
+			return nil
+		}
+		release := pass
+		release.TXTName, release.TTL, release.Old, release.New, release.To = h.TXTName, h.Set.TTL, h.Set.Values[0], released, IntermediateOwner
+		out = append(out, release)
+	}
+	pass.Old, pass.New, pass.TTL = target, Canonical(n.Target), n.TTL
+	return append(out, pass)
+}
+
+// Held counts, by region and zone, the names of taken whose holding in the zones is still this
+// cluster's owner: the takeovers that still stand (a name passed back, or taken by its own region
+// again, no longer counts). A zone not read keeps its names counted.
 func Held(taken []Pass, zones []ZoneReading) (held []Pass) {
 	byController := zonesByController(zones)
 	for _, p := range taken {
 		z := byController[p.Controller]
-		if z != nil && z.Read {
-			set := z.TXT[p.TXTName]
-			if len(set.Values) != 1 || OwnerOf(set.Values[0]) != p.To {
-				continue
-			}
+		if z != nil && z.Read && !p.heldIn(z) {
+			continue
 		}
 		held = append(held, p)
 	}
 	return held
+}
+
+// heldIn says the zone still shows what the pass wrote: its ownership record naming To, or, for
+// an intermediate the operators write (TXTName ""), the record that serves its name held by To.
+func (p Pass) heldIn(z *ZoneReading) bool {
+	if p.TXTName != "" {
+		set := z.TXT[p.TXTName]
+		return len(set.Values) == 1 && OwnerOf(set.Values[0]) == p.To
+	}
+	h, found := z.servingHolding(p.Hostname)
+	return found && h.Owner == p.To
 }
 
 // Standing are the takeovers the DNSEndpoints' marks and the zones say still stand, whoever made
@@ -287,11 +335,13 @@ func Standing(names []Name, zones []ZoneReading) (held []Pass, returned []Name) 
 			held = append(held, pass)
 			continue
 		}
-		txtName, set, found := z.servingOwnership(n.Hostname)
+		h, found := z.servingHolding(n.Hostname)
 		switch {
-		case !found:
-		case OwnerOf(set.Values[0]) == z.Owner:
-			pass.TXTName, pass.TTL, pass.New = txtName, set.TTL, set.Values[0]
+		case !found || h.Owner == "":
+		case h.Owner == z.Owner:
+			if !h.written() {
+				pass.TXTName, pass.TTL, pass.New = h.TXTName, h.Set.TTL, h.Set.Values[0]
+			}
 			held = append(held, pass)
 		case n.TakenFrom != "":
 			returned = append(returned, n)
@@ -377,9 +427,9 @@ func DrainProgress(own string, zones []ZoneReading, names []Name) (here, away in
 			known = false
 			continue
 		}
-		switch _, set, found := z.servingOwnership(n.Hostname); {
-		case !found:
-		case OwnerOf(set.Values[0]) == z.Owner:
+		switch h, found := z.servingHolding(n.Hostname); {
+		case !found || h.Owner == "":
+		case h.Owner == z.Owner:
 			here++
 		default:
 			away++

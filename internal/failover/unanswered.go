@@ -15,7 +15,7 @@ func Unanswered(passes []Pass, zones []ZoneReading) (landed, waiting []Pass) {
 			waiting = append(waiting, p)
 			continue
 		}
-		if _, set, found := z.ownership(p.Hostname); found && OwnerOf(set.Values[0]) == p.To {
+		if h, found := z.holding(p.Hostname); found && h.Owner == p.To {
 			landed = append(landed, p)
 		}
 	}

@@ -1,6 +1,7 @@
 package failoverloop
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -32,7 +33,7 @@ func (f *Loop) start(ctx context.Context, cfg *clusterv1alpha1.DNSConfiguration,
 	if start.Targets, start.Addresses, err = f.ownGateways(ctx, zones); err != nil {
 		return start, err
 	}
-	if start.Names, start.Publishing, err = f.standInNames(ctx, zones); err != nil {
+	if start.Names, start.Publishing, err = f.standInNames(ctx, identity, zones); err != nil {
 		ctrl.Log.WithName("failover").Error(err, "listing the names this cluster stands in for; nothing moves this round")
 		start.Names = nil
 	}
@@ -75,7 +76,7 @@ func (f *Loop) ownGateways(ctx context.Context, zones []failoverZone) (targets, 
 // routes whose namespace's DNSPolicy lists stand-ins, with the policy's failback
 // (decide.FailoverNames), and how those routes publish into each zone; this lists the
 // DNSEndpoints and the policies in force.
-func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failover.Name, map[string]failover.Publishing, error) {
+func (f *Loop) standInNames(ctx context.Context, identity *clusterv1alpha1.ClusterIdentity, zones []failoverZone) ([]failover.Name, map[string]failover.Publishing, error) {
 	policies := map[string]*routingv1alpha1.DNSPolicy{}
 	var out []failover.Name
 	publishing := map[string]failover.Publishing{}
@@ -100,7 +101,7 @@ func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failov
 				policies[ep.Namespace] = policy
 			}
 			if policy != nil && policy.Spec.Failover != nil {
-				p.Forming = p.Forming || forming(ep)
+				p.Forming = p.Forming || forming(ep, identity, z.Region)
 				if created := ep.CreationTimestamp.Time; created.After(p.NewestCreated) {
 					p.NewestCreated = created
 				}
@@ -108,7 +109,7 @@ func (f *Loop) standInNames(ctx context.Context, zones []failoverZone) ([]failov
 		}
 		publishing[z.Controller] = p
 		standIn, _ := decide.FailoverNames(z.Controller, endpoints, policies)
-		out = append(out, standIn...)
+		out = append(out, withIntermediates(standIn, endpoints, identity, z.Region)...)
 	}
 	return out, publishing, nil
 }
@@ -188,4 +189,59 @@ func (f *Loop) mark(ctx context.Context, namespace, name string, marks map[strin
 	if err := f.writer.Update(ctx, ep); err != nil && !apierrors.IsConflict(err) {
 		log.Error(err, "marking a pass on its DNSEndpoint", "namespace", namespace, "name", name)
 	}
+}
+
+// withIntermediates gives each name of a zone of region its policy's intermediate name there and
+// this cluster's target and TTL (what the operators write it with), and adds each intermediate
+// once as a name of its own, as the first of its routes' DNSEndpoints publishes it (its mark says
+// whether it was taken): no route publishes it through ExternalDNS any more, yet it is what a
+// move passes.
+func withIntermediates(names []failover.Name, endpoints []*externaldnsv1alpha1.DNSEndpoint, identity *clusterv1alpha1.ClusterIdentity, region string) []failover.Name {
+	byName := make(map[string]*externaldnsv1alpha1.DNSEndpoint, len(endpoints))
+	for _, ep := range endpoints {
+		byName[ep.Namespace+"/"+ep.Name] = ep
+	}
+	out := make([]failover.Name, 0, len(names))
+	listed := map[string]int{}
+	add := func(n failover.Name) {
+		key := failover.Canonical(n.Hostname)
+		if i, seen := listed[key]; seen {
+			out[i].Target, out[i].TTL = cmp.Or(out[i].Target, n.Target), cmp.Or(out[i].TTL, n.TTL)
+			return
+		}
+		listed[key] = len(out)
+		out = append(out, n)
+	}
+	for _, n := range names {
+		ep := byName[n.Namespace+"/"+n.Endpoint]
+		if ep == nil || len(ep.Spec.Endpoints) == 0 || ep.Spec.Endpoints[0] == nil || len(ep.Spec.Endpoints[0].Targets) != 1 {
+			add(n)
+			continue
+		}
+		intermediate := intermediateOf(ep, identity.Spec.Cluster, identity.Spec.Region, identity.Spec.Domain, region)
+		n.TTL = uint32(max(ep.Spec.Endpoints[0].RecordTTL, 0))
+		if target := targetOf(intermediate, identity); target != "" {
+			n.Target = target
+		}
+		if intermediate == "" || naming.IsIntermediate(n.Hostname) {
+			add(n)
+			continue
+		}
+		n.Intermediate = intermediate
+		add(n)
+		i := n
+		i.Hostname, i.Intermediate = failover.Canonical(intermediate), ""
+		add(i)
+	}
+	return out
+}
+
+// targetOf is this cluster's gateway target hostname an intermediate name points at from this
+// cluster: the one of the entry point whose target postfix the intermediate carries.
+func targetOf(intermediate string, identity *clusterv1alpha1.ClusterIdentity) string {
+	postfix, ok := naming.IntermediatePostfix(intermediate)
+	if !ok {
+		return ""
+	}
+	return naming.TargetHostname(identity.Spec.Cluster, identity.Spec.Region, postfix, identity.Spec.Domain)
 }

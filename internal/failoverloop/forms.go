@@ -100,13 +100,18 @@ func intermediateOf(ep *externaldnsv1alpha1.DNSEndpoint, cluster, own, domain, r
 	return naming.IntermediateName(postfix, ep.Namespace, region, domain)
 }
 
-// forming says a route's DNSEndpoint publishes its intermediate beside its name, not yet through
-// it: it waits for a reading of the zone (decide.RouteForm).
-func forming(ep *externaldnsv1alpha1.DNSEndpoint) bool {
-	if len(ep.Spec.Endpoints) < 2 || ep.Spec.Endpoints[0] == nil {
+// forming says a route's DNSEndpoint waits for a reading of the zone of region to take its form
+// (decide.RouteForm): it publishes its intermediate itself (an earlier version's form, until the
+// operators take the intermediate over), or, in its own region's zone, its name directly, until
+// the intermediate this cluster creates is there.
+func forming(ep *externaldnsv1alpha1.DNSEndpoint, identity *clusterv1alpha1.ClusterIdentity, region string) bool {
+	if len(ep.Spec.Endpoints) == 0 || ep.Spec.Endpoints[0] == nil {
 		return false
 	}
 	hasIntermediate := slices.ContainsFunc(ep.Spec.Endpoints[1:], func(r *endpoint.Endpoint) bool { return r != nil && naming.IsIntermediate(r.DNSName) })
 	through := slices.ContainsFunc(ep.Spec.Endpoints[0].Targets, naming.IsIntermediate)
-	return hasIntermediate && !through
+	if hasIntermediate || through || region != identity.Spec.Region || len(ep.Spec.Endpoints[0].Targets) != 1 {
+		return hasIntermediate
+	}
+	return intermediateOf(ep, identity.Spec.Cluster, identity.Spec.Region, identity.Spec.Domain, region) != ""
 }

@@ -86,12 +86,16 @@ func (z *countingZone) WriteHeartbeat(_ context.Context, _, _, value string) err
 
 func (z *countingZone) RemoveLegacyHeartbeat(context.Context, string, string) error { return nil }
 
-func (z *countingZone) Pass(_ context.Context, p failover.Pass) error {
+func (z *countingZone) PassOwnership(_ context.Context, txtName string, ttl uint32, old, new string) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	z.passes = append(z.passes, p)
-	z.ownership = p.New
+	z.passes = append(z.passes, failover.Pass{TXTName: txtName, TTL: ttl, Old: old, New: new})
+	z.ownership = new
 	return nil
+}
+
+func (z *countingZone) WriteIntermediate(context.Context, string, uint32, string, string) error {
+	return errors.New("the counting zone holds no intermediate")
 }
 
 func (z *countingZone) counts() (whole, witness int) {

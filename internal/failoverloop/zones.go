@@ -30,19 +30,28 @@ type zoneIO interface {
 	ReadWitness(ctx context.Context, known []string) (failover.ZoneReading, error)
 	WriteHeartbeat(ctx context.Context, cluster, region, value string) error
 	RemoveLegacyHeartbeat(ctx context.Context, cluster, region string) error
-	Pass(ctx context.Context, p failover.Pass) error
+	// PassOwnership rewrites an ownership TXT record; WriteIntermediate an intermediate's CNAME
+	// (both conditional: zonewriter.ErrChanged when the zone holds something else).
+	PassOwnership(ctx context.Context, txtName string, ttl uint32, old, new string) error
+	WriteIntermediate(ctx context.Context, name string, ttl uint32, old, new string) error
 }
 
 type rfc2136IO struct{ zonewriter.RFC2136 }
 
-func (z rfc2136IO) Pass(ctx context.Context, p failover.Pass) error {
-	return z.PassOwnership(ctx, p.TXTName, p.TTL, p.Old, p.New)
-}
-
 type azureIO struct{ *zonewriter.AzurePrivateDNS }
 
-func (z azureIO) Pass(ctx context.Context, p failover.Pass) error {
-	return z.PassOwnership(ctx, p.TXTName, p.Old, p.New)
+// PassOwnership keeps the record set's own TTL in Azure.
+func (z azureIO) PassOwnership(ctx context.Context, txtName string, _ uint32, old, new string) error {
+	return z.AzurePrivateDNS.PassOwnership(ctx, txtName, old, new)
+}
+
+// write makes a pass or an upkeep write: an ownership record's when it names one (txtName),
+// otherwise the intermediate name's CNAME.
+func write(ctx context.Context, io zoneIO, txtName, name string, ttl uint32, old, new string) error {
+	if txtName != "" {
+		return io.PassOwnership(ctx, txtName, ttl, old, new)
+	}
+	return io.WriteIntermediate(ctx, name, ttl, old, new)
 }
 
 // failoverZone is a zone with failover settings: as the machine knows it, and its reader and
@@ -168,7 +177,38 @@ func (f *Loop) carryOut(ctx context.Context, identity *clusterv1alpha1.ClusterId
 	wg.Wait()
 	a.Probes = f.probeRegions(ctx, rd.Probes, port)
 	a.Passes = f.pass(ctx, zones, rd.Passes)
+	a.Upkeep = f.upkeep(ctx, zones, rd.Upkeep)
 	return a
+}
+
+// upkeep makes the writes that keep this cluster's intermediate names, one after another; a
+// refusal is logged, and the next whole reading of the zone says what is still to write.
+func (f *Loop) upkeep(ctx context.Context, zones []failoverZone, writes []failover.UpkeepWrite) []error {
+	ios := map[string]zoneIO{}
+	for _, z := range zones {
+		ios[z.Controller] = z.io
+	}
+	out := make([]error, len(writes))
+	for i, w := range writes {
+		out[i] = write(ctx, ios[w.Controller], w.TXTName, w.Name, w.TTL, w.Old, w.New)
+		metrics.CountIntermediateWrite(w.Controller, upkeepKind(w), ownershipResult(out[i]))
+		if out[i] != nil && !errors.Is(out[i], zonewriter.ErrChanged) {
+			ctrl.Log.WithName("failover").Error(out[i], "writing an intermediate name", "controller", w.Controller, "name", w.Name)
+		}
+	}
+	return out
+}
+
+// upkeepKind is what an upkeep write does, as service_router_failover_intermediate_writes_total
+// counts it.
+func upkeepKind(w failover.UpkeepWrite) string {
+	switch {
+	case w.TXTName != "":
+		return metrics.IntermediateReleased
+	case w.Old == "":
+		return metrics.IntermediateCreated
+	}
+	return metrics.IntermediateDeleted
 }
 
 // answerOf is how a zone answered request: when, and its failure in a few words (Resource
@@ -194,7 +234,7 @@ func (f *Loop) pass(ctx context.Context, zones []failoverZone, passes []failover
 	out := make([]failover.PassAnswer, len(passes))
 	for i, w := range passes {
 		p := w.Pass
-		err := ios[p.Controller].Pass(ctx, p)
+		err := write(ctx, ios[p.Controller], p.TXTName, p.Hostname, p.TTL, p.Old, p.New)
 		metrics.CountOwnershipWrite(p.Controller, ownershipResult(err))
 		out[i] = failover.PassAnswer{At: f.now(), Changed: errors.Is(err, zonewriter.ErrChanged)}
 		if err != nil && !out[i].Changed {

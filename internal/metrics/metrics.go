@@ -54,6 +54,7 @@ const (
 	FailoverRegionStateName        = "service_router_failover_region_state"
 	FailoverActiveName             = "service_router_failover_active"
 	OwnershipWritesName            = "service_router_failover_ownership_writes_total"
+	IntermediateWritesName         = "service_router_failover_intermediate_writes_total"
 	AzureRequestsName              = "service_router_azure_requests_total"
 	AzureRateLimitRemainingName    = "service_router_azure_ratelimit_remaining"
 )
@@ -114,8 +115,11 @@ var Definitions = []Definition{
 		"Regional failover: names this cluster took over in the zone of the ExternalDNS controller from the lost region `from`, serving them from its own region `to` (status.failover[].taken). Above 0 means a failover happened.",
 		[]string{"zone", "from", "to"}},
 	{OwnershipWritesName, "counter",
-		"Regional failover: conditional writes of an ownership record (a takeover, failback or drain passing a name or an intermediate to another cluster's ExternalDNS), by zone and result: passed, changed (the record no longer held the value read: another stand-in or the owner wrote first, and the zone says who owns the name now) or refused (any other error: a rotated TSIG key, a role taken away, a timeout; tried again next round). Two stand-ins racing for one name show as one passed here and one changed there. Absent before the first write.",
+		"Regional failover: the conditional writes of a move (a takeover, failback or drain rewriting an intermediate name's CNAME to this cluster's gateway, or passing a name not yet through one to this cluster's ExternalDNS by its ownership record), by zone and result: passed, changed (the record no longer held the value read: another stand-in or the owner wrote first, and the zone says who holds the name now) or refused (any other error: a rotated TSIG key, a role taken away, a timeout; tried again next round). Two stand-ins racing for one name show as one passed here and one changed there. Absent before the first write.",
 		[]string{"zone", "result"}},
+	{IntermediateWritesName, "counter",
+		"Regional failover: conditional writes that keep this cluster's intermediate names outside a move, by zone, kind (created: a policy's intermediate in its region's zone, pointing at this cluster; released: one an earlier version's ExternalDNS owned, handed to the operators; deleted: one of this cluster's that no route wants and no name points at) and result (passed, changed, refused, as for the ownership writes). Absent before the first write.",
+		[]string{"zone", "kind", "result"}},
 	{AzureRequestsName, "counter",
 		"Requests to Azure Resource Manager for Azure Private DNS zones (publication verification and regional failover), by zone (subscription, resource group and zone name), operation type (read, write, delete) and outcome: answered (any answer but 429), throttled (429), held (not sent: the principal is in the backoff a 429 asked for) or error (no answer: network error, timeout). Every attempt counts, the SDK's retries included. Absent before the first request.",
 		[]string{"subscription", "resource_group", "zone", "operation", "outcome"}},

@@ -27,10 +27,12 @@ var (
 		definition(VerificationQueriesName).Labels)
 	ownershipWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: OwnershipWritesName, Help: definition(OwnershipWritesName).Help},
 		definition(OwnershipWritesName).Labels)
+	intermediateWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: IntermediateWritesName, Help: definition(IntermediateWritesName).Help},
+		definition(IntermediateWritesName).Labels)
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(publishDuration, verificationQueries, ownershipWrites)
+	ctrlmetrics.Registry.MustRegister(publishDuration, verificationQueries, ownershipWrites, intermediateWrites)
 }
 
 // The results of service_router_failover_ownership_writes_total.
@@ -43,6 +45,19 @@ const (
 // CountOwnershipWrite counts one conditional ownership write in a zone and its result.
 func CountOwnershipWrite(zone, result string) {
 	ownershipWrites.WithLabelValues(zone, result).Inc()
+}
+
+// The kinds of service_router_failover_intermediate_writes_total.
+const (
+	IntermediateCreated  = "created"
+	IntermediateReleased = "released"
+	IntermediateDeleted  = "deleted"
+)
+
+// CountIntermediateWrite counts one conditional write of an intermediate name outside a move, its
+// kind and its result (the results of CountOwnershipWrite).
+func CountIntermediateWrite(zone, kind, result string) {
+	intermediateWrites.WithLabelValues(zone, kind, result).Inc()
 }
 
 // ObservePublished records the time from a route's change to its publication in a zone.

@@ -46,6 +46,11 @@ const (
 	// took over for this cluster; it goes when the name goes back. A new leader counts the
 	// takeovers that stand from it and the zones' ownership records.
 	AnnotationTakenFrom = "router.io/taken-from-region"
+	// AnnotationIntermediateTarget, on a route's DNSEndpoint whose name goes through its policy's
+	// intermediate name (regional failover), is this cluster's gateway target hostname the
+	// intermediate points at when this cluster serves it: the operators write the intermediate,
+	// and publication verification checks it against this.
+	AnnotationIntermediateTarget = "router.io/intermediate-target"
 )
 
 // Applications parses a namespace's router.io/applications annotation: the application names it
@@ -169,6 +174,20 @@ const IntermediateLabel = "_router-failover"
 // own records never change owner.
 func IntermediateName(targetPostfix, namespace, region, domain string) string {
 	return targetPostfix + "." + namespace + "." + region + "." + IntermediateLabel + "." + domain
+}
+
+// IntermediatePostfix is the gateway target postfix an intermediate name (IntermediateName) carries:
+// everything before its namespace, region and label.
+func IntermediatePostfix(intermediate string) (string, bool) {
+	before, _, found := strings.Cut(strings.TrimSuffix(strings.ToLower(intermediate), "."), "."+IntermediateLabel+".")
+	if !found {
+		return "", false
+	}
+	labels := strings.Split(before, ".")
+	if len(labels) < 3 {
+		return "", false
+	}
+	return strings.Join(labels[:len(labels)-2], "."), true
 }
 
 // IsIntermediate says whether name (any case, with or without the final dot) is an intermediate

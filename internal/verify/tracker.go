@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
@@ -187,6 +188,20 @@ func (t *Tracker) SetRoute(k RouteKey, records []*endpoint.Endpoint, processed, 
 		s.changedAt = now
 	}
 	return t.routeChanged(s, before, known, now)
+}
+
+// RouteRecords are the records of a route's DNSEndpoint that verification reads (RouteRecord):
+// its own, and, when its name goes through an intermediate name the operators write, that
+// intermediate's CNAME to this cluster's gateway as its annotation names it
+// (naming.AnnotationIntermediateTarget).
+func RouteRecords(ep *externaldnsv1alpha1.DNSEndpoint) []*endpoint.Endpoint {
+	target := ep.Annotations[naming.AnnotationIntermediateTarget]
+	if target == "" || len(ep.Spec.Endpoints) != 1 || ep.Spec.Endpoints[0] == nil || len(ep.Spec.Endpoints[0].Targets) != 1 ||
+		!naming.IsIntermediate(ep.Spec.Endpoints[0].Targets[0]) {
+		return ep.Spec.Endpoints
+	}
+	name := ep.Spec.Endpoints[0]
+	return []*endpoint.Endpoint{name, {DNSName: name.Targets[0], RecordType: endpoint.RecordTypeCNAME, Targets: endpoint.Targets{target}, RecordTTL: name.RecordTTL}}
 }
 
 // RouteRecord is the record of a route's DNSEndpoint that says whether the zone answers the

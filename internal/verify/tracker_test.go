@@ -8,10 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	externaldnsv1alpha1 "sigs.k8s.io/external-dns/apis/v1alpha1"
 	"sigs.k8s.io/external-dns/endpoint"
 
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/desired"
+	"github.com/service-router/service-router-operator/internal/naming"
 )
 
 func TestNextCheck_FastAfterAChangeSlowWhenSettled(t *testing.T) {
@@ -511,4 +513,11 @@ func TestRouteRecord_AFailoverNameIsCheckedByItsOwnRecord(t *testing.T) {
 	assert.Equal(t, []*endpoint.Endpoint{cname(api, gw)}, RouteRecord([]*endpoint.Endpoint{cname(api, gw), cname(intermediate, gw)}),
 		"the intermediate beside a direct name is not the name's")
 	assert.Equal(t, []*endpoint.Endpoint{cname(api, gw)}, RouteRecord([]*endpoint.Endpoint{cname(api, gw)}))
+
+	ep := &externaldnsv1alpha1.DNSEndpoint{Spec: externaldnsv1alpha1.DNSEndpointSpec{Endpoints: []*endpoint.Endpoint{cname(api, intermediate)}}}
+	ep.Annotations = map[string]string{naming.AnnotationIntermediateTarget: gw}
+	assert.Equal(t, []*endpoint.Endpoint{cname(intermediate, gw)}, RouteRecord(RouteRecords(ep)),
+		"an intermediate the operators write: checked as pointing at the gateway the annotation names")
+	delete(ep.Annotations, naming.AnnotationIntermediateTarget)
+	assert.Equal(t, []*endpoint.Endpoint{cname(api, intermediate)}, RouteRecord(RouteRecords(ep)), "without the annotation, the name's own record")
 }

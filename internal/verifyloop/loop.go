@@ -256,7 +256,7 @@ func (v *Loop) set(ep *externaldnsv1alpha1.DNSEndpoint, initial bool) {
 	now := time.Now()
 	var changes []verify.Change
 	if route := ep.Labels[naming.LabelServiceRoute]; route != "" {
-		changes = v.Tracker.SetRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}, ep.Spec.Endpoints, processed, initial, now)
+		changes = v.Tracker.SetRoute(verify.RouteKey{Namespace: ep.Namespace, Name: route, Controller: controller}, verify.RouteRecords(ep), processed, initial, now)
 	} else if pair, ok := desired.IngressOfLabels(ep.Labels); ok {
 		changes = v.Tracker.SetTarget(controller, pair, ep.Namespace+"/"+ep.Name, ep.Spec.Endpoints, processed, initial, now)
 	}

@@ -93,6 +93,52 @@ func (w *AzurePrivateDNS) PassOwnership(ctx context.Context, name, old, new stri
 	return nil
 }
 
+// WriteIntermediate writes an intermediate name's CNAME record set, which the operators write
+// themselves, on the condition that the zone still holds what it was read with: create it pointing
+// at new when old is "" (If-None-Match: one create), rewrite it from old to new keeping its TTL, or
+// delete it when new is "" (a get, then If-Match on its ETag: one update or one delete). Of two
+// clusters writing the same intermediate, only the first succeeds; the second gets ErrChanged.
+func (w *AzurePrivateDNS) WriteIntermediate(ctx context.Context, name string, ttl uint32, old, new string) error {
+	name = w.relative(name)
+	var re *azcore.ResponseError
+	changed := func(err error) error {
+		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
+			return fmt.Errorf("writing the intermediate %s in zone %s: %w", name, w.zone.ZoneName, ErrChanged)
+		}
+		if err != nil {
+			return fmt.Errorf("writing the intermediate %s in zone %s: %w", name, w.zone.ZoneName, err)
+		}
+		return nil
+	}
+	if old == "" {
+		set := armprivatedns.RecordSet{Properties: &armprivatedns.RecordSetProperties{TTL: to.Ptr(int64(ttl)), CnameRecord: &armprivatedns.CnameRecord{Cname: to.Ptr(new)}}}
+		_, err := w.records.CreateOrUpdate(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeCNAME, name, set,
+			&armprivatedns.RecordSetsClientCreateOrUpdateOptions{IfNoneMatch: to.Ptr("*")})
+		return changed(err)
+	}
+	current, err := w.records.Get(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeCNAME, name, nil)
+	switch {
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("writing the intermediate %s in zone %s: %w", name, w.zone.ZoneName, ErrChanged)
+	case err != nil:
+		return fmt.Errorf("reading %s in zone %s: %w", name, w.zone.ZoneName, err)
+	}
+	p := current.Properties
+	if p == nil || p.CnameRecord == nil || p.CnameRecord.Cname == nil || failover.Canonical(*p.CnameRecord.Cname) != failover.Canonical(old) {
+		return fmt.Errorf("writing the intermediate %s in zone %s (it points elsewhere): %w", name, w.zone.ZoneName, ErrChanged)
+	}
+	if new == "" {
+		_, err = w.records.Delete(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeCNAME, name,
+			&armprivatedns.RecordSetsClientDeleteOptions{IfMatch: current.Etag})
+		return changed(err)
+	}
+	props := *p
+	props.CnameRecord = &armprivatedns.CnameRecord{Cname: to.Ptr(new)}
+	_, err = w.records.CreateOrUpdate(ctx, w.zone.ResourceGroup, w.zone.ZoneName, armprivatedns.RecordTypeCNAME, name,
+		armprivatedns.RecordSet{Properties: &props}, &armprivatedns.RecordSetsClientCreateOrUpdateOptions{IfMatch: current.Etag})
+	return changed(err)
+}
+
 // relative is a record set's name relative to the zone, as Resource Manager names it.
 func (w *AzurePrivateDNS) relative(name string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(name, "."), "."+w.zone.ZoneName)

@@ -83,3 +83,25 @@ func TestAzurePrivateDNS_PassOwnershipOnlyFromTheValueRead(t *testing.T) {
 	assert.True(t, errors.Is(err, zonewriter.ErrChanged), "a record set that is gone: %v", err)
 	assert.Equal(t, 0, s.Count("deleteRecordSet"), "the writer never deletes")
 }
+
+func TestAzurePrivateDNS_WriteIntermediateOnlyFromWhatWasRead(t *testing.T) {
+	s, w := azureWriter(t)
+	ctx := context.Background()
+	name := "internal.myapp.weu._router-failover." + zone
+	aks01, aks02 := "aks01-weu-internal."+zone, "aks02-neu-internal."+zone
+	cnameOf := func() []string { return s.Records(sub, rg, zone)["internal.myapp.weu._router-failover CNAME"] }
+
+	require.NoError(t, w.WriteIntermediate(ctx, name, 60, "", aks01))
+	assert.Equal(t, []string{aks01}, cnameOf())
+	assert.ErrorIs(t, w.WriteIntermediate(ctx, name, 60, "", aks02), zonewriter.ErrChanged, "a create finds it there: refused")
+
+	assert.ErrorIs(t, w.WriteIntermediate(ctx, name, 60, aks02, aks01), zonewriter.ErrChanged, "a move from a target it does not hold: refused")
+	require.NoError(t, w.WriteIntermediate(ctx, name, 60, aks01, aks02), "the move")
+	assert.Equal(t, []string{aks02}, cnameOf())
+
+	assert.ErrorIs(t, w.WriteIntermediate(ctx, name, 0, aks01, ""), zonewriter.ErrChanged, "a delete of what it no longer holds: refused")
+	assert.Equal(t, []string{aks02}, cnameOf())
+	require.NoError(t, w.WriteIntermediate(ctx, name, 0, aks02, ""))
+	assert.Empty(t, cnameOf())
+	assert.ErrorIs(t, w.WriteIntermediate(ctx, name, 60, aks02, aks01), zonewriter.ErrChanged, "a move of one deleted: refused")
+}

@@ -72,6 +72,36 @@ func (w RFC2136) PassOwnership(ctx context.Context, name string, ttl uint32, old
 	return err
 }
 
+// WriteIntermediate writes an intermediate name's CNAME (naming.IntermediateName), which the
+// operators write themselves, in one update on the condition that the zone still holds what it
+// was read with: create it pointing at new when old is "" (the name not in use at all), rewrite it
+// from old to new, or delete it when new is "" (its CNAME exactly old still). Of two clusters
+// writing the same intermediate, only the first succeeds; the second gets ErrChanged. ttl is the
+// record's TTL.
+func (w RFC2136) WriteIntermediate(ctx context.Context, name string, ttl uint32, old, new string) error {
+	name = dns.Fqdn(name)
+	m := w.update()
+	if old == "" {
+		m.NameNotUsed([]dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: name}}})
+	} else {
+		m.Used([]dns.RR{cname(name, 0, old)})
+		m.RemoveRRset([]dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET}}})
+	}
+	if new != "" {
+		m.Insert([]dns.RR{cname(name, ttl, new)})
+	}
+	err := w.send(ctx, m, "writing the intermediate "+name)
+	var rcode rcodeError
+	if errors.As(err, &rcode) && (rcode == dns.RcodeNXRrset || rcode == dns.RcodeNameError || rcode == dns.RcodeYXDomain) {
+		return fmt.Errorf("writing the intermediate %s: %w", name, ErrChanged)
+	}
+	return err
+}
+
+func cname(name string, ttl uint32, target string) *dns.CNAME {
+	return &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: dns.Fqdn(target)}
+}
+
 func (w RFC2136) update() *dns.Msg {
 	m := new(dns.Msg)
 	m.SetUpdate(dns.Fqdn(w.Zone))

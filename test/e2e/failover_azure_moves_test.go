@@ -71,8 +71,8 @@ func azureMoveZone(tb testing.TB) moveZone {
 // every documented limit on, the defaults everywhere (azureMoveZone): from the judgement to every
 // name answering the stand-in, and from the lost cluster's return to every name answering it again
 // beyond failbackAfter, against the goal of 60 s. The takeover rewrites each policy's
-// intermediate: the operator's pass of its ownership record, then ExternalDNS's CNAME and
-// ownership record, three updates a policy against the zone's 60 a minute.
+// intermediate's CNAME, which the operators write: a get and an update a policy, against the
+// zone's 200 gets and 60 updates a minute.
 func BenchmarkFailover_AzureMoveAtScale(b *testing.B) {
 	const policies, goal = 30, time.Minute
 	for _, n := range framework.EnvInts("FAILOVER_AZURE_MOVE_NAMES", 3000) {

@@ -6,11 +6,9 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/service-router/service-router-operator/internal/failover"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/internal/zonewriter"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
@@ -19,8 +17,8 @@ import (
 // BenchmarkFailover_TimeToFailOver measures the time to fail over (`make bench`) in the BIND
 // failover world (1 s probes, threshold 3, heartbeats every 1 s, stale after 5 s, ExternalDNS
 // --interval=500ms), as a ratio to its floor measured in the same run: the same loss with the
-// takeover done by hand at the instant of loss (one ownership write, then the survivor's
-// ExternalDNS). Both are timed from the loss to the zone answering the survivor's gateway; the
+// takeover done by hand at the instant of loss (one conditional rewrite of the intermediate's
+// CNAME). Both are timed from the loss to the zone answering the survivor's gateway; the
 // difference is the operator's detection, which the heartbeat's staleness bounds on purpose. With
 // FAILOVER_SETTINGS=defaults the operators run with the default settings (5 s probes, heartbeats
 // every 10 s, stale after 30 s).
@@ -38,24 +36,13 @@ func BenchmarkFailover_TimeToFailOver(b *testing.B) {
 
 		writer := zonewriter.RFC2136{Server: fmt.Sprintf("127.0.0.1:%d", zone.Port), Zone: zone.Zone,
 			TSIGName: zone.TSIG.Name, TSIGAlgorithm: zone.TSIG.Algorithm, TSIGSecret: zone.TSIG.Secret}
-		byHand := func(from, to string) {
+		byHand := func(from, to *failoverMember) {
 			b.Helper()
-			// The floor moves what the operator moves: the name's intermediate.
-			txtName := "weu-d-cname-" + naming.IntermediateName("internal", failoverNS, "weu", w.domain) + "."
-			recs, err := zone.ZoneRecords(ctx)
-			if err != nil {
+			// The floor moves what the operator moves: the name's intermediate, one CNAME.
+			intermediate := naming.IntermediateName("internal", failoverNS, "weu", w.domain)
+			if err := writer.WriteIntermediate(ctx, intermediate, 300, from.target(w.domain), to.target(w.domain)); err != nil {
 				b.Fatal(err)
 			}
-			for _, r := range recs {
-				if r.Type == "TXT" && r.Name == txtName && strings.Contains(r.Data, "external-dns/owner="+from+",") {
-					passed, _ := failover.PassOwnership(r.Data, from, to)
-					if err := writer.PassOwnership(ctx, txtName, uint32(r.TTL), r.Data, passed); err != nil {
-						b.Fatal(err)
-					}
-					return
-				}
-			}
-			b.Fatalf("no ownership record of %s at %s", from, txtName)
 		}
 		timeTo := func(want []string, since time.Time) time.Duration {
 			b.Helper()
@@ -67,10 +54,10 @@ func BenchmarkFailover_TimeToFailOver(b *testing.B) {
 
 		// The floor: the loss, and at once the takeover by hand.
 		lost := w.lose()
-		byHand(w.aks01.owner, w.aks02.owner)
+		byHand(w.aks01, w.aks02)
 		floor := timeTo(chain(w.aks02), lost)
 		// Back to the start: the name passed back by hand, aks01 running again and vouched for.
-		byHand(w.aks02.owner, w.aks01.owner)
+		byHand(w.aks02, w.aks01)
 		w.comeBack()
 		timeTo(chain(w.aks01), time.Now())
 		waitRegion(ctx, b, w.aks02, "weu", "Unreachable", "WitnessSaysAlive", w.diagnostics)
