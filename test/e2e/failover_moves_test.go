@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clusterv1alpha1 "github.com/service-router/service-router-operator/apis/cluster/v1alpha1"
 	routingv1alpha1 "github.com/service-router/service-router-operator/apis/routing/v1alpha1"
 	"github.com/service-router/service-router-operator/internal/naming"
 	"github.com/service-router/service-router-operator/test/e2e/framework"
@@ -53,6 +54,11 @@ type moves struct {
 	// record sets that changed (zero: failback not measured).
 	back     time.Duration
 	failback []string
+	// drained is how long from aks01's dns-config asking for a drain until every name answered
+	// aks02, undrained from the drain's end until every name answered aks01 again; drain and
+	// undrain the record sets each changed (measured with the failback).
+	drained, undrained time.Duration
+	drain, undrain     []string
 	// writes are the zone's record writes during the takeover, as the zone counts them, requests
 	// all its requests then ("" for BIND, which counts none).
 	writes   int
@@ -93,7 +99,7 @@ func (m moves) intermediateSets() []string {
 // measureMoves publishes perPolicy names for each of policies teams, from aks01 (weu) and aks02
 // (neu, each team's policy's stand-in) into the weu zone (BIND, TSIG), loses aks01 and measures the
 // takeover; with failback, the policies fail back automatically, aks01 comes back and the failback
-// is measured too.
+// is measured too, then a drain of aks01 and its end.
 func measureMoves(tb testing.TB, zone moveZone, policies, perPolicy int, failback bool) moves {
 	ctx := tb.Context()
 	w := zone.w
@@ -198,13 +204,42 @@ func measureMoves(tb testing.TB, zone moveZone, policies, perPolicy int, failbac
 	w.comeBack()
 	home := served("every name to answer aks01 again", aks01, zone.timeout)
 	m.back, m.failback = time.Since(back), changedRecordSets(after, home)
-	tb.Logf("aks01 back: every one of the %d names answers aks01 %s after its return (failbackAfter 3 s); record sets changed: %d",
+	tb.Logf("aks01 back: every one of the %d names answers aks01 %s after its return; record sets changed: %d",
 		m.names, m.back.Round(time.Millisecond), len(m.failback))
+
+	// A drain and its end, aks01 serving throughout: the same moves, asked for.
+	drain := time.Now()
+	updateConfig(ctx, tb, aks01, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.Drain = true })
+	drained := served("every name to answer aks02 while aks01 is drained", aks02, zone.timeout)
+	m.drained, m.drain = time.Since(drain), changedRecordSets(home, drained)
+	undrain := time.Now()
+	updateConfig(ctx, tb, aks01, func(cfg *clusterv1alpha1.DNSConfiguration) { cfg.Spec.Failover.Drain = false })
+	undrained := served("every name to answer aks01 once the drain ends", aks01, zone.timeout)
+	m.undrained, m.undrain = time.Since(undrain), changedRecordSets(drained, undrained)
+	tb.Logf("aks01 drained: every one of the %d names answers aks02 %s after the drain was asked for (record sets changed: %d), and aks01 again %s after it ended (%d)",
+		m.names, m.drained.Round(time.Millisecond), len(m.drain), m.undrained.Round(time.Millisecond), len(m.undrain))
 	return m
 }
 
-// BenchmarkFailover_AMoveAtScale is the time and the record writes of a takeover and a failback
-// in the BIND failover world (fast settings: stale after 5 s, failback after 3 s) at 300, 3,000
+// checkMoves fails b when a measured move changed more than the policies' intermediates' CNAMEs,
+// and reports each move's time and record sets.
+func checkMoves(b *testing.B, m moves) {
+	want := m.intermediateSets()
+	for _, move := range []struct {
+		name string
+		took time.Duration
+		sets []string
+	}{{"takeover", m.moved, m.takeover}, {"failback", m.back, m.failback}, {"drain", m.drained, m.drain}, {"undrain", m.undrained, m.undrain}} {
+		if !slices.Equal(move.sets, want) {
+			b.Errorf("%d names: the %s changed %d record sets, want the %d of the intermediates: %v", m.names, move.name, len(move.sets), len(want), move.sets)
+		}
+		b.ReportMetric(move.took.Seconds(), move.name+"-s")
+		b.ReportMetric(float64(len(move.sets)), move.name+"-sets")
+	}
+}
+
+// BenchmarkFailover_AMoveAtScale is the time and the record writes of a takeover, a failback, a
+// drain and its end in the BIND failover world (fast settings: stale after 5 s, failback after 3 s) at 300, 3,000
 // and 10,000 names in 30 policies (FAILOVER_MOVE_NAMES: a comma-separated list): both must stay
 // flat as the names grow. Each run fails when a move changes more than the policies'
 // intermediates' CNAMEs (one record set each).
@@ -214,14 +249,7 @@ func BenchmarkFailover_AMoveAtScale(b *testing.B) {
 		b.Run(fmt.Sprintf("names=%d", n), func(b *testing.B) {
 			for range b.N {
 				m := measureMoves(b, bindMoveZone(b), policies, n/policies, true)
-				want := m.intermediateSets()
-				if !slices.Equal(m.takeover, want) || !slices.Equal(m.failback, want) {
-					b.Errorf("%d names: the takeover changed %d record sets and the failback %d, want the %d of the intermediates", m.names, len(m.takeover), len(m.failback), len(want))
-				}
-				b.ReportMetric(m.moved.Seconds(), "takeover-s")
-				b.ReportMetric(float64(len(m.takeover)), "takeover-writes")
-				b.ReportMetric(m.back.Seconds(), "failback-s")
-				b.ReportMetric(float64(len(m.failback)), "failback-writes")
+				checkMoves(b, m)
 				b.ReportMetric(m.published.Seconds(), "publish-s")
 			}
 		})
