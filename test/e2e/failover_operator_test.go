@@ -621,10 +621,17 @@ func TestFailover_OperatorTakesOverALostRegion(t *testing.T) {
 		t.Errorf("3. aks01's ExternalDNS did not log that %s owns %s now\n%s", aks02.owner, name, aks01.ed.Diagnostics())
 	}
 
-	// 4. Failback Automatic, in the home cluster's policy.
+	// 4. Failback Automatic, in the home cluster's policy. The watch starts before the switch: a
+	// failback is one CNAME rewrite, which can land before a watch started after it digs once.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tr, err = framework.Converge(ctx, q, framework.Resolves(chain(aks01)...), convergeTimeout, 50*time.Millisecond, diag()...)
+	}()
+	time.Sleep(200 * time.Millisecond)
 	at = time.Now()
 	setFailback(ctx, t, aks01, routingv1alpha1.FailbackAutomatic)
-	tr, err = framework.Converge(ctx, q, framework.Resolves(chain(aks01)...), convergeTimeout, 50*time.Millisecond, diag()...)
+	<-watched
 	if err != nil {
 		t.Fatal(err)
 	}
